@@ -1,0 +1,93 @@
+/**
+ * `npm start`: the embedded demo. A Temporal dev server, a worker and one agent on the simulated model
+ * (no API key). The agent calls `get_build_status`, which answers 2 s later through the thread's input queue
+ * while no activity is running for it.
+ */
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { defineTool, SimulatedModel, startLocalSystem, toolResult, type ThreadEvent } from '../src';
+
+const builds = {
+  async status(id: string): Promise<string> {
+    await new Promise((r) => setTimeout(r, 2000)); // a CI system that takes its time
+    return id === '42' ? 'green (all 318 tests passed)' : 'unknown build';
+  },
+};
+
+const getBuildStatus = defineTool<{ build_id: string }>({
+  name: 'get_build_status',
+  description: 'Look up a CI build',
+  parameters: { type: 'object', properties: { build_id: { type: 'string' } }, required: ['build_id'] },
+  execute(args, ctx) {
+    // Start the work and return at once: the slice ends, the result arrives later as a signal.
+    void builds.status(args.build_id).then((s) => ctx.send(toolResult(ctx, `Build ${args.build_id}: ${s}`)));
+  },
+});
+
+function show(e: ThreadEvent): void {
+  switch (e.type) {
+    case 'text_delta':
+      process.stdout.write(e.text);
+      return;
+    case 'completion_started':
+      process.stdout.write('\n\x1b[2m[agent]\x1b[0m ');
+      return;
+    case 'completion_finished':
+      process.stdout.write('\n');
+      return;
+    case 'tool_call':
+      console.log(`\n\x1b[36m→ ${e.name}(${JSON.stringify(e.args)})\x1b[0m`);
+      return;
+    case 'tool_result':
+      console.log(`\x1b[32m← ${e.text}\x1b[0m`);
+      return;
+    case 'user_input':
+      console.log(`\x1b[1m[user]\x1b[0m ${e.text}`);
+      return;
+    case 'status':
+      console.log(`\x1b[2m(status: ${e.status})\x1b[0m`);
+      return;
+    case 'info':
+      console.log(`\x1b[33m${e.text}\x1b[0m`);
+      return;
+    default:
+      return;
+  }
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('WARN') }); // keep the worker's own logs out of the conversation
+  console.log('Starting the Temporal dev server and a worker (the first run installs the Temporal CLI)...');
+  const system = await startLocalSystem({
+    model: new SimulatedModel({ completionBytes: 400, chunkDelayMs: 15 }),
+    tools: [getBuildStatus],
+  });
+  try {
+    const threadId = `demo-${Date.now()}`;
+    const thread = await system.client.startThread({ threadId });
+    console.log(`Temporal UI: ${system.devServer.uiUrl}`);
+    console.log(`This thread: ${system.threadUrl(threadId)}`);
+    const events = (async () => {
+      for await (const e of thread.events()) show(e);
+    })();
+    await thread.sendUserText('Is build 42 green yet?');
+    const status = await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
+    const history = await thread.history();
+    console.log(`\nDone: ${history.length} history items, ${status.slices} slices, status ${status.status}.`);
+    console.log(`Inspect it in the Temporal UI: ${system.threadUrl(threadId)}`);
+    if (process.env.DEMO_KEEP_RUNNING) {
+      console.log('DEMO_KEEP_RUNNING is set: the server stays up until Ctrl-C.');
+      await new Promise<void>((r) => process.once('SIGINT', () => r()));
+    }
+    void events;
+  } finally {
+    await system.shutdown();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,324 @@
+/**
+ * One completion of a slice (reference spec §2.5–2.6): rounds of model calls, the turn buffer, retries, and the
+ * handling of the first tool call of each round. Sync tools, unknown tools and invalid arguments are answered
+ * inline and loop back; an async tool call ends the completion and is dispatched by the caller after the commit.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { messageIds } from '../core/ids';
+import {
+  INJECTED_TOOL_ERROR,
+  INJECTED_TOOL_NAME,
+  invalidArgumentsError,
+  invalidJsonArgumentsError,
+  unknownToolError,
+} from '../core/texts';
+import type { HistoryItem, ThreadEvent, TokenUsage, ToolResultContent } from '../core/types';
+import { projectHistory } from '../model/projection';
+import type { ModelProvider, ModelStreamPart, ToolSpec } from '../model/provider';
+import type { Tool, ToolContext } from '../tools/tool';
+import { TurnBuffer } from './turn-buffer';
+
+/** Retry and timeout settings of a completion; defaults follow the reference runtime. */
+export interface CompletionPolicy {
+  /** Attempts allowed after a failure before giving up (default 10). */
+  maxRetries: number;
+  /** No first part within this time: the request is retried (default 60 s). */
+  initiateTimeoutMs: number;
+  /** No part for this long mid-stream: the attempt is discarded and retried (default 120 s). */
+  chunkTimeoutMs: number;
+  /** Wait after a rate-limit error (default 30 s). */
+  rateLimitWaitMs: number;
+  /** Wait after a transient provider error (default 5 s). */
+  transientWaitMs: number;
+  /** Wait after a stream that ended early (default 1 s). */
+  unexpectedEndWaitMs: number;
+  /** Model rounds one slice may run through sync loop-backs before it stops (default 25). */
+  maxRounds: number;
+}
+
+export const DEFAULT_COMPLETION_POLICY: CompletionPolicy = {
+  maxRetries: 10,
+  initiateTimeoutMs: 60_000,
+  chunkTimeoutMs: 120_000,
+  rateLimitWaitMs: 30_000,
+  transientWaitMs: 5_000,
+  unexpectedEndWaitMs: 1_000,
+  maxRounds: 25,
+};
+
+export interface CompletionInput {
+  threadId: string;
+  sliceId: string;
+  system: string;
+  /** Committed history plus the items appended by this slice. */
+  history: readonly HistoryItem[];
+  tools: ReadonlyMap<string, Tool>;
+  model: ModelProvider;
+  policy: CompletionPolicy;
+  signal: AbortSignal;
+  emit(event: ThreadEvent): void;
+  toolContext(toolCallId: string, toolName: string): ToolContext;
+}
+
+export interface AsyncCall {
+  id: string;
+  name: string;
+  args: unknown;
+  passive: boolean;
+}
+
+export interface CompletionOutput {
+  buffer: TurnBuffer;
+  asyncCall?: AsyncCall;
+  answeredCallIds: string[];
+  usage?: TokenUsage;
+  error?: string;
+  interrupted: boolean;
+}
+
+type Distributive<T> = T extends unknown ? Omit<T, 'threadId'> : never;
+type EventBody = Distributive<ThreadEvent>;
+
+class StreamTimeout extends Error {}
+
+const RATE_LIMIT = ['please wait before trying again', 'please try again'];
+const TRANSIENT = ['unexpected end of stream', 'unexpected error when processing the request', 'is unable to process your request'];
+const TRANSIENT_CHUNK = ['unexpected end of stream', 'unexpected error when processing the request'];
+
+function statusOf(e: unknown): number | undefined {
+  const s = (e as { statusCode?: unknown } | null)?.statusCode;
+  return typeof s === 'number' ? s : undefined;
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+const includesAny = (msg: string, needles: string[]) => needles.some((n) => msg.toLowerCase().includes(n));
+
+/** Races `p` against a timeout and the abort signal. */
+async function within<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StreamTimeout()), ms);
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+export async function runCompletion(input: CompletionInput): Promise<CompletionOutput> {
+  const { policy, signal } = input;
+  const buffer = new TurnBuffer(input.sliceId);
+  const out: CompletionOutput = { buffer, answeredCallIds: [], interrupted: false };
+  const emit = (e: EventBody) => input.emit({ ...e, threadId: input.threadId } as ThreadEvent);
+  const specs: ToolSpec[] = [...input.tools.values()].map((t) => ({
+    name: t.name,
+    description: t.description,
+    parameters: t.parameters,
+  }));
+  let syncResults = 0;
+
+  /** Answers a call inline with a result item; the model is invoked again. */
+  const answer = (callId: string, messageId: string, content: ToolResultContent[]) => {
+    buffer.pushFlushed(messageId, { kind: 'tool_result', id: callId, content });
+    out.answeredCallIds.push(callId);
+  };
+  const text = (t: string): ToolResultContent[] => [{ type: 'text', text: t }];
+
+  /** Handles the first tool call of a round; returns true when the model must be invoked again. */
+  const onToolCall = async (call: Extract<ModelStreamPart, { type: 'tool-call' }>): Promise<boolean> => {
+    let args: unknown = {};
+    let jsonError: string | undefined;
+    try {
+      args = call.input.trim() === '' ? {} : JSON.parse(call.input);
+    } catch (e) {
+      jsonError = `${messageOf(e)} (received: ${call.input.slice(0, 200)})`;
+    }
+    buffer.push({ kind: 'tool_call', id: call.id, name: call.name, args });
+    buffer.flush();
+    if (call.name === INJECTED_TOOL_NAME) {
+      answer(call.id, messageIds.unknownTool(call.id), text(INJECTED_TOOL_ERROR));
+      return true;
+    }
+    const tool = input.tools.get(call.name);
+    if (!tool) {
+      answer(call.id, messageIds.unknownTool(call.id), text(unknownToolError(call.name)));
+      return true;
+    }
+    const invalid = jsonError ? invalidJsonArgumentsError(call.name, jsonError) : tool.validate(args) && invalidArgumentsError(call.name, tool.validate(args)!);
+    if (invalid) {
+      emit({ type: 'tool_call', id: call.id, name: call.name, args });
+      emit({ type: 'tool_result', toolCallId: call.id, text: invalid });
+      answer(call.id, messageIds.invalidArgs(call.id), text(invalid));
+      return true;
+    }
+    emit({ type: 'tool_call', id: call.id, name: call.name, args });
+    if (!tool.sync) {
+      out.asyncCall = { id: call.id, name: call.name, args, passive: tool.passive };
+      return false;
+    }
+    let content: ToolResultContent[];
+    try {
+      const r = await tool.execute(args, input.toolContext(call.id, call.name));
+      content = typeof r === 'string' ? text(r) : Array.isArray(r) ? r : text('');
+    } catch (e) {
+      content = text(`Error: ${messageOf(e)}`);
+    }
+    emit({ type: 'tool_result', toolCallId: call.id, text: content.find((c) => c.type === 'text')?.text ?? '' });
+    answer(call.id, messageIds.syncResult(call.id, syncResults++), content);
+    return true;
+  };
+
+  type RoundEnd = 'loop' | 'done' | 'interrupted' | { error: string };
+
+  const runRound = async (): Promise<RoundEnd> => {
+    let retries = 0;
+    for (;;) {
+      let thinking = false;
+      let toolCallSeen = false;
+      let loopBack = false;
+      let finished = false;
+      const endThinking = () => {
+        if (thinking) emit({ type: 'thinking_ended' });
+        thinking = false;
+      };
+      const attempt = new AbortController();
+      const onAbort = () => attempt.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      const request = {
+        threadId: input.threadId,
+        system: input.system,
+        messages: projectHistory([...input.history, ...buffer.flushed.map((s) => s.item)]),
+        tools: specs,
+      };
+      const iterator = input.model.stream(request, attempt.signal)[Symbol.asyncIterator]();
+      let received = false;
+      let failure: unknown;
+      try {
+        for (;;) {
+          const next = await within(iterator.next(), received ? policy.chunkTimeoutMs : policy.initiateTimeoutMs, signal);
+          if (next.done) break;
+          received = true;
+          retries = 0;
+          const part = next.value;
+          if (part.type === 'finish') {
+            endThinking();
+            buffer.flush();
+            if (part.usage) out.usage = part.usage;
+            finished = true;
+            break;
+          }
+          if (toolCallSeen) continue; // only the first tool call of a round counts
+          switch (part.type) {
+            case 'text-delta':
+              endThinking();
+              buffer.appendText(part.text);
+              emit({ type: 'text_delta', text: part.text });
+              break;
+            case 'reasoning-delta':
+              if (!thinking) emit({ type: 'thinking_started' });
+              thinking = true;
+              emit({ type: 'thinking_delta', text: part.text });
+              break;
+            case 'reasoning':
+              endThinking();
+              if (part.providerMetadata) buffer.push({ kind: 'reasoning', text: part.text, providerMetadata: part.providerMetadata });
+              break;
+            case 'tool-call-start':
+              emit({ type: 'thinking_delta', text: `Invoking tool: ${part.name}` });
+              break;
+            case 'tool-call-delta':
+              emit({ type: 'thinking_delta', text: part.delta });
+              break;
+            case 'tool-call':
+              endThinking();
+              toolCallSeen = true;
+              loopBack = await onToolCall(part);
+              break;
+          }
+        }
+      } catch (e) {
+        failure = e;
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        attempt.abort();
+        void iterator.return?.()?.catch(() => undefined);
+      }
+
+      if (signal.aborted) {
+        endThinking();
+        buffer.flushTrimmed();
+        return 'interrupted';
+      }
+      // A tool call that was already captured is complete even if the stream then broke: keep it.
+      if (finished || toolCallSeen) {
+        buffer.flush();
+        return loopBack ? 'loop' : 'done';
+      }
+      endThinking();
+      const giveUp = (error: string): RoundEnd => {
+        buffer.flushTrimmed();
+        return { error };
+      };
+      let wait: number;
+      if (failure === undefined || failure instanceof StreamTimeout) {
+        const initiating = failure instanceof StreamTimeout && !received;
+        if (retries >= policy.maxRetries) return giveUp(initiating ? 'Timed out initiating request' : 'Stream timed out');
+        emit({
+          type: 'info',
+          text: initiating
+            ? 'Stream error (timeout initiating request), retrying...'
+            : failure
+              ? 'Stream error (timeout), retrying...'
+              : 'Stream error (unexpected end), retrying...',
+        });
+        wait = initiating || failure ? 0 : policy.unexpectedEndWaitMs;
+      } else {
+        const msg = messageOf(failure);
+        if (retries >= policy.maxRetries) return giveUp(msg);
+        if (!received && (statusOf(failure) === 429 || includesAny(msg, RATE_LIMIT))) {
+          emit({ type: 'info', text: `Stream error (rate limit), retrying after ${Math.round(policy.rateLimitWaitMs / 1000)} seconds...` });
+          wait = policy.rateLimitWaitMs;
+        } else if (!received && includesAny(msg, TRANSIENT)) {
+          emit({ type: 'info', text: `Stream error (${msg}), retrying...` });
+          wait = policy.transientWaitMs;
+        } else if (received && includesAny(msg, TRANSIENT_CHUNK)) {
+          emit({ type: 'info', text: 'Stream error (unexpected end), retrying...' });
+          wait = policy.unexpectedEndWaitMs;
+        } else {
+          return giveUp(msg);
+        }
+      }
+      buffer.discard();
+      retries++;
+      try {
+        if (wait > 0) await sleep(wait, undefined, { signal });
+      } catch {
+        return 'interrupted';
+      }
+    }
+  };
+
+  for (let round = 0; ; round++) {
+    if (round >= policy.maxRounds) {
+      out.error = `stopped after ${policy.maxRounds} model rounds in one slice`;
+      break;
+    }
+    const end = await runRound();
+    if (end === 'loop') continue;
+    if (end === 'interrupted') out.interrupted = true;
+    else if (end !== 'done') out.error = end.error;
+    break;
+  }
+  if (out.error) emit({ type: 'info', text: `Error: ${out.error}` });
+  return out;
+}

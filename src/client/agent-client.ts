@@ -1,0 +1,183 @@
+/**
+ * `AgentClient` and `ThreadHandle`: start threads, send them input, watch and inspect them.
+ */
+import { randomUUID } from 'node:crypto';
+import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { HistoryItem, InputMessage, ThreadEvent, ThreadStatus } from '../core/types';
+import type { ConversationStore } from '../store/conversation-store';
+import { userText } from '../tools/messages';
+import type { LocalEventHub } from '../worker/event-hub';
+import { inputSignal, searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE, waitForIdleUpdate } from '../workflows/definitions';
+import type { ThreadOptions, ThreadWorkflowArgs } from '../workflows/state';
+import { checkInput, DEFAULT_MAX_INPUT_BYTES, deliverInput, type DeliveryResult } from './deliver';
+import { ThreadClosedError, ThreadTimeoutError } from './errors';
+
+export interface AgentClientOptions {
+  /** A Temporal client connected to the cluster the workers serve. */
+  client: Client;
+  taskQueue: string;
+  /** The store the workers write to; needed for {@link ThreadHandle.history}. */
+  store?: ConversationStore;
+  /** The event hub of a worker in this process; needed for {@link ThreadHandle.events}. */
+  events?: LocalEventHub;
+  /** Slice tuning for threads this client starts. */
+  threadOptions?: ThreadOptions;
+  /** Upper bound of one input, serialized (default 256 KiB). */
+  maxInputBytes?: number;
+}
+
+export interface StartThreadOptions {
+  /** The thread id (= workflow id); a UUID when omitted. Starting an existing thread returns it. */
+  threadId?: string;
+  /** Root metadata, delivered with the first input. */
+  metadata?: Record<string, unknown>;
+}
+
+export interface WaitForIdleOptions {
+  /** Also wait until no non-passive tool call is pending. */
+  settled?: boolean;
+  /** Default 60 s. */
+  timeoutMs?: number;
+}
+
+export class AgentClient {
+  readonly temporal: Client;
+  readonly taskQueue: string;
+  private readonly options: AgentClientOptions;
+
+  constructor(options: AgentClientOptions) {
+    this.options = options;
+    this.temporal = options.client;
+    this.taskQueue = options.taskQueue;
+  }
+
+  private workflowArgs(threadId: string): ThreadWorkflowArgs {
+    const args: ThreadWorkflowArgs = { threadId, kind: 'root' };
+    if (this.options.threadOptions) args.options = this.options.threadOptions;
+    return args;
+  }
+
+  private startOptions(threadId: string) {
+    return {
+      workflowId: threadId,
+      taskQueue: this.taskQueue,
+      args: [this.workflowArgs(threadId)] as [ThreadWorkflowArgs],
+      typedSearchAttributes: [
+        { key: searchAttributes.ThreadKind, value: 'root' },
+        { key: searchAttributes.AgentStatus, value: 'idle' },
+      ],
+      staticSummary: `agent thread ${threadId}`,
+    };
+  }
+
+  /** Starts a root thread (idempotent: an existing running thread is returned as is). */
+  async startThread(options: StartThreadOptions = {}): Promise<ThreadHandle> {
+    const threadId = options.threadId ?? randomUUID();
+    await this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
+      ...this.startOptions(threadId),
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+    return this.thread(threadId);
+  }
+
+  /** A handle to an existing thread; makes no call. */
+  thread(threadId: string): ThreadHandle {
+    return new ThreadHandle(this, threadId, this.options);
+  }
+
+  /** Delivers any input (tool result, event, ...) to the thread it names. Never creates a thread. */
+  deliver(message: InputMessage): Promise<DeliveryResult> {
+    return deliverInput(this.temporal, message, this.options.maxInputBytes);
+  }
+
+  /** User text creates its thread when it does not exist (reference spec §7.2.2). */
+  async sendUserText(threadId: string, text: string, id: string = randomUUID()): Promise<string> {
+    const msg = checkInput(userText(threadId, text, id), this.options.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES);
+    try {
+      await this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
+        ...this.startOptions(threadId),
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        signal: inputSignal,
+        signalArgs: [msg],
+      });
+    } catch (e) {
+      if (e instanceof WorkflowExecutionAlreadyStartedError) throw new ThreadClosedError(threadId);
+      throw e;
+    }
+    return id;
+  }
+}
+
+export class ThreadHandle {
+  constructor(
+    private readonly agents: AgentClient,
+    readonly threadId: string,
+    private readonly options: AgentClientOptions,
+  ) {}
+
+  /** The underlying Temporal workflow handle. */
+  get workflow() {
+    return this.agents.temporal.workflow.getHandle(this.threadId);
+  }
+
+  /** Sends user text; returns its message id (pass `id` to make a resend idempotent). */
+  sendUserText(text: string, id?: string): Promise<string> {
+    return this.agents.sendUserText(this.threadId, text, id);
+  }
+
+  /** Delivers an input to this thread; its `threadId` must name this thread. */
+  deliver(message: InputMessage): Promise<DeliveryResult> {
+    return this.agents.deliver({ ...message, threadId: this.threadId });
+  }
+
+  status(): Promise<ThreadStatus> {
+    return this.workflow.query(statusQuery);
+  }
+
+  /** Resolves when nothing is running or queued (the thread may still await a tool unless `settled`). */
+  async waitForIdle(options: WaitForIdleOptions = {}): Promise<ThreadStatus> {
+    const ms = options.timeoutMs ?? 60_000;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        this.workflow.executeUpdate(waitForIdleUpdate, { args: [{ settled: options.settled ?? false }] }),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new ThreadTimeoutError(this.threadId, options.settled ? 'settling' : 'idling', ms)), ms);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The committed history, read from the conversation store. */
+  async history(): Promise<HistoryItem[]> {
+    const store = this.options.store;
+    if (!store) throw new Error('history() needs the conversation store: pass `store` to AgentClient');
+    return (await store.load(this.threadId)).map((s) => s.item);
+  }
+
+  /**
+   * Live events of this thread, as they happen. Needs a worker in this process (pass its hub as `events`).
+   * Ends when the consumer stops iterating.
+   */
+  async *events(): AsyncGenerator<ThreadEvent> {
+    const hub = this.options.events;
+    if (!hub) throw new Error('events() needs the event hub of a worker in this process: pass `events` to AgentClient');
+    const queue: ThreadEvent[] = [];
+    let wake: (() => void) | undefined;
+    const unsubscribe = hub.subscribe(this.threadId, (e) => {
+      queue.push(e);
+      wake?.();
+    });
+    try {
+      for (;;) {
+        while (queue.length > 0) yield queue.shift()!;
+        await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+}

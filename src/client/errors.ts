@@ -1,0 +1,48 @@
+/** Typed errors of the client API: each says what was wrong and changes nothing on the thread. */
+
+/** A non-user input was addressed to a thread that does not exist (inputs other than user text never create one). */
+export class ThreadNotFoundError extends Error {
+  override readonly name = 'ThreadNotFoundError';
+  constructor(readonly threadId: string) {
+    super(`thread '${threadId}' does not exist`);
+  }
+}
+
+/** User text was sent to a thread that has been closed. */
+export class ThreadClosedError extends Error {
+  override readonly name = 'ThreadClosedError';
+  constructor(readonly threadId: string) {
+    super(`thread '${threadId}' is closed and accepts no input`);
+  }
+}
+
+/** An input message is malformed. */
+export class InvalidInputError extends Error {
+  override readonly name = 'InvalidInputError';
+  constructor(readonly reason: string) {
+    super(`invalid input: ${reason}`);
+  }
+}
+
+/** An input message is larger than the configured limit (Temporal payloads are not the place for large blobs). */
+export class PayloadTooLargeError extends Error {
+  override readonly name = 'PayloadTooLargeError';
+  constructor(
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(`input of ${bytes} bytes exceeds the limit of ${limit} bytes`);
+  }
+}
+
+/** A wait on a thread did not finish in time. */
+export class ThreadTimeoutError extends Error {
+  override readonly name = 'ThreadTimeoutError';
+  constructor(
+    readonly threadId: string,
+    readonly what: string,
+    readonly ms: number,
+  ) {
+    super(`thread '${threadId}': ${what} did not happen within ${ms} ms`);
+  }
+}

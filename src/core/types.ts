@@ -1,0 +1,135 @@
+/**
+ * The data model shared by every layer (DESIGN §3, reference spec §1).
+ *
+ * Everything here is plain JSON: it crosses Temporal payloads, the conversation store and the
+ * client API unchanged. This module has no dependencies so that workflow code can import it.
+ */
+
+/** A block of a tool result: text, or an image that is round-tripped unchanged. */
+export type ToolResultContent =
+  | { type: 'text'; text: string }
+  | { type: 'image'; data: string; mediaType: string };
+
+/** What an input carries. */
+export type InputContent =
+  | { type: 'text'; text: string }
+  | { type: 'tool_result'; toolCallId: string; content: ToolResultContent[] };
+
+/** Runtime-generated kinds of input (reference spec §1.3). */
+export type SyntheticKind =
+  | { type: 'subscription_event'; toolCallId: string; associative?: boolean; final?: boolean }
+  | { type: 'thread_report'; toolCallId: string; childThreadId: string }
+  | { type: 'parent_message'; toolCallId: string }
+  | { type: 'compaction' }
+  | { type: 'compaction_complete' };
+
+/** UI-only rendering of a tool result; the model always sees the full text. */
+export type DisplaySegment =
+  | { type: 'text'; content: string }
+  | { type: 'diff'; content: { path: string; patch: string } }
+  | { type: 'image'; content: { data: string; mediaType: string } };
+
+/**
+ * The only input a thread accepts. One signal carries one message.
+ * `id` is the dedup id: delivering the same id twice has the effect of delivering it once.
+ */
+export interface InputMessage {
+  id: string;
+  threadId: string;
+  content: InputContent;
+  synthetic?: SyntheticKind;
+  /** Replaces the root thread's metadata before the input is processed. */
+  metadata?: Record<string, unknown>;
+  /** On a tool result: the call started a subscription. */
+  subscription?: boolean;
+  displayAs?: DisplaySegment[];
+}
+
+/** One committed history item; every item holds exactly one content block. */
+export type HistoryItem =
+  | { kind: 'user'; text: string }
+  | { kind: 'assistant'; text: string }
+  | { kind: 'reasoning'; text: string; providerMetadata?: Record<string, unknown> }
+  | { kind: 'tool_call'; id: string; name: string; args: unknown }
+  | { kind: 'tool_result'; id: string; content: ToolResultContent[]; displayAs?: DisplaySegment[] }
+  | {
+      kind: 'subscription_event';
+      toolCallId: string;
+      childThreadId?: string;
+      invocation: { id: string; name: 'receive_event__injected'; args: unknown };
+      result: { id: string; content: ToolResultContent[] };
+    };
+
+/** A history item with the message id that makes its commit idempotent (reference spec §1.7). */
+export interface StoredItem {
+  messageId: string;
+  item: HistoryItem;
+}
+
+/** The kind of a thread, shown as the `ThreadKind` search attribute. */
+export type ThreadKind = 'root' | 'child' | 'event' | 'compaction';
+
+/** The `AgentStatus` search attribute. */
+export type AgentStatus = 'idle' | 'running' | 'waiting_tool' | 'closed';
+
+/** The tool call a thread waits on: the last committed item is this unanswered call. */
+export interface PendingCall {
+  id: string;
+  name: string;
+  /** Passive calls represent waiting (e.g. `sleep_until_event_or_input`) and never defer events. */
+  passive: boolean;
+}
+
+export interface TokenUsage {
+  inputTokens?: number;
+  outputTokens?: number;
+  totalTokens?: number;
+}
+
+/** Why an input was dropped without reaching history. */
+export type DropReason =
+  | 'closed'
+  | 'duplicate'
+  | 'already_processed'
+  | 'wrong_call'
+  | 'malformed'
+  | 'unsupported';
+
+/** A thread's externally visible state (`thread.status()`). */
+export interface ThreadStatus {
+  threadId: string;
+  kind: ThreadKind;
+  status: AgentStatus;
+  parentThreadId?: string;
+  pendingCall: PendingCall | null;
+  /** Committed history length (own items only). */
+  historyLength: number;
+  /** Slices run so far, across continue-as-new. */
+  slices: number;
+  /** Inputs received but not yet processed. */
+  queued: number;
+  /** Inputs dropped per reason, across continue-as-new. */
+  dropped: Partial<Record<DropReason, number>>;
+  /** Active subscriptions: tool call id → tool name. */
+  subscriptions: Record<string, string>;
+  /** Child thread ids. */
+  children: string[];
+  lastUsage?: TokenUsage;
+  /** Set when the last slice failed for good; cleared by the next successful one. */
+  lastError?: string;
+}
+
+/** Live events of a thread (reference spec §7.3). */
+export type ThreadEvent = { threadId: string } & (
+  | { type: 'user_input'; text: string }
+  | { type: 'tool_result'; toolCallId: string; text: string }
+  | { type: 'completion_started'; sliceId: string }
+  | { type: 'text_delta'; text: string }
+  | { type: 'thinking_started' }
+  | { type: 'thinking_delta'; text: string }
+  | { type: 'thinking_ended' }
+  | { type: 'tool_call'; id: string; name: string; args: unknown }
+  | { type: 'completion_finished'; sliceId: string; usage?: TokenUsage }
+  | { type: 'info'; text: string }
+  | { type: 'status'; status: AgentStatus }
+);

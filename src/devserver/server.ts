@@ -1,0 +1,139 @@
+/**
+ * Starts and stops `temporal server start-dev` on free ports with a SQLite file in WAL mode, our search attributes
+ * registered, and the dynamic config the runtime relies on.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { findTemporalCli } from './cli';
+
+export interface DevServerOptions {
+  /** SQLite file of the server (default: a new file in a temp dir). */
+  dbFilename?: string;
+  /** gRPC port (default: a free port). */
+  port?: number;
+  /** Serve the Web UI (default true). */
+  ui?: boolean;
+  /** Web UI port (default: a free port). */
+  uiPort?: number;
+  namespace?: string;
+  /** Extra dynamic config, e.g. `{ 'limit.historyCount.suggestContinueAsNew': 40 }`. */
+  dynamicConfig?: Record<string, unknown>;
+  /** Path of the CLI; found or installed when omitted. */
+  cliPath?: string;
+  extraArgs?: string[];
+  /** Milliseconds to wait for the server to answer (default 60 s). */
+  startTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface DevServer {
+  /** `host:port` of the gRPC frontend. */
+  address: string;
+  namespace: string;
+  dbFilename: string;
+  /** Base URL of the Web UI, when enabled. */
+  uiUrl?: string;
+  pid: number;
+  /** Link to a workflow (= thread) in the Web UI. */
+  workflowUrl(workflowId: string): string | undefined;
+  stop(): Promise<void>;
+}
+
+/** Search attributes the thread workflow writes (DESIGN §4). */
+export const THREAD_SEARCH_ATTRIBUTES = { AgentStatus: 'Keyword', ParentThreadId: 'Keyword', ThreadKind: 'Keyword' } as const;
+
+/** Dynamic config we rely on: eager activities save a round trip per slice. */
+export const DEFAULT_DYNAMIC_CONFIG: Record<string, unknown> = {
+  'system.enableActivityEagerExecution': true,
+  'system.enableEagerWorkflowStart': true,
+};
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolvePort(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function waitUntilServing(address: string, namespace: string, deadline: number, child: ChildProcess, tail: () => string) {
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`temporal dev server exited with code ${child.exitCode}:\n${tail()}`);
+    try {
+      const conn = await Connection.connect({ address, connectTimeout: 2000 });
+      try {
+        await conn.workflowService.describeNamespace({ namespace });
+        return;
+      } finally {
+        await conn.close();
+      }
+    } catch (e) {
+      lastError = e;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`temporal dev server did not become ready at ${address}: ${String(lastError)}\n${tail()}`);
+}
+
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const cli = options.cliPath ?? findTemporalCli({ log: options.log });
+  const namespace = options.namespace ?? 'default';
+  const port = options.port ?? (await freePort());
+  const ui = options.ui ?? true;
+  const uiPort = ui ? (options.uiPort ?? (await freePort())) : undefined;
+  const dbFilename = options.dbFilename ?? join(mkdtempSync(join(tmpdir(), 'infinity-temporal-')), 'temporal.sqlite');
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', dbFilename];
+  args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL', '--log-level', 'error');
+  if (namespace !== 'default') args.push('--namespace', namespace);
+  if (ui) args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
+  else args.push('--headless');
+  for (const [k, v] of Object.entries(THREAD_SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${k}=${v}`);
+  for (const [k, v] of Object.entries({ ...DEFAULT_DYNAMIC_CONFIG, ...options.dynamicConfig })) {
+    args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
+  }
+  args.push(...(options.extraArgs ?? []));
+
+  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const keep = (chunk: Buffer) => {
+    lines.push(...chunk.toString().split('\n').filter(Boolean));
+    if (lines.length > 50) lines.splice(0, lines.length - 50);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const tail = () => lines.join('\n');
+  const address = `127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    await waitUntilServing(address, namespace, Date.now() + (options.startTimeoutMs ?? 60_000), child, tail);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const uiUrl = ui ? `http://127.0.0.1:${uiPort}` : undefined;
+  return {
+    address,
+    namespace,
+    dbFilename,
+    uiUrl,
+    pid: child.pid ?? -1,
+    workflowUrl: (id) => uiUrl && `${uiUrl}/namespaces/${namespace}/workflows/${encodeURIComponent(id)}`,
+    stop,
+  };
+}

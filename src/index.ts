@@ -1,0 +1,53 @@
+/**
+ * infinity-temporal: LLM agents as stackless coroutines on Temporal.
+ * This module is the public API and nothing else.
+ */
+export type {
+  AgentStatus,
+  DisplaySegment,
+  DropReason,
+  HistoryItem,
+  InputContent,
+  InputMessage,
+  PendingCall,
+  StoredItem,
+  SyntheticKind,
+  ThreadEvent,
+  ThreadKind,
+  ThreadStatus,
+  TokenUsage,
+  ToolResultContent,
+} from './core/types';
+export * as texts from './core/texts';
+
+export type { ModelMessage, ModelProvider, ModelRequest, ModelStreamPart, ToolSpec } from './model/provider';
+export { ScriptedModel, turnToParts, type ScriptedTurn, type ScriptedReply, type ScriptFn } from './model/scripted';
+export { SimulatedModel, type SimulatedModelOptions } from './model/simulated';
+export { aiSdkModel, type AiSdkModelOptions } from './model/ai-sdk';
+
+export {
+  CommitConflictError,
+  type ConversationStore,
+  type ThreadRecord,
+  type NewThreadRecord,
+  type CommitRequest,
+} from './store/conversation-store';
+export { InMemoryConversationStore } from './store/memory';
+export { SqliteConversationStore, type SqliteStoreOptions } from './store/sqlite';
+
+export { defineTool, type Tool, type ToolContext, type ToolDefinition, type JsonSchemaObject } from './tools/tool';
+export { toolResult, subscriptionStart, subscriptionEvent, userText, type CallRef, type ToolResultOptions } from './tools/messages';
+
+export { DEFAULT_COMPLETION_POLICY, type CompletionPolicy } from './activities/completion';
+export { createAgentWorker, threadWorkflowsPath, type AgentWorker, type AgentWorkerOptions } from './worker/create-worker';
+export { LocalEventHub, type ThreadEventListener } from './worker/event-hub';
+
+export { AgentClient, ThreadHandle, type AgentClientOptions, type StartThreadOptions, type WaitForIdleOptions } from './client/agent-client';
+export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './client/deliver';
+export { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadNotFoundError, ThreadTimeoutError } from './client/errors';
+export { THREAD_WORKFLOW_TYPE, searchAttributes } from './workflows/definitions';
+export type { ThreadOptions } from './workflows/state';
+
+export { startDevServer, type DevServer, type DevServerOptions } from './devserver/server';
+export { findTemporalCli, TemporalCliNotFoundError } from './devserver/cli';
+export { startLocalSystem, type LocalSystem, type LocalSystemOptions } from './local-system';

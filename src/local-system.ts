@@ -1,0 +1,109 @@
+/**
+ * `startLocalSystem`: the embedded setup in one call — a Temporal dev server, a SQLite conversation store, a worker
+ * and a client in this process.
+ */
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Client } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import type { CompletionPolicy } from './activities/completion';
+import { AgentClient } from './client/agent-client';
+import { type DevServer, type DevServerOptions, startDevServer } from './devserver/server';
+import type { ModelProvider } from './model/provider';
+import type { ConversationStore } from './store/conversation-store';
+import { SqliteConversationStore } from './store/sqlite';
+import type { Tool } from './tools/tool';
+import { type AgentWorker, type AgentWorkerOptions, createAgentWorker } from './worker/create-worker';
+import { LocalEventHub } from './worker/event-hub';
+import type { ThreadOptions } from './workflows/state';
+
+export interface LocalSystemOptions {
+  model: ModelProvider;
+  tools?: readonly Tool[];
+  /** Folder for the Temporal and conversation databases (default `.temporal/local`). */
+  dataDir?: string;
+  /** A running server to use instead of starting one; or options for the one started. */
+  devServer?: DevServer | DevServerOptions;
+  /** Default: a SQLite store in `dataDir`. */
+  store?: ConversationStore;
+  taskQueue?: string;
+  systemPrompt?: string;
+  completionPolicy?: Partial<CompletionPolicy>;
+  threadOptions?: ThreadOptions;
+  maxCachedWorkflows?: number;
+  workflowBundle?: AgentWorkerOptions['workflowBundle'];
+  workerOptions?: AgentWorkerOptions['workerOptions'];
+}
+
+export interface LocalSystem {
+  devServer: DevServer;
+  client: AgentClient;
+  worker: AgentWorker;
+  store: ConversationStore;
+  events: LocalEventHub;
+  /** Link to a thread in the Temporal Web UI. */
+  threadUrl(threadId: string): string | undefined;
+  shutdown(): Promise<void>;
+}
+
+function isRunning(s: LocalSystemOptions['devServer']): s is DevServer {
+  return typeof (s as DevServer | undefined)?.stop === 'function';
+}
+
+export async function startLocalSystem(options: LocalSystemOptions): Promise<LocalSystem> {
+  const dataDir = resolve(options.dataDir ?? join('.temporal', 'local'));
+  mkdirSync(dataDir, { recursive: true });
+  const ownServer = !isRunning(options.devServer);
+  const devServer = isRunning(options.devServer)
+    ? options.devServer
+    : await startDevServer({ dbFilename: join(dataDir, 'temporal.sqlite'), ...options.devServer });
+  const cleanups: (() => Promise<void>)[] = [];
+  const cleanup = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  };
+  if (ownServer) cleanups.push(() => devServer.stop());
+  try {
+    const store = options.store ?? new SqliteConversationStore(join(dataDir, 'conversations.sqlite'));
+    if (!options.store) cleanups.push(() => store.close());
+    const connection = await NativeConnection.connect({ address: devServer.address });
+    cleanups.push(() => connection.close());
+    const events = new LocalEventHub();
+    const taskQueue = options.taskQueue ?? 'infinity-agents';
+    const worker = await createAgentWorker({
+      connection,
+      namespace: devServer.namespace,
+      taskQueue,
+      store,
+      model: options.model,
+      tools: options.tools,
+      onEvent: (e) => events.emit(e),
+      systemPrompt: options.systemPrompt,
+      completionPolicy: options.completionPolicy,
+      maxCachedWorkflows: options.maxCachedWorkflows,
+      workflowBundle: options.workflowBundle,
+      workerOptions: options.workerOptions,
+    });
+    const running = worker.run();
+    cleanups.push(() => worker.shutdown());
+    running.catch((e) => console.error('agent worker stopped:', e));
+    const client = new AgentClient({
+      client: new Client({ connection, namespace: devServer.namespace }),
+      taskQueue,
+      store,
+      events,
+      threadOptions: options.threadOptions,
+    });
+    return {
+      devServer,
+      client,
+      worker,
+      store,
+      events,
+      threadUrl: (id) => devServer.workflowUrl(id),
+      shutdown: cleanup,
+    };
+  } catch (e) {
+    await cleanup();
+    throw e;
+  }
+}

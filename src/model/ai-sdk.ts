@@ -1,0 +1,160 @@
+/**
+ * Any Vercel AI SDK language model (Anthropic, OpenAI, Bedrock, OpenAI-compatible, ...) as a {@link ModelProvider}.
+ *
+ * We call the provider-level `doStream` directly rather than `streamText`: the slice already owns the tool loop,
+ * retries and validation, and wants the raw parts (one completion per call, tools without `execute`).
+ */
+import type {
+  JSONValue,
+  LanguageModelV3,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+  LanguageModelV3ToolResultOutput,
+  SharedV3ProviderOptions,
+} from '@ai-sdk/provider';
+import type { ToolResultContent } from '../core/types';
+import type { ModelMessage, ModelProvider, ModelRequest, ModelStreamPart } from './provider';
+
+export interface AiSdkModelOptions {
+  contextWindow?: number;
+  /** Passed as `providerOptions` on every call, e.g. `{ anthropic: { disableParallelToolUse: true } }`. */
+  providerOptions?: SharedV3ProviderOptions;
+}
+
+function toOutput(content: readonly ToolResultContent[]): LanguageModelV3ToolResultOutput {
+  if (content.length === 1 && content[0]?.type === 'text') return { type: 'text', value: content[0].text };
+  return {
+    type: 'content',
+    value: content.map((c) =>
+      c.type === 'text' ? { type: 'text' as const, text: c.text } : { type: 'file-data' as const, data: c.data, mediaType: c.mediaType },
+    ),
+  };
+}
+
+function toMessage(m: ModelMessage): LanguageModelV3Message {
+  switch (m.role) {
+    case 'user':
+      return { role: 'user', content: [{ type: 'text', text: m.text }] };
+    case 'assistant':
+      return { role: 'assistant', content: [{ type: 'text', text: m.text }] };
+    case 'reasoning':
+      return {
+        role: 'assistant',
+        content: [{ type: 'reasoning', text: m.text, providerOptions: m.providerMetadata as SharedV3ProviderOptions | undefined }],
+      };
+    case 'tool_call':
+      return { role: 'assistant', content: [{ type: 'tool-call', toolCallId: m.id, toolName: m.name, input: m.args }] };
+    case 'tool_result':
+      return {
+        role: 'tool',
+        content: [{ type: 'tool-result', toolCallId: m.id, toolName: m.name, output: toOutput(m.content) }],
+      };
+  }
+}
+
+/** Builds the provider prompt; consecutive messages of one role are merged, as providers expect. */
+export function toAiSdkPrompt(request: ModelRequest): LanguageModelV3Prompt {
+  const prompt: LanguageModelV3Prompt = [{ role: 'system', content: request.system }];
+  for (const m of request.messages) {
+    const next = toMessage(m);
+    const prev = prompt[prompt.length - 1];
+    if (prev && prev.role === next.role && prev.role !== 'system') {
+      (prev.content as unknown[]).push(...(next.content as unknown[]));
+    } else {
+      prompt.push(next);
+    }
+  }
+  return prompt;
+}
+
+class AiSdkModel implements ModelProvider {
+  readonly id: string;
+  readonly contextWindow?: number;
+
+  constructor(
+    private readonly model: LanguageModelV3,
+    private readonly options: AiSdkModelOptions,
+  ) {
+    this.id = `${model.provider}:${model.modelId}`;
+    this.contextWindow = options.contextWindow;
+  }
+
+  async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
+    const { stream } = await this.model.doStream({
+      prompt: toAiSdkPrompt(request),
+      tools: request.tools.map((t) => ({
+        type: 'function' as const,
+        name: t.name,
+        description: t.description,
+        inputSchema: t.parameters as Record<string, JSONValue>,
+      })),
+      abortSignal: signal,
+      providerOptions: this.options.providerOptions,
+    });
+    const reasoning = new Map<string, string>();
+    const reader = stream.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        yield* translate(value, reasoning);
+      }
+    } finally {
+      reader.releaseLock();
+    }
+  }
+}
+
+function* translate(part: LanguageModelV3StreamPart, reasoning: Map<string, string>): Generator<ModelStreamPart> {
+  switch (part.type) {
+    case 'text-delta':
+      if (part.delta) yield { type: 'text-delta', text: part.delta };
+      return;
+    case 'reasoning-start':
+      reasoning.set(part.id, '');
+      return;
+    case 'reasoning-delta':
+      reasoning.set(part.id, (reasoning.get(part.id) ?? '') + part.delta);
+      if (part.delta) yield { type: 'reasoning-delta', text: part.delta };
+      return;
+    case 'reasoning-end': {
+      // Only blocks the provider signed need to go back on the next turn.
+      const text = reasoning.get(part.id) ?? '';
+      reasoning.delete(part.id);
+      if (part.providerMetadata) yield { type: 'reasoning', text, providerMetadata: part.providerMetadata };
+      return;
+    }
+    case 'tool-input-start':
+      yield { type: 'tool-call-start', id: part.id, name: part.toolName };
+      return;
+    case 'tool-input-delta':
+      yield { type: 'tool-call-delta', id: part.id, delta: part.delta };
+      return;
+    case 'tool-call':
+      yield { type: 'tool-call', id: part.toolCallId, name: part.toolName, input: part.input };
+      return;
+    case 'finish':
+      yield {
+        type: 'finish',
+        usage: {
+          inputTokens: part.usage.inputTokens.total,
+          outputTokens: part.usage.outputTokens.total,
+          totalTokens:
+            part.usage.inputTokens.total !== undefined && part.usage.outputTokens.total !== undefined
+              ? part.usage.inputTokens.total + part.usage.outputTokens.total
+              : undefined,
+        },
+      };
+      return;
+    case 'error':
+      throw part.error instanceof Error ? part.error : new Error(typeof part.error === 'string' ? part.error : JSON.stringify(part.error));
+    default:
+      return;
+  }
+}
+
+/** Wraps an AI SDK language model (specification v3, as returned by `anthropic('...')`, `openai('...')`, ...). */
+export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = {}): ModelProvider {
+  return new AiSdkModel(model, options);
+}

@@ -1,0 +1,52 @@
+/**
+ * The small streaming interface every model sits behind. A provider turns one request into a stream of parts;
+ * the slice owns turn buffering, retries and tool handling (reference spec §2.5–2.6), so providers stay thin.
+ */
+import type { TokenUsage, ToolResultContent } from '../core/types';
+
+/** A message in provider-neutral form, projected from history (one content block each). */
+export type ModelMessage =
+  | { role: 'user'; text: string }
+  | { role: 'assistant'; text: string }
+  | { role: 'reasoning'; text: string; providerMetadata?: Record<string, unknown> }
+  | { role: 'tool_call'; id: string; name: string; args: unknown }
+  | { role: 'tool_result'; id: string; name: string; content: ToolResultContent[] };
+
+/** A tool as the model sees it. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  threadId: string;
+  system: string;
+  messages: ModelMessage[];
+  tools: ToolSpec[];
+}
+
+/** One part of a streamed completion. */
+export type ModelStreamPart =
+  | { type: 'text-delta'; text: string }
+  | { type: 'reasoning-delta'; text: string }
+  /** A complete reasoning block. Blocks with provider metadata (signatures) are kept in history. */
+  | { type: 'reasoning'; text: string; providerMetadata?: Record<string, unknown> }
+  | { type: 'tool-call-start'; id: string; name: string }
+  | { type: 'tool-call-delta'; id: string; delta: string }
+  /** A finished tool call; `input` is the raw JSON text of the arguments as the model produced it. */
+  | { type: 'tool-call'; id: string; name: string; input: string }
+  | { type: 'finish'; usage?: TokenUsage };
+
+export interface ModelProvider {
+  /** Shown in logs and the UI. */
+  readonly id: string;
+  /** Context window in tokens, when known (used by compaction). */
+  readonly contextWindow?: number;
+  /**
+   * Streams one completion. A stream that ends without a `finish` part, or that throws, is a failed attempt
+   * that the slice may retry. `signal` aborts the request when the slice is cancelled.
+   */
+  stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart>;
+}

@@ -1,0 +1,60 @@
+/**
+ * Where conversations live. Temporal carries ids and counters; the store carries the words.
+ * Implementations: {@link InMemoryConversationStore} (tests) and {@link SqliteConversationStore} (embedded default).
+ */
+import type { SliceResult } from '../core/slice-protocol';
+import type { StoredItem, ThreadKind } from '../core/types';
+
+export interface ThreadRecord {
+  threadId: string;
+  kind: ThreadKind;
+  parentThreadId?: string;
+  rootThreadId: string;
+  /** How many of the parent's own items the child inherits (its spawn point). */
+  spawnOrder?: number;
+  /** The parent's tool call that created this thread. */
+  spawnToolCallId?: string;
+  closed: boolean;
+}
+
+export type NewThreadRecord = Omit<ThreadRecord, 'closed' | 'rootThreadId'> & { rootThreadId?: string };
+
+export interface CommitRequest {
+  threadId: string;
+  sliceId: string;
+  /** The commit applies only if the thread holds exactly this many items. */
+  expectedLength: number;
+  items: StoredItem[];
+  /** Recorded with the commit and returned to retries of the same slice. */
+  result: SliceResult;
+}
+
+/** The thread's history changed under a slice: someone else committed. Not retryable. */
+export class CommitConflictError extends Error {
+  override readonly name = 'CommitConflictError';
+  constructor(
+    readonly threadId: string,
+    readonly expectedLength: number,
+    readonly actualLength: number,
+  ) {
+    super(`thread ${threadId}: expected ${expectedLength} committed items, found ${actualLength}`);
+  }
+}
+
+export interface ConversationStore {
+  /** Creates the thread record if it does not exist; returns the stored record either way. */
+  ensureThread(record: NewThreadRecord): Promise<ThreadRecord>;
+  getThread(threadId: string): Promise<ThreadRecord | undefined>;
+  markClosed(threadId: string): Promise<void>;
+  /** Items `[from, to)` of the thread's own history (default: all). */
+  load(threadId: string, from?: number, to?: number): Promise<StoredItem[]>;
+  length(threadId: string): Promise<number>;
+  /** The recorded result of a committed slice, or undefined. */
+  findSlice(threadId: string, sliceId: string): Promise<SliceResult | undefined>;
+  /**
+   * Appends `items` and records the slice atomically. Committing a slice id twice is a no-op that returns
+   * `'duplicate'`; a length mismatch throws {@link CommitConflictError}.
+   */
+  commit(request: CommitRequest): Promise<'committed' | 'duplicate'>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,60 @@
+import type { SliceResult } from '../core/slice-protocol';
+import type { StoredItem } from '../core/types';
+import {
+  CommitConflictError,
+  type CommitRequest,
+  type ConversationStore,
+  type NewThreadRecord,
+  type ThreadRecord,
+} from './conversation-store';
+
+/** A store in process memory, for tests and throwaway systems. Not shared across processes. */
+export class InMemoryConversationStore implements ConversationStore {
+  private readonly threads = new Map<string, ThreadRecord>();
+  private readonly items = new Map<string, StoredItem[]>();
+  private readonly slices = new Map<string, SliceResult>();
+
+  async ensureThread(record: NewThreadRecord): Promise<ThreadRecord> {
+    const existing = this.threads.get(record.threadId);
+    if (existing) return structuredClone(existing);
+    const created: ThreadRecord = { ...record, rootThreadId: record.rootThreadId ?? record.threadId, closed: false };
+    this.threads.set(record.threadId, created);
+    return structuredClone(created);
+  }
+
+  async getThread(threadId: string): Promise<ThreadRecord | undefined> {
+    const r = this.threads.get(threadId);
+    return r && structuredClone(r);
+  }
+
+  async markClosed(threadId: string): Promise<void> {
+    const r = this.threads.get(threadId);
+    if (r) r.closed = true;
+  }
+
+  async load(threadId: string, from = 0, to?: number): Promise<StoredItem[]> {
+    return structuredClone((this.items.get(threadId) ?? []).slice(from, to));
+  }
+
+  async length(threadId: string): Promise<number> {
+    return this.items.get(threadId)?.length ?? 0;
+  }
+
+  async findSlice(threadId: string, sliceId: string): Promise<SliceResult | undefined> {
+    const r = this.slices.get(`${threadId}\u0000${sliceId}`);
+    return r && structuredClone(r);
+  }
+
+  async commit(req: CommitRequest): Promise<'committed' | 'duplicate'> {
+    const key = `${req.threadId}\u0000${req.sliceId}`;
+    if (this.slices.has(key)) return 'duplicate';
+    const list = this.items.get(req.threadId) ?? [];
+    if (list.length !== req.expectedLength) throw new CommitConflictError(req.threadId, req.expectedLength, list.length);
+    list.push(...structuredClone(req.items));
+    this.items.set(req.threadId, list);
+    this.slices.set(key, structuredClone(req.result));
+    return 'committed';
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,169 @@
+import Database from 'better-sqlite3';
+import type { SliceResult } from '../core/slice-protocol';
+import type { HistoryItem, StoredItem, ThreadKind } from '../core/types';
+import {
+  CommitConflictError,
+  type CommitRequest,
+  type ConversationStore,
+  type NewThreadRecord,
+  type ThreadRecord,
+} from './conversation-store';
+
+/** Schema migrations, applied in order; `PRAGMA user_version` records how many ran. Append only. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE threads (
+     thread_id TEXT PRIMARY KEY,
+     kind TEXT NOT NULL,
+     parent_thread_id TEXT,
+     root_thread_id TEXT NOT NULL,
+     spawn_order INTEGER,
+     spawn_tool_call_id TEXT,
+     closed INTEGER NOT NULL DEFAULT 0,
+     created_at INTEGER NOT NULL
+   );
+   CREATE INDEX threads_parent ON threads(parent_thread_id);
+   CREATE TABLE items (
+     thread_id TEXT NOT NULL,
+     position INTEGER NOT NULL,
+     message_id TEXT NOT NULL,
+     slice_id TEXT NOT NULL,
+     item TEXT NOT NULL,
+     PRIMARY KEY (thread_id, position)
+   ) WITHOUT ROWID;
+   CREATE TABLE slices (
+     thread_id TEXT NOT NULL,
+     slice_id TEXT NOT NULL,
+     result TEXT NOT NULL,
+     committed_at INTEGER NOT NULL,
+     PRIMARY KEY (thread_id, slice_id)
+   ) WITHOUT ROWID;`,
+];
+
+interface ThreadRow {
+  thread_id: string;
+  kind: ThreadKind;
+  parent_thread_id: string | null;
+  root_thread_id: string;
+  spawn_order: number | null;
+  spawn_tool_call_id: string | null;
+  closed: number;
+}
+
+function toRecord(row: ThreadRow): ThreadRecord {
+  const r: ThreadRecord = { threadId: row.thread_id, kind: row.kind, rootThreadId: row.root_thread_id, closed: row.closed !== 0 };
+  if (row.parent_thread_id !== null) r.parentThreadId = row.parent_thread_id;
+  if (row.spawn_order !== null) r.spawnOrder = row.spawn_order;
+  if (row.spawn_tool_call_id !== null) r.spawnToolCallId = row.spawn_tool_call_id;
+  return r;
+}
+
+export interface SqliteStoreOptions {
+  /** Open without write access (e.g. a client reading history next to a worker). */
+  readonly?: boolean;
+}
+
+/**
+ * The embedded default store: one SQLite file in WAL mode, safe to share between a worker and readers in other
+ * processes. Commits are single transactions, conditional on the expected length, idempotent per slice id.
+ */
+export class SqliteConversationStore implements ConversationStore {
+  private readonly db: Database.Database;
+  private readonly stmts;
+
+  constructor(
+    readonly filename: string,
+    options: SqliteStoreOptions = {},
+  ) {
+    this.db = new Database(filename, { readonly: options.readonly ?? false });
+    this.db.pragma('busy_timeout = 5000');
+    if (!options.readonly) {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.migrate();
+    }
+    this.stmts = {
+      getThread: this.db.prepare<[string], ThreadRow>('SELECT * FROM threads WHERE thread_id = ?'),
+      insertThread: this.db.prepare(
+        `INSERT OR IGNORE INTO threads (thread_id, kind, parent_thread_id, root_thread_id, spawn_order, spawn_tool_call_id, created_at)
+         VALUES (@threadId, @kind, @parentThreadId, @rootThreadId, @spawnOrder, @spawnToolCallId, @createdAt)`,
+      ),
+      close: this.db.prepare('UPDATE threads SET closed = 1 WHERE thread_id = ?'),
+      load: this.db.prepare<[string, number, number], { message_id: string; item: string }>(
+        'SELECT message_id, item FROM items WHERE thread_id = ? AND position >= ? AND position < ? ORDER BY position',
+      ),
+      length: this.db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM items WHERE thread_id = ?'),
+      findSlice: this.db.prepare<[string, string], { result: string }>(
+        'SELECT result FROM slices WHERE thread_id = ? AND slice_id = ?',
+      ),
+      insertItem: this.db.prepare('INSERT INTO items (thread_id, position, message_id, slice_id, item) VALUES (?, ?, ?, ?, ?)'),
+      insertSlice: this.db.prepare('INSERT INTO slices (thread_id, slice_id, result, committed_at) VALUES (?, ?, ?, ?)'),
+    };
+  }
+
+  private migrate(): void {
+    const applied = this.db.pragma('user_version', { simple: true }) as number;
+    for (let v = applied; v < MIGRATIONS.length; v++) {
+      this.db.transaction(() => {
+        this.db.exec(MIGRATIONS[v] as string);
+        this.db.pragma(`user_version = ${v + 1}`);
+      })();
+    }
+  }
+
+  async ensureThread(record: NewThreadRecord): Promise<ThreadRecord> {
+    this.stmts.insertThread.run({
+      threadId: record.threadId,
+      kind: record.kind,
+      parentThreadId: record.parentThreadId ?? null,
+      rootThreadId: record.rootThreadId ?? record.threadId,
+      spawnOrder: record.spawnOrder ?? null,
+      spawnToolCallId: record.spawnToolCallId ?? null,
+      createdAt: Date.now(),
+    });
+    return toRecord(this.stmts.getThread.get(record.threadId) as ThreadRow);
+  }
+
+  async getThread(threadId: string): Promise<ThreadRecord | undefined> {
+    const row = this.stmts.getThread.get(threadId);
+    return row && toRecord(row);
+  }
+
+  async markClosed(threadId: string): Promise<void> {
+    this.stmts.close.run(threadId);
+  }
+
+  async load(threadId: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<StoredItem[]> {
+    return this.stmts.load
+      .all(threadId, from, to)
+      .map((r) => ({ messageId: r.message_id, item: JSON.parse(r.item) as HistoryItem }));
+  }
+
+  async length(threadId: string): Promise<number> {
+    return (this.stmts.length.get(threadId) as { n: number }).n;
+  }
+
+  async findSlice(threadId: string, sliceId: string): Promise<SliceResult | undefined> {
+    const row = this.stmts.findSlice.get(threadId, sliceId);
+    return row && (JSON.parse(row.result) as SliceResult);
+  }
+
+  private readonly commitTx = (req: CommitRequest): 'committed' | 'duplicate' =>
+    this.db.transaction((): 'committed' | 'duplicate' => {
+      if (this.stmts.findSlice.get(req.threadId, req.sliceId)) return 'duplicate';
+      const length = (this.stmts.length.get(req.threadId) as { n: number }).n;
+      if (length !== req.expectedLength) throw new CommitConflictError(req.threadId, req.expectedLength, length);
+      req.items.forEach((s, i) =>
+        this.stmts.insertItem.run(req.threadId, length + i, s.messageId, req.sliceId, JSON.stringify(s.item)),
+      );
+      this.stmts.insertSlice.run(req.threadId, req.sliceId, JSON.stringify(req.result), Date.now());
+      return 'committed';
+    }).immediate();
+
+  async commit(req: CommitRequest): Promise<'committed' | 'duplicate'> {
+    return this.commitTx(req);
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}

@@ -1,0 +1,63 @@
+/** Builders for the messages tools and clients put into a thread's input queue. */
+import { randomUUID } from 'node:crypto';
+import { messageIds } from '../core/ids';
+import type { DisplaySegment, InputMessage, ToolResultContent } from '../core/types';
+
+/** The call a message answers: a {@link ToolContext} or the same fields by hand. */
+export interface CallRef {
+  threadId: string;
+  toolCallId: string;
+}
+
+export interface ToolResultOptions {
+  /** The call started a subscription; later `subscriptionEvent`s for it are routed to the thread. */
+  subscription?: boolean;
+  displayAs?: DisplaySegment[];
+  /** Dedup id; defaults to one derived from the tool call id, so a resent result is processed once. */
+  id?: string;
+}
+
+function contentOf(content: string | ToolResultContent[]): ToolResultContent[] {
+  return typeof content === 'string' ? [{ type: 'text', text: content }] : content;
+}
+
+/** The result of a tool call. */
+export function toolResult(call: CallRef, content: string | ToolResultContent[], options: ToolResultOptions = {}): InputMessage {
+  const msg: InputMessage = {
+    id: options.id ?? messageIds.toolResult(call.toolCallId),
+    threadId: call.threadId,
+    content: { type: 'tool_result', toolCallId: call.toolCallId, content: contentOf(content) },
+  };
+  if (options.subscription) msg.subscription = true;
+  if (options.displayAs) msg.displayAs = options.displayAs;
+  return msg;
+}
+
+/** The first result of a call that starts a subscription. */
+export function subscriptionStart(call: CallRef, content: string | ToolResultContent[], options: Omit<ToolResultOptions, 'subscription'> = {}): InputMessage {
+  return toolResult(call, content, { ...options, subscription: true });
+}
+
+/** A later event of a subscription. Events are never deduplicated: each gets a fresh id. */
+export function subscriptionEvent(
+  call: CallRef,
+  content: string | ToolResultContent[],
+  options: { associative?: boolean; final?: boolean } = {},
+): InputMessage {
+  return {
+    id: randomUUID(),
+    threadId: call.threadId,
+    content: { type: 'tool_result', toolCallId: call.toolCallId, content: contentOf(content) },
+    synthetic: {
+      type: 'subscription_event',
+      toolCallId: call.toolCallId,
+      associative: options.associative ?? false,
+      final: options.final ?? false,
+    },
+  };
+}
+
+/** A user's text. */
+export function userText(threadId: string, text: string, id: string = randomUUID()): InputMessage {
+  return { id, threadId, content: { type: 'text', text } };
+}

@@ -1,0 +1,87 @@
+/**
+ * User tools. An async tool (the default) starts its work and returns at once; its result comes back later through
+ * the thread's input queue (`ctx.send(toolResult(ctx, ...))`). A sync tool returns its result inline and the model
+ * is invoked again in the same slice; keep sync tools fast and idempotent, since a retried slice runs them again.
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+import type { InputMessage, ToolResultContent } from '../core/types';
+import type { ToolSpec } from '../model/provider';
+
+/** What a tool gets besides its arguments. */
+export interface ToolContext {
+  threadId: string;
+  rootThreadId: string;
+  toolCallId: string;
+  toolName: string;
+  /** Delivers a message into a thread's input queue (a Temporal signal). Rejects with `ThreadNotFoundError`. */
+  send(message: InputMessage): Promise<void>;
+}
+
+export type JsonSchemaObject = Record<string, unknown> & { type: 'object' };
+
+interface ToolDefinitionBase {
+  name: string;
+  description: string;
+  /** JSON Schema for the arguments; arguments are validated against it before `execute`. */
+  parameters: JsonSchemaObject;
+}
+
+export interface AsyncToolDefinition<A> extends ToolDefinitionBase {
+  sync?: false;
+  /** Represents waiting rather than work: a pending passive call never defers events. */
+  passive?: boolean;
+  /** Starts the work and returns; must not wait for the result. Idempotent per `ctx.toolCallId`. */
+  execute(args: A, ctx: ToolContext): void | Promise<void>;
+}
+
+export interface SyncToolDefinition<A> extends ToolDefinitionBase {
+  sync: true;
+  execute(args: A, ctx: ToolContext): string | ToolResultContent[] | Promise<string | ToolResultContent[]>;
+}
+
+export type ToolDefinition<A> = AsyncToolDefinition<A> | SyncToolDefinition<A>;
+
+/** A validated, ready-to-dispatch tool. Create with {@link defineTool}. */
+export interface Tool {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: JsonSchemaObject;
+  readonly sync: boolean;
+  readonly passive: boolean;
+  /** An error message the model can read, or undefined when the arguments are valid. */
+  validate(args: unknown): string | undefined;
+  execute(args: unknown, ctx: ToolContext): Promise<void | string | ToolResultContent[]>;
+}
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+
+/** Compiles the schema once, so a bad schema fails at definition time rather than on the first call. */
+export function defineTool<A = Record<string, unknown>>(def: ToolDefinition<A>): Tool {
+  if (!/^[a-zA-Z0-9_-]{1,64}$/.test(def.name)) {
+    throw new TypeError(`tool name ${JSON.stringify(def.name)} must match [a-zA-Z0-9_-]{1,64}`);
+  }
+  let check: ValidateFunction;
+  try {
+    check = ajv.compile(def.parameters);
+  } catch (e) {
+    throw new TypeError(`tool '${def.name}': invalid parameters schema: ${(e as Error).message}`);
+  }
+  return {
+    name: def.name,
+    description: def.description,
+    parameters: def.parameters,
+    sync: def.sync === true,
+    passive: def.sync !== true && def.passive === true,
+    validate(args: unknown) {
+      if (check(args)) return undefined;
+      return ajv.errorsText(check.errors, { dataVar: 'arguments' });
+    },
+    async execute(args: unknown, ctx: ToolContext) {
+      return def.execute(args as A, ctx);
+    },
+  };
+}
+
+export function toolSpec(tool: Tool): ToolSpec {
+  return { name: tool.name, description: tool.description, parameters: tool.parameters };
+}

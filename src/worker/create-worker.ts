@@ -1,0 +1,89 @@
+/**
+ * `createAgentWorker`: a Temporal worker that serves threads — the workflow bundle plus the slice activity bound
+ * to a store, a model and tools. Any number of workers may serve one task queue; none keeps a thread resident.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@temporalio/client';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createSliceActivities } from '../activities/slice';
+import type { CompletionPolicy } from '../activities/completion';
+import type { ThreadEvent } from '../core/types';
+import type { ModelProvider } from '../model/provider';
+import type { ConversationStore } from '../store/conversation-store';
+import { deliverInput } from '../client/deliver';
+import type { Tool } from '../tools/tool';
+
+export interface AgentWorkerOptions {
+  connection: NativeConnection;
+  namespace?: string;
+  taskQueue: string;
+  store: ConversationStore;
+  model: ModelProvider;
+  tools?: readonly Tool[];
+  /** Receives live events of the slices this worker runs (e.g. a {@link LocalEventHub}'s `emit`). */
+  onEvent?: (event: ThreadEvent) => void;
+  systemPrompt?: string;
+  completionPolicy?: Partial<CompletionPolicy>;
+  /**
+   * Workflows kept in the worker's cache (default 100). Idle threads beyond this are evicted and replayed from
+   * Temporal's history when they wake; nothing idle needs to stay in memory.
+   */
+  maxCachedWorkflows?: number;
+  /** A prebuilt workflow bundle (see `bundleThreadWorkflows`); bundling on start otherwise. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Any other Temporal worker option. */
+  workerOptions?: Partial<WorkerOptions>;
+}
+
+export interface AgentWorker {
+  readonly worker: Worker;
+  readonly taskQueue: string;
+  /** Runs until {@link shutdown}; rejects if the worker fails. */
+  run(): Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+/** The workflow entry file, as TypeScript source in development or compiled JavaScript in a build. */
+export function threadWorkflowsPath(): string {
+  const base = join(__dirname, '..', 'workflows', 'index');
+  return existsSync(`${base}.ts`) ? `${base}.ts` : `${base}.js`;
+}
+
+export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
+  const namespace = options.namespace ?? 'default';
+  const client = new Client({ connection: options.connection, namespace });
+  const activities = createSliceActivities({
+    store: options.store,
+    model: options.model,
+    tools: options.tools ?? [],
+    send: async (message) => {
+      await deliverInput(client, message);
+    },
+    emit: options.onEvent ?? (() => {}),
+    systemPrompt: options.systemPrompt,
+    completionPolicy: options.completionPolicy,
+  });
+  const worker = await Worker.create({
+    connection: options.connection,
+    namespace,
+    taskQueue: options.taskQueue,
+    activities,
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: threadWorkflowsPath() }),
+    maxCachedWorkflows: options.maxCachedWorkflows ?? 100,
+    ...options.workerOptions,
+  });
+  let running: Promise<void> | undefined;
+  return {
+    worker,
+    taskQueue: options.taskQueue,
+    run() {
+      running ??= worker.run();
+      return running;
+    },
+    async shutdown() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+    },
+  };
+}

@@ -1,0 +1,29 @@
+/**
+ * The thread workflow's public surface: its name, signals, queries, updates and search attributes.
+ * Imported by the client as well as by the workflow, so it holds definitions only.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { ThreadStatus } from '../core/types';
+
+/** The workflow type name of a thread. */
+export const THREAD_WORKFLOW_TYPE = 'agentThread';
+
+/** One input message per signal. Typed `unknown`: the handler validates, a malformed payload is dropped and counted. */
+export const inputSignal = defineSignal<[unknown]>('input');
+
+export const statusQuery = defineQuery<ThreadStatus>('status');
+
+export interface WaitOptions {
+  /** Also wait until no non-passive tool call is pending (default false). */
+  settled?: boolean;
+}
+
+/** Resolves when the thread has nothing running or queued (and, with `settled`, waits on no tool). */
+export const waitForIdleUpdate = defineUpdate<ThreadStatus, [WaitOptions]>('waitForIdle');
+
+export const searchAttributes = {
+  AgentStatus: defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD),
+  ParentThreadId: defineSearchAttributeKey('ParentThreadId', SearchAttributeType.KEYWORD),
+  ThreadKind: defineSearchAttributeKey('ThreadKind', SearchAttributeType.KEYWORD),
+} as const;

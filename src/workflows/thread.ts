@@ -1,0 +1,208 @@
+/**
+ * The thread workflow (DESIGN §4): an inbox of signals, processed in batches, one `runSlice` activity at a time.
+ * Deterministic: it imports only the Temporal workflow API and `src/core`.
+ */
+import {
+  CancellationScope,
+  condition,
+  continueAsNew,
+  allHandlersFinished,
+  isCancellation,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+  ActivityCancellationType,
+} from '@temporalio/workflow';
+import { sliceIdFor } from '../core/ids';
+import { prepareBatch, splitInterruptBatch } from '../core/prepare';
+import type { SliceInput, SliceResult } from '../core/slice-protocol';
+import type { AgentStatus, DropReason, StoredItem, ThreadStatus } from '../core/types';
+import { isUserText, validateInputMessage } from '../core/validate';
+import { inputSignal, searchAttributes, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
+import { carryState, restoreState, type ThreadWorkflowArgs } from './state';
+
+/** The activity interface as the workflow sees it (implemented in `src/activities/slice.ts`). */
+interface SliceActivity {
+  runSlice(input: SliceInput): Promise<SliceResult>;
+}
+
+type SliceOutcome = { ok: SliceResult } | { cancelled: true } | { failed: string };
+
+export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
+  const { threadId } = args;
+  const opts = args.options ?? {};
+  const st = restoreState(args.carried);
+  const { runSlice } = proxyActivities<SliceActivity>({
+    startToCloseTimeout: opts.sliceTimeoutMs ?? 30 * 60_000,
+    heartbeatTimeout: opts.sliceHeartbeatTimeoutMs ?? 4_000,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: '1s',
+      maximumInterval: '30s',
+      maximumAttempts: opts.sliceMaxAttempts ?? 10,
+      nonRetryableErrorTypes: ['CommitConflictError'],
+    },
+  });
+
+  let sliceRunning = false;
+  let interruptNext = false;
+  let shownStatus: AgentStatus | undefined;
+  let shownDetails = '';
+
+  const count = (reason: DropReason) => {
+    st.dropped[reason] = (st.dropped[reason] ?? 0) + 1;
+  };
+  const status = (): AgentStatus =>
+    st.prep.closed ? 'closed' : sliceRunning ? 'running' : st.prep.pendingCall ? 'waiting_tool' : 'idle';
+  const idle = () => !sliceRunning && st.inbox.length === 0 && (st.carry.length === 0 || st.blocked);
+  const snapshot = (): ThreadStatus => {
+    const s: ThreadStatus = {
+      threadId,
+      kind: args.kind,
+      status: status(),
+      pendingCall: st.prep.pendingCall,
+      historyLength: st.length,
+      slices: st.slices,
+      queued: st.inbox.length,
+      dropped: { ...st.dropped },
+      subscriptions: Object.fromEntries(st.prep.subscriptions),
+      children: [],
+    };
+    if (args.parentThreadId) s.parentThreadId = args.parentThreadId;
+    if (st.lastUsage) s.lastUsage = st.lastUsage;
+    if (st.lastError) s.lastError = st.lastError;
+    return s;
+  };
+
+  /** Keeps the search attribute and the UI's current details in step with the thread; writes only on change. */
+  const publish = () => {
+    const s = status();
+    if (s !== shownStatus) {
+      upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value: s }]);
+      shownStatus = s;
+    }
+    const pending = st.prep.pendingCall;
+    const details = [
+      `**${s}** · ${st.length} items · ${st.slices} slices`,
+      pending ? `waiting for \`${pending.name}\` (call ${pending.id})` : '',
+      st.lastText ? `last reply: ${st.lastText}` : '',
+      st.lastError ? `last error: ${st.lastError}` : '',
+    ]
+      .filter(Boolean)
+      .join('\n\n');
+    if (details !== shownDetails) {
+      setCurrentDetails(details);
+      shownDetails = details;
+    }
+  };
+
+  setHandler(inputSignal, (raw: unknown) => {
+    const v = validateInputMessage(raw);
+    if (!v.ok || v.value.threadId !== threadId) {
+      count('malformed');
+      return;
+    }
+    st.inbox.push(v.value);
+  });
+  setHandler(statusQuery, snapshot);
+  setHandler(waitForIdleUpdate, async (options: WaitOptions) => {
+    await condition(() => idle() && !(options?.settled && st.prep.pendingCall && !st.prep.pendingCall.passive));
+    return snapshot();
+  });
+
+  const summarize = (append: StoredItem[]): string => {
+    const kinds = append.map((s) => (s.item.kind === 'tool_result' ? `result ${s.item.id}` : s.item.kind));
+    return `slice ${st.slices + 1}: ${kinds.join(', ') || 'retry'}`;
+  };
+
+  /** Runs one slice; a user text arriving meanwhile cancels it (the slice commits what it streamed). */
+  const runOneSlice = async (append: StoredItem[]): Promise<SliceOutcome> => {
+    const input: SliceInput = {
+      threadId,
+      kind: args.kind,
+      sliceId: sliceIdFor(threadId, st.slices),
+      append,
+      expectedLength: st.length,
+    };
+    if (args.parentThreadId) input.parentThreadId = args.parentThreadId;
+    const scope = new CancellationScope();
+    let done = false;
+    const promise = scope.run(() => runSlice.executeWithOptions({ summary: summarize(append) }, [input]));
+    void promise.then(
+      () => (done = true),
+      () => (done = true),
+    );
+    // Only texts that arrive while this slice runs interrupt it; older ones wait behind a retried slice.
+    const userTexts = () => st.inbox.filter(isUserText).length;
+    const before = userTexts();
+    await condition(() => done || userTexts() > before);
+    if (!done) {
+      interruptNext = true;
+      scope.cancel();
+    }
+    try {
+      return { ok: await promise };
+    } catch (e) {
+      if (isCancellation(e)) return { cancelled: true };
+      return { failed: e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e) };
+    }
+  };
+
+  const apply = (r: SliceResult) => {
+    st.carry = [];
+    st.length = r.length;
+    st.slices += 1;
+    st.prep.pendingCall = r.pendingCall;
+    for (const id of r.answeredCallIds) st.prep.processedToolCalls.add(id);
+    // Results produced by dispatch (failures, validation) go ahead of anything that arrived meanwhile.
+    st.inbox.unshift(...r.followUps);
+    if (r.usage) st.lastUsage = r.usage;
+    if (r.lastText) st.lastText = r.lastText;
+    st.lastError = r.error;
+    if (!r.interrupted) interruptNext = false;
+  };
+
+  publish();
+  for (;;) {
+    await condition(() => st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked));
+    let append: StoredItem[];
+    if (st.carry.length > 0) {
+      // Retry exactly what the failed slice was given, under the same slice id, before anything new.
+      st.blocked = false;
+      append = st.carry;
+    } else {
+      let batch = st.inbox.splice(0);
+      if (interruptNext) {
+        const split = splitInterruptBatch(batch);
+        batch = split.batch;
+        st.inbox.push(...split.rest);
+        interruptNext = false;
+      }
+      const prep = prepareBatch(st.prep, batch);
+      for (const d of prep.dropped) count(d.reason);
+      if (!prep.ready) {
+        publish();
+        continue;
+      }
+      append = prep.append;
+    }
+    st.carry = append;
+    sliceRunning = true;
+    publish();
+    const outcome = await runOneSlice(append);
+    sliceRunning = false;
+    if ('ok' in outcome) apply(outcome.ok);
+    else if ('failed' in outcome) {
+      st.blocked = true;
+      st.lastError = outcome.failed;
+    }
+    publish();
+
+    if (workflowInfo().continueAsNewSuggested && idle()) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof agentThread>({ ...args, carried: carryState(st, opts.dedupWindow ?? 4096) });
+    }
+  }
+}
