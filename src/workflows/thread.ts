@@ -135,7 +135,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       () => (done = true),
     );
     // Only texts that arrive while this slice runs interrupt it; older ones wait behind a retried slice.
-    const userTexts = () => st.inbox.filter(isUserText).length;
+    const userTexts = () => st.inbox.filter((m) => isUserText(m) && !st.prep.processedInputIds.has(m.id)).length;
     const before = userTexts();
     await condition(() => done || userTexts() > before);
     if (!done) {

@@ -1,0 +1,131 @@
+/**
+ * Test harness: a real worker on its own task queue against the suite's dev server, a real SQLite store file,
+ * and readable one-line renderings of committed history for whole-conversation assertions.
+ */
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { Client } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { inject } from 'vitest';
+import { AgentClient } from '../src/client/agent-client';
+import type { CompletionPolicy } from '../src/activities/completion';
+import type { HistoryItem, ThreadEvent } from '../src/core/types';
+import type { ModelProvider } from '../src/model/provider';
+import type { ConversationStore } from '../src/store/conversation-store';
+import { SqliteConversationStore } from '../src/store/sqlite';
+import type { Tool } from '../src/tools/tool';
+import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
+import { LocalEventHub } from '../src/worker/event-hub';
+import type { ThreadOptions } from '../src/workflows/state';
+
+export interface TestSystem {
+  client: AgentClient;
+  temporal: Client;
+  store: ConversationStore;
+  storePath: string;
+  worker: AgentWorker;
+  events: LocalEventHub;
+  taskQueue: string;
+  /** Every event emitted by the worker, in order. */
+  seen: ThreadEvent[];
+  connection: NativeConnection;
+  shutdown(): Promise<void>;
+}
+
+export interface TestSystemOptions {
+  model: ModelProvider;
+  tools?: Tool[];
+  maxCachedWorkflows?: number;
+  completionPolicy?: Partial<CompletionPolicy>;
+  threadOptions?: ThreadOptions;
+  /** Start no worker (e.g. when a separate process runs it). */
+  noWorker?: boolean;
+  storePath?: string;
+}
+
+/** Fast retries for tests; the reference waits (1 s / 5 s / 30 s) are kept small but nonzero. */
+export const FAST_POLICY: Partial<CompletionPolicy> = {
+  unexpectedEndWaitMs: 50,
+  transientWaitMs: 50,
+  rateLimitWaitMs: 50,
+  initiateTimeoutMs: 5_000,
+  chunkTimeoutMs: 5_000,
+};
+
+export async function startTestSystem(options: TestSystemOptions): Promise<TestSystem> {
+  const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  const storePath = options.storePath ?? join(inject('scratchDir'), `store-${randomUUID()}.sqlite`);
+  const store = new SqliteConversationStore(storePath);
+  const taskQueue = `test-${randomUUID()}`;
+  const events = new LocalEventHub();
+  const seen: ThreadEvent[] = [];
+  events.subscribe(undefined, (e) => seen.push(e));
+  const worker = await createAgentWorker({
+    connection,
+    taskQueue,
+    store,
+    model: options.model,
+    tools: options.tools,
+    onEvent: (e) => events.emit(e),
+    completionPolicy: { ...FAST_POLICY, ...options.completionPolicy },
+    maxCachedWorkflows: options.maxCachedWorkflows,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+  });
+  if (!options.noWorker) void worker.run();
+  const temporal = new Client({ connection });
+  const client = new AgentClient({ client: temporal, taskQueue, store, events, threadOptions: options.threadOptions });
+  return {
+    client,
+    temporal,
+    store,
+    storePath,
+    worker,
+    events,
+    taskQueue,
+    seen,
+    connection,
+    async shutdown() {
+      if (!options.noWorker) await worker.shutdown();
+      await connection.close();
+      await store.close();
+    },
+  };
+}
+
+/** One line per history item; tool call ids are replaced by their order of appearance (#1, #2, ...). */
+export function render(items: readonly HistoryItem[]): string[] {
+  const ids = new Map<string, string>();
+  const id = (raw: string) => {
+    if (!ids.has(raw)) ids.set(raw, `#${ids.size + 1}`);
+    return ids.get(raw)!;
+  };
+  return items.map((it) => {
+    switch (it.kind) {
+      case 'user':
+        return `user: ${it.text}`;
+      case 'assistant':
+        return `assistant: ${it.text}`;
+      case 'reasoning':
+        return `reasoning: ${it.text}`;
+      case 'tool_call':
+        return `call ${id(it.id)} ${it.name} ${JSON.stringify(it.args)}`;
+      case 'tool_result':
+        return `result ${id(it.id)}: ${it.content.map((c) => (c.type === 'text' ? c.text : `[${c.mediaType}]`)).join(' ')}`;
+      case 'subscription_event':
+        return `event ${id(it.toolCallId)}: ${it.result.content.map((c) => (c.type === 'text' ? c.text : '')).join(' ')}`;
+    }
+  });
+}
+
+/** Polls `fn` until it returns a truthy value. */
+export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 30_000, what = 'condition'): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
