@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import type { TestProject } from 'vitest/node';
+import type { ProvidedContext } from 'vitest';
 import { startDevServer, type DevServer } from '../src/devserver/server';
 import { threadWorkflowsPath } from '../src/worker/create-worker';
 
@@ -20,7 +20,11 @@ declare module 'vitest' {
 
 let server: DevServer | undefined;
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+interface SetupContext {
+  provide<K extends keyof ProvidedContext>(key: K, value: ProvidedContext[K]): void;
+}
+
+export default async function setup(project: SetupContext): Promise<() => Promise<void>> {
   const scratchDir = mkdtempSync(join(tmpdir(), 'infinity-test-'));
   server = await startDevServer({
     ui: false,

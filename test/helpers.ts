@@ -23,7 +23,8 @@ export interface TestSystem {
   temporal: Client;
   store: ConversationStore;
   storePath: string;
-  worker: AgentWorker;
+  /** Undefined with `noWorker`. */
+  worker?: AgentWorker;
   events: LocalEventHub;
   taskQueue: string;
   /** Every event emitted by the worker, in order. */
@@ -60,18 +61,20 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
   const events = new LocalEventHub();
   const seen: ThreadEvent[] = [];
   events.subscribe(undefined, (e) => seen.push(e));
-  const worker = await createAgentWorker({
-    connection,
-    taskQueue,
-    store,
-    model: options.model,
-    tools: options.tools,
-    onEvent: (e) => events.emit(e),
-    completionPolicy: { ...FAST_POLICY, ...options.completionPolicy },
-    maxCachedWorkflows: options.maxCachedWorkflows,
-    workflowBundle: { codePath: inject('workflowBundlePath') },
-  });
-  if (!options.noWorker) void worker.run();
+  const worker = options.noWorker
+    ? undefined
+    : await createAgentWorker({
+        connection,
+        taskQueue,
+        store,
+        model: options.model,
+        tools: options.tools,
+        onEvent: (e) => events.emit(e),
+        completionPolicy: { ...FAST_POLICY, ...options.completionPolicy },
+        maxCachedWorkflows: options.maxCachedWorkflows,
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+      });
+  void worker?.run();
   const temporal = new Client({ connection });
   const client = new AgentClient({ client: temporal, taskQueue, store, events, threadOptions: options.threadOptions });
   return {
@@ -85,7 +88,7 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
     seen,
     connection,
     async shutdown() {
-      if (!options.noWorker) await worker.shutdown();
+      await worker?.shutdown();
       await connection.close();
       await store.close();
     },

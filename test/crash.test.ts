@@ -1,0 +1,106 @@
+/**
+ * Real processes: a worker SIGKILLed mid-slice, or right after it committed, is replaced by a new one; the thread
+ * completes and its committed history has no lost or duplicated turn.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, expect, inject, it } from 'vitest';
+import { ScriptedModel } from '../src/model/scripted';
+import { SqliteConversationStore } from '../src/store/sqlite';
+import { SLOW_TEXT } from './fixtures/crash-constants';
+import { render, startTestSystem, type TestSystem, uid } from './helpers';
+
+let sys: TestSystem;
+const procs: ChildProcess[] = [];
+
+beforeAll(async () => {
+  // The test process runs no worker: it only starts threads and reads the store.
+  sys = await startTestSystem({ model: new ScriptedModel(() => ({ text: 'unused' })), noWorker: true });
+});
+afterEach(() => {
+  for (const p of procs.splice(0)) if (p.exitCode === null) p.kill('SIGKILL');
+});
+afterAll(async () => {
+  await sys?.shutdown();
+});
+
+/** Starts a worker process and resolves once it prints `READY`; `waitFor` resolves on a matching line. */
+function startWorker(extraEnv: Record<string, string> = {}) {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures', 'worker-process.ts')], {
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TASK_QUEUE: sys.taskQueue,
+      STORE_PATH: sys.storePath,
+      BUNDLE_PATH: inject('workflowBundlePath'),
+      ...extraEnv,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  procs.push(child);
+  const lines: string[] = [];
+  const waiters: { re: RegExp; resolve: () => void }[] = [];
+  let buf = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    buf += d.toString();
+    const parts = buf.split('\n');
+    buf = parts.pop()!;
+    for (const line of parts) {
+      lines.push(line);
+      for (const w of waiters.filter((w) => w.re.test(line))) w.resolve();
+    }
+  });
+  const waitFor = (re: RegExp, ms = 60_000) =>
+    new Promise<void>((resolve, reject) => {
+      if (lines.some((l) => re.test(l))) return resolve();
+      const t = setTimeout(() => reject(new Error(`worker never printed ${re}; got ${lines.slice(-5).join(' | ')}`)), ms);
+      waiters.push({ re, resolve: () => (clearTimeout(t), resolve()) });
+    });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return { child, lines, waitFor, exited };
+}
+
+it('survives a worker killed in the middle of a streaming slice', async () => {
+  const a = startWorker();
+  await a.waitFor(/^READY$/);
+  const thread = await sys.client.startThread({ threadId: uid('crash-stream') });
+  await thread.sendUserText('write slowly');
+  await a.waitFor(/^DELTA 10$/);
+  a.child.kill('SIGKILL');
+  await a.exited;
+  expect(a.lines.some((l) => l.startsWith('COMMITTED'))).toBe(false);
+
+  const b = startWorker();
+  await b.waitFor(/^READY$/);
+  const status = await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
+  expect(render(await thread.history())).toEqual(['user: write slowly', `assistant: ${SLOW_TEXT}`]);
+  expect(status.slices).toBe(1);
+  // The new worker streamed the whole turn again from the start, and committed it once.
+  await b.waitFor(/^COMMITTED /);
+  expect(b.lines).toContain('DELTA 0');
+  expect(b.lines.filter((l) => l.startsWith('COMMITTED'))).toHaveLength(1);
+});
+
+it('does not duplicate a turn when the worker dies after committing, before reporting', async () => {
+  const a = startWorker({ CRASH_AFTER_COMMIT: '1' });
+  await a.waitFor(/^READY$/);
+  const thread = await sys.client.startThread({ threadId: uid('crash-commit') });
+  await thread.sendUserText('call a tool');
+  await a.exited;
+  expect(a.lines.filter((l) => l.startsWith('COMMITTED'))).toHaveLength(1);
+  expect(a.lines.some((l) => l.startsWith('DISPATCHED'))).toBe(false);
+
+  const b = startWorker();
+  await b.waitFor(/^READY$/);
+  // The retried slice finds its commit, dispatches the call (tools are idempotent per call id) and reports.
+  await b.waitFor(/^DISPATCHED /);
+  const status = await thread.waitForIdle({ timeoutMs: 60_000 });
+  expect(status).toMatchObject({ status: 'waiting_tool', slices: 1, historyLength: 3 });
+  expect(render(await thread.history())).toEqual(['user: call a tool', 'assistant: calling', 'call #1 note {"n":1}']);
+  const reader = new SqliteConversationStore(sys.storePath, { readonly: true });
+  try {
+    expect(await reader.length(thread.threadId)).toBe(3);
+  } finally {
+    await reader.close();
+  }
+});
