@@ -1,0 +1,65 @@
+/** The same contract for both stores, against a real SQLite file for the SQLite one. */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { SliceResult } from '../../src/core/slice-protocol';
+import { CommitConflictError, type ConversationStore } from '../../src/store/conversation-store';
+import { InMemoryConversationStore } from '../../src/store/memory';
+import { SqliteConversationStore } from '../../src/store/sqlite';
+
+const result = (sliceId: string, length: number): SliceResult => ({
+  sliceId,
+  length,
+  pendingCall: null,
+  answeredCallIds: [],
+  followUps: [],
+  interrupted: false,
+});
+const user = (id: string, text: string) => ({ messageId: id, item: { kind: 'user' as const, text } });
+
+const dir = mkdtempSync(join(tmpdir(), 'store-test-'));
+const stores: [string, () => ConversationStore][] = [
+  ['in-memory', () => new InMemoryConversationStore()],
+  ['sqlite', () => new SqliteConversationStore(join(dir, `${Math.random()}.sqlite`))],
+];
+
+describe.each(stores)('%s store', (_name, make) => {
+  it('commits atomically, idempotently per slice, conditionally on length', async () => {
+    const s = make();
+    await s.ensureThread({ threadId: 't', kind: 'root' });
+    expect(await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [user('a', 'one'), user('b', 'two')], result: result('s1', 2) })).toBe('committed');
+    expect(await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [user('a', 'one')], result: result('s1', 1) })).toBe('duplicate');
+    await expect(s.commit({ threadId: 't', sliceId: 's2', expectedLength: 1, items: [user('c', 'x')], result: result('s2', 2) })).rejects.toBeInstanceOf(CommitConflictError);
+    expect((await s.load('t')).map((i) => i.messageId)).toEqual(['a', 'b']);
+    expect(await s.findSlice('t', 's1')).toEqual(result('s1', 2));
+    expect(await s.findSlice('t', 's2')).toBeUndefined();
+    expect(await s.load('t', 1, 2)).toEqual([user('b', 'two')]);
+    await s.close();
+  });
+
+  it('keeps thread records with parent and spawn point', async () => {
+    const s = make();
+    const root = await s.ensureThread({ threadId: 'r', kind: 'root' });
+    expect(root).toEqual({ threadId: 'r', kind: 'root', rootThreadId: 'r', closed: false });
+    await s.ensureThread({ threadId: 'c', kind: 'child', parentThreadId: 'r', rootThreadId: 'r', spawnOrder: 3, spawnToolCallId: 'tc' });
+    await s.ensureThread({ threadId: 'c', kind: 'root' }); // existing record wins
+    await s.markClosed('c');
+    expect(await s.getThread('c')).toEqual({ threadId: 'c', kind: 'child', parentThreadId: 'r', rootThreadId: 'r', spawnOrder: 3, spawnToolCallId: 'tc', closed: true });
+    expect(await s.getThread('nope')).toBeUndefined();
+    await s.close();
+  });
+});
+
+it('sqlite: survives reopening and is readable from a second connection', async () => {
+  const file = join(dir, 'reopen.sqlite');
+  const a = new SqliteConversationStore(file);
+  await a.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [user('a', 'persisted')], result: result('s1', 1) });
+  const reader = new SqliteConversationStore(file, { readonly: true });
+  expect(await reader.load('t')).toEqual([user('a', 'persisted')]);
+  await reader.close();
+  await a.close();
+  const b = new SqliteConversationStore(file);
+  expect(await b.length('t')).toBe(1);
+  await b.close();
+});
