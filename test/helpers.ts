@@ -5,7 +5,10 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { findTemporalCli } from '../src/devserver/cli';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { AgentClient } from '../src/client/agent-client';
 import type { CompletionPolicy } from '../src/activities/completion';
@@ -132,3 +135,28 @@ export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 30_000
 }
 
 export const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+const HISTORIES_DIR = join(__dirname, 'fixtures', 'histories');
+
+/**
+ * Replays this thread's Temporal history against the current workflow code (fails on nondeterminism) and, with
+ * RECORD_HISTORIES=1, saves it under test/fixtures/histories for the replay test of later versions.
+ */
+export async function checkReplay(thread: { threadId: string; workflow: { fetchHistory(): Promise<unknown> } }, name: string): Promise<void> {
+  const history = await thread.workflow.fetchHistory();
+  await Worker.runReplayHistory(
+    { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: name },
+    history,
+    thread.threadId,
+  );
+  if (process.env.RECORD_HISTORIES === '1') {
+    // The CLI writes the canonical proto3 JSON that `historyFromJSON` reads.
+    const json = execFileSync(
+      findTemporalCli({ install: false }),
+      ['workflow', 'show', '--workflow-id', thread.threadId, '--address', inject('temporalAddress'), '--output', 'json'],
+      { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+    );
+    mkdirSync(HISTORIES_DIR, { recursive: true });
+    writeFileSync(join(HISTORIES_DIR, `${name}.json`), json);
+  }
+}

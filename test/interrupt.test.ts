@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ModelRequest } from '../src/model/provider';
 import { ScriptedModel, type ScriptedReply } from '../src/model/scripted';
-import { eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const LONG = 'word '.repeat(200).trim();
 
@@ -53,6 +53,7 @@ it('cancels a streaming slice on user text and starts the next with <interrupt>'
   expect(reqs.at(-1)!.messages.at(-1)).toEqual({ role: 'user', text: '<interrupt>stop that' });
   // Display events strip the marker.
   expect(sys.seen).toContainEqual({ threadId: thread.threadId, type: 'user_input', text: 'stop that' });
+  await checkReplay(thread, 'interrupt-streaming-slice');
 });
 
 it('does not interrupt a streaming slice for a duplicate of an earlier user text', async () => {

@@ -11,7 +11,7 @@ import { firstText } from '../src/model/projection';
 import { ScriptedModel, type ScriptedReply } from '../src/model/scripted';
 import { toolResult } from '../src/tools/messages';
 import { defineTool, type ToolContext } from '../src/tools/tool';
-import { eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 /** Calls the tool named in the user's text as `call <tool> <json args>`; after a result, answers with it. */
 function script(req: ModelRequest): ScriptedReply {
@@ -110,6 +110,7 @@ describe('thread runtime', () => {
     expect(status).toMatchObject({ status: 'idle', slices: 2, historyLength: 5, pendingCall: null });
     const types = sys.seen.filter((e) => e.threadId === thread.threadId).map((e) => e.type);
     expect(types).toEqual(expect.arrayContaining(['user_input', 'completion_started', 'text_delta', 'tool_call', 'tool_result', 'completion_finished']));
+    await checkReplay(thread, 'build-status-round-trip');
   });
 
   it('waits for a slow tool without holding an activity', async () => {
@@ -129,6 +130,7 @@ describe('thread runtime', () => {
     const done = await thread.waitForIdle({ settled: true });
     expect(done.status).toBe('idle');
     expect(render(await thread.history()).slice(-2)).toEqual(['result #1: Build 7: green', 'assistant: Answer: Build 7: green']);
+    await checkReplay(thread, 'slow-tool');
   });
 
   it('processes an input delivered three times once', async () => {
@@ -147,6 +149,7 @@ describe('thread runtime', () => {
     ]);
     expect(status.slices).toBe(2);
     expect(status.dropped.duplicate).toBe(4);
+    await checkReplay(thread, 'duplicate-delivery');
   });
 
   it('drops a result for the wrong call and keeps waiting', async () => {
@@ -160,6 +163,7 @@ describe('thread runtime', () => {
     await thread.deliver(toolResult(call, 'the real one'));
     await thread.waitForIdle({ settled: true });
     expect(render(await thread.history()).slice(2)).toEqual(['call #1 manual {}', 'result #1: the real one', 'assistant: Answer: the real one']);
+    await checkReplay(thread, 'wrong-call-result');
   });
 
   it('interrupts a pending call with user text and drops its late result', async () => {
@@ -181,6 +185,7 @@ describe('thread runtime', () => {
     ]);
     expect(status.dropped.already_processed).toBe(1);
     expect(status.slices).toBe(2);
+    await checkReplay(thread, 'interrupt-pending-call');
   });
 
   it('answers an unknown tool with an error and invokes the model again in the same slice', async () => {
@@ -196,6 +201,7 @@ describe('thread runtime', () => {
     ]);
     expect(status.slices).toBe(1);
     expect(sys.seen.filter((e) => e.threadId === thread.threadId && e.type === 'tool_call')).toHaveLength(0);
+    await checkReplay(thread, 'unknown-tool');
   });
 
   it('answers invalid arguments with an error the model can read', async () => {
@@ -205,6 +211,7 @@ describe('thread runtime', () => {
     const lines = render(await thread.history());
     expect(lines[3]).toBe("result #1: Error: invalid arguments for tool 'get_build_status': arguments/build_id must be string");
     expect(lines).toHaveLength(5);
+    await checkReplay(thread, 'invalid-arguments');
   });
 
   it('refuses a direct call of receive_event__injected with the reference text', async () => {
@@ -214,6 +221,7 @@ describe('thread runtime', () => {
     expect(render(await thread.history())[3]).toBe(
       'result #1: Error: you cannot directly invoke receive_event__injected, invocations will automatically be injected when events arrive.',
     );
+    await checkReplay(thread, 'injected-call-refused');
   });
 
   it('runs a sync tool inline and loops back within one slice', async () => {
@@ -222,6 +230,7 @@ describe('thread runtime', () => {
     const status = await thread.waitForIdle({ settled: true });
     expect(render(await thread.history()).slice(2)).toEqual(['call #1 add {"a":2,"b":40}', 'result #1: 42', 'assistant: Answer: 42']);
     expect(status.slices).toBe(1);
+    await checkReplay(thread, 'sync-tool');
   });
 
   it('turns a tool that fails to start into an error result', async () => {
@@ -234,6 +243,7 @@ describe('thread runtime', () => {
       'assistant: Answer: Error: Tool call failed',
     ]);
     expect(sys.seen).toContainEqual({ threadId: thread.threadId, type: 'info', text: 'Error: backend unreachable' });
+    await checkReplay(thread, 'tool-dispatch-failure');
   });
 
   it('retries a model stream that dies mid-turn and commits no partial turn', async () => {
@@ -245,6 +255,7 @@ describe('thread runtime', () => {
     expect(reqs).toHaveLength(2);
     expect(reqs[1]!.messages.at(-1)).toEqual({ role: 'user', text: 'die mid-turn' });
     expect(sys.seen).toContainEqual({ threadId: thread.threadId, type: 'info', text: 'Stream error (unexpected end), retrying...' });
+    await checkReplay(thread, 'stream-dies-mid-turn');
   });
 });
 
@@ -266,6 +277,7 @@ describe('bad input', () => {
     const status = await thread.waitForIdle({ settled: true });
     expect(status.dropped.malformed).toBe(2);
     expect(render(await thread.history())).toEqual(['user: still alive?', 'assistant: You said: still alive?']);
+    await checkReplay(thread, 'malformed-input');
   });
 
   it('rejects an oversized input with PayloadTooLargeError', async () => {

@@ -7,7 +7,7 @@ import { firstText } from '../src/model/projection';
 import { ScriptedModel } from '../src/model/scripted';
 import { toolResult } from '../src/tools/messages';
 import { defineTool, type ToolContext } from '../src/tools/tool';
-import { render, startTestSystem, type TestSystem, uid, eventually } from './helpers';
+import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const model = new ScriptedModel((req) => {
   const last = req.messages[req.messages.length - 1]!;
@@ -93,5 +93,6 @@ describe('bounded worker cache', () => {
       ]);
     }
     expect(sys.worker!.worker.getStatus().numCachedWorkflows).toBeLessThanOrEqual(2);
+    await checkReplay(threads[0]!, 'evicted-and-resumed');
   });
 });
