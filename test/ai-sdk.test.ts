@@ -118,7 +118,17 @@ describe('aiSdkModel', () => {
           { type: 'tool-call', toolCallId: 'call-1', toolName: 'get_build_status', input: { build_id: '42' } },
         ],
       });
-      expect(second.tools?.map((t) => t.name)).toEqual(['get_build_status']);
+      expect(second.tools?.map((t) => t.name)).toEqual([
+        'get_build_status',
+        'spawn_thread',
+        'report_to_parent',
+        'close_thread',
+        'send_message_to_child',
+        'cancel_subscription',
+        'sleep_until_event_or_input',
+        'sleep',
+        'sleep_until',
+      ]);
     } finally {
       await sys.shutdown();
     }

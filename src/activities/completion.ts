@@ -16,6 +16,9 @@ import type { HistoryItem, ThreadEvent, TokenUsage, ToolResultContent } from '..
 import { projectHistory } from '../model/projection';
 import type { ModelProvider, ModelStreamPart, ToolSpec } from '../model/provider';
 import type { Tool, ToolContext } from '../tools/tool';
+import { BUILTIN_TOOLS } from '../core/builtin-tools';
+import type { RuntimeAction } from '../core/slice-protocol';
+import { runRuntimeTool, type RuntimeToolContext } from './runtime-tools';
 import { TurnBuffer } from './turn-buffer';
 
 /** Retry and timeout settings of a completion; defaults follow the reference runtime. */
@@ -58,6 +61,8 @@ export interface CompletionInput {
   signal: AbortSignal;
   emit(event: ThreadEvent): void;
   toolContext(toolCallId: string, toolName: string): ToolContext;
+  /** Enables the built-in runtime tools (advertised after the user's tools). */
+  runtime?: RuntimeToolContext;
 }
 
 export interface AsyncCall {
@@ -74,6 +79,9 @@ export interface CompletionOutput {
   usage?: TokenUsage;
   error?: string;
   interrupted: boolean;
+  /** A runtime tool for the workflow to carry out; its call is `asyncCall`. */
+  action?: RuntimeAction;
+  cancelledSubscriptions: string[];
 }
 
 type Distributive<T> = T extends unknown ? Omit<T, 'threadId'> : never;
@@ -118,9 +126,11 @@ async function within<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promis
 export async function runCompletion(input: CompletionInput): Promise<CompletionOutput> {
   const { policy, signal } = input;
   const buffer = new TurnBuffer(input.sliceId);
-  const out: CompletionOutput = { buffer, answeredCallIds: [], interrupted: false };
+  const out: CompletionOutput = { buffer, answeredCallIds: [], interrupted: false, cancelledSubscriptions: [] };
   const emit = (e: EventBody) => input.emit({ ...e, threadId: input.threadId } as ThreadEvent);
-  const specs: ToolSpec[] = [...input.tools.values()].map((t) => ({
+  const builtins = input.runtime ? BUILTIN_TOOLS : [];
+  const builtinByName = new Map(builtins.map((b) => [b.name, b]));
+  const specs: ToolSpec[] = [...input.tools.values(), ...builtins].map((t) => ({
     name: t.name,
     description: t.description,
     parameters: t.parameters,
@@ -149,18 +159,40 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
       answer(call.id, messageIds.unknownTool(call.id), text(INJECTED_TOOL_ERROR));
       return true;
     }
+    const builtin = builtinByName.get(call.name);
+    if (builtin && input.runtime && !jsonError) {
+      emit({ type: 'tool_call', id: call.id, name: call.name, args });
+      if (call.name === 'sleep_until_event_or_input') {
+        out.asyncCall = { id: call.id, name: call.name, args, passive: true };
+        return false;
+      }
+      const outcome = await runRuntimeTool(call.name, args, call.id, input.runtime);
+      if ('action' in outcome) {
+        out.action = outcome.action;
+        out.asyncCall = { id: call.id, name: call.name, args, passive: builtin.passive };
+        return false;
+      }
+      if (outcome.cancelledSubscription) out.cancelledSubscriptions.push(outcome.cancelledSubscription);
+      emit({ type: 'tool_result', toolCallId: call.id, text: outcome.result });
+      answer(call.id, messageIds.syncResult(call.id, syncResults++), text(outcome.result));
+      return true;
+    }
     const tool = input.tools.get(call.name);
-    if (!tool) {
+    if (!tool && !builtin) {
       answer(call.id, messageIds.unknownTool(call.id), text(unknownToolError(call.name)));
       return true;
     }
-    const invalid = jsonError ? invalidJsonArgumentsError(call.name, jsonError) : tool.validate(args) && invalidArgumentsError(call.name, tool.validate(args)!);
+    const schemaError = tool?.validate(args);
+    const invalid = jsonError
+      ? invalidJsonArgumentsError(call.name, jsonError)
+      : schemaError && invalidArgumentsError(call.name, schemaError);
     if (invalid) {
       emit({ type: 'tool_call', id: call.id, name: call.name, args });
       emit({ type: 'tool_result', toolCallId: call.id, text: invalid });
       answer(call.id, messageIds.invalidArgs(call.id), text(invalid));
       return true;
     }
+    if (!tool) throw new Error(`unreachable: ${call.name}`);
     emit({ type: 'tool_call', id: call.id, name: call.name, args });
     if (!tool.sync) {
       out.asyncCall = { id: call.id, name: call.name, args, passive: tool.passive };

@@ -12,7 +12,9 @@ import type { ModelProvider } from '../model/provider';
 import { CommitConflictError, type ConversationStore } from '../store/conversation-store';
 import { toolResult } from '../tools/messages';
 import type { Tool, ToolContext } from '../tools/tool';
+import { BUILTIN_TOOL_NAMES } from '../core/builtin-tools';
 import { type AsyncCall, type CompletionPolicy, DEFAULT_COMPLETION_POLICY, runCompletion } from './completion';
+import { inheritedHistory, resolveInjected, threadChain } from './history';
 
 export interface SliceDependencies {
   store: ConversationStore;
@@ -45,6 +47,9 @@ function eventsForAppended(threadId: string, entries: readonly StoredItem[]): Th
 const shorten = (s: string, n = 200) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 export function createSliceActivities(deps: SliceDependencies) {
+  for (const t of deps.tools) {
+    if (BUILTIN_TOOL_NAMES.has(t.name)) throw new TypeError(`tool name '${t.name}' is reserved for a built-in runtime tool`);
+  }
   const tools = new Map(deps.tools.map((t) => [t.name, t]));
   const policy: CompletionPolicy = { ...DEFAULT_COMPLETION_POLICY, ...deps.completionPolicy };
   const emit = (e: ThreadEvent) => {
@@ -65,6 +70,7 @@ export function createSliceActivities(deps: SliceDependencies) {
 
   /** Starts an async tool; failures become an error result for the same call (reference spec §2.7). */
   async function dispatch(threadId: string, rootThreadId: string, call: AsyncCall): Promise<InputMessage[]> {
+    if (BUILTIN_TOOL_NAMES.has(call.name)) return []; // carried out by the workflow
     const tool = tools.get(call.name);
     try {
       if (!tool) throw new Error(`tool '${call.name}' is no longer registered on this worker`);
@@ -92,7 +98,17 @@ export function createSliceActivities(deps: SliceDependencies) {
     const prior = await deps.store.findSlice(threadId, sliceId);
     if (prior) return replayCommitted(input, prior);
 
-    const record = await deps.store.ensureThread({ threadId, kind: input.kind, parentThreadId: input.parentThreadId });
+    const parentRecord = input.spawn && (await deps.store.getThread(input.spawn.parentThreadId));
+    const record = await deps.store.ensureThread({
+      threadId,
+      kind: input.kind,
+      ...(input.spawn && {
+        parentThreadId: input.spawn.parentThreadId,
+        rootThreadId: parentRecord ? parentRecord.rootThreadId : input.spawn.parentThreadId,
+        spawnOrder: input.spawn.order,
+        spawnToolCallId: input.spawn.toolCallId,
+      }),
+    });
     const committed = await deps.store.load(threadId);
     if (committed.length !== input.expectedLength) {
       throw ApplicationFailure.nonRetryable(
@@ -100,27 +116,43 @@ export function createSliceActivities(deps: SliceDependencies) {
         'CommitConflictError',
       );
     }
+    const chain = await threadChain(deps.store, threadId);
+    const inherited = await inheritedHistory(deps.store, chain);
+    const before = [...inherited, ...committed].map((s) => s.item);
+    const append = resolveInjected(before, input.append);
 
     const ctx = Context.current();
     const heartbeat = setInterval(() => ctx.heartbeat(), deps.heartbeatIntervalMs ?? 1000);
     ctx.heartbeat();
     try {
-      for (const e of eventsForAppended(threadId, input.append)) emit(e);
+      for (const e of eventsForAppended(threadId, append)) emit(e);
       emit({ threadId, type: 'status', status: 'running' });
       emit({ threadId, type: 'completion_started', sliceId });
       const out = await runCompletion({
         threadId,
         sliceId,
         system: (deps.systemPrompt ?? DEFAULT_SYSTEM_PROMPT) + systemPromptSuffix(threadId, record.rootThreadId),
-        history: [...committed, ...input.append].map((s) => s.item),
+        history: [...before, ...append.map((s) => s.item)],
         tools,
         model: deps.model,
         policy,
         signal: ctx.cancellationSignal,
         emit,
         toolContext: toolContext(threadId, record.rootThreadId),
+        runtime: {
+          threadId,
+          kind: record.kind,
+          stack: chain.map((r) => r.threadId),
+          parentThreadId: record.parentThreadId,
+          subscriptions: new Set(input.subscriptions ?? []),
+          parentOf: async (id) => {
+            const r = await deps.store.getThread(id);
+            return r ? r.parentThreadId : null;
+          },
+          now: () => Date.now(),
+        },
       });
-      const items = [...input.append, ...out.buffer.flushed];
+      const items = [...append, ...out.buffer.flushed];
       const lastText = [...items].reverse().find((s) => s.item.kind === 'assistant')?.item;
       const result: SliceResult = {
         sliceId,
@@ -133,12 +165,15 @@ export function createSliceActivities(deps: SliceDependencies) {
       if (out.usage) result.usage = out.usage;
       if (lastText?.kind === 'assistant') result.lastText = shorten(lastText.text);
       if (out.error) result.error = out.error;
+      if (out.action) result.action = out.action;
+      if (out.cancelledSubscriptions.length > 0) result.cancelledSubscriptions = out.cancelledSubscriptions;
 
       const outcome = await deps.store.commit({ threadId, sliceId, expectedLength: input.expectedLength, items, result });
       if (outcome === 'duplicate') {
         // A zombie attempt of this slice committed first: its result is the one that counts.
         return replayCommitted(input, (await deps.store.findSlice(threadId, sliceId))!);
       }
+      if (out.action?.type === 'close') await deps.store.markClosed(threadId);
       emit({ threadId, type: 'completion_finished', sliceId, usage: out.usage });
       if (out.asyncCall) result.followUps = await dispatch(threadId, record.rootThreadId, out.asyncCall);
       emit({ threadId, type: 'status', status: result.pendingCall ? 'waiting_tool' : 'idle' });

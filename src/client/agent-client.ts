@@ -139,6 +139,9 @@ export class ThreadHandle {
     const ms = options.timeoutMs ?? 60_000;
     let timer: NodeJS.Timeout | undefined;
     try {
+      const { status } = await this.workflow.describe();
+      // A closed thread's workflow has completed: it is idle for good and takes no updates.
+      if (status.name !== 'RUNNING') return await this.status();
       return await Promise.race([
         this.workflow.executeUpdate(waitForIdleUpdate, { args: [{ settled: options.settled ?? false }] }),
         new Promise<never>((_, reject) => {

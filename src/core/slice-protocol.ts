@@ -14,7 +14,27 @@ export interface SliceInput {
   append: StoredItem[];
   /** The committed length the workflow believes in; the commit is conditional on it. */
   expectedLength: number;
+  /** For a spawned thread: where it hangs in its parent (written to its thread record on the first slice). */
+  spawn?: SpawnPoint;
+  /** Active subscriptions (tool call ids), for `cancel_subscription`. */
+  subscriptions?: string[];
 }
+
+/** Where a child thread attaches to its parent: it inherits the parent's first `order` own items. */
+export interface SpawnPoint {
+  parentThreadId: string;
+  /** The parent's tool call the child belongs to (a `spawn_thread` call, or the subscription call of an event child). */
+  toolCallId: string;
+  order: number;
+}
+
+/** A runtime tool the slice validated; the workflow carries it out (it needs workflow commands). */
+export type RuntimeAction =
+  | { type: 'spawn'; callId: string; instructions: string }
+  | { type: 'report'; callId: string; report: string }
+  | { type: 'close'; callId: string; report?: string }
+  | { type: 'message_child'; callId: string; childThreadId: string; message: string }
+  | { type: 'sleep'; callId: string; wakeAtMs: number; text: string };
 
 export interface SliceResult {
   sliceId: string;
@@ -33,4 +53,8 @@ export interface SliceResult {
   interrupted: boolean;
   /** A model error that ended the completion early; what was committed before it stays. */
   error?: string;
+  /** The runtime tool the workflow must carry out; its call is `pendingCall`. */
+  action?: RuntimeAction;
+  /** Subscriptions ended by `cancel_subscription` in this slice. */
+  cancelledSubscriptions?: string[];
 }

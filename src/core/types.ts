@@ -93,6 +93,8 @@ export type DropReason =
   | 'already_processed'
   | 'wrong_call'
   | 'malformed'
+  | 'unknown_subscription'
+  | 'unknown_call'
   | 'unsupported';
 
 /** A thread's externally visible state (`thread.status()`). */
@@ -106,8 +108,12 @@ export interface ThreadStatus {
   historyLength: number;
   /** Slices run so far, across continue-as-new. */
   slices: number;
+  /** Workflow runs of this thread: 1 + continue-as-new count. */
+  runs: number;
   /** Inputs received but not yet processed. */
   queued: number;
+  /** Events and reports held back until the pending call is answered (reference spec §5.3). */
+  deferred: number;
   /** Inputs dropped per reason, across continue-as-new. */
   dropped: Partial<Record<DropReason, number>>;
   /** Active subscriptions: tool call id → tool name. */

@@ -1,6 +1,6 @@
 /** Builders for the messages tools and clients put into a thread's input queue. */
 import { randomUUID } from 'node:crypto';
-import { messageIds } from '../core/ids';
+import { resultInput } from '../core/inputs';
 import type { DisplaySegment, InputMessage, ToolResultContent } from '../core/types';
 
 /** The call a message answers: a {@link ToolContext} or the same fields by hand. */
@@ -23,11 +23,7 @@ function contentOf(content: string | ToolResultContent[]): ToolResultContent[] {
 
 /** The result of a tool call. */
 export function toolResult(call: CallRef, content: string | ToolResultContent[], options: ToolResultOptions = {}): InputMessage {
-  const msg: InputMessage = {
-    id: options.id ?? messageIds.toolResult(call.toolCallId),
-    threadId: call.threadId,
-    content: { type: 'tool_result', toolCallId: call.toolCallId, content: contentOf(content) },
-  };
+  const msg = resultInput(call.threadId, call.toolCallId, content, options.id);
   if (options.subscription) msg.subscription = true;
   if (options.displayAs) msg.displayAs = options.displayAs;
   return msg;

@@ -2,9 +2,10 @@
  * The thread workflow's state and its small serialized form carried across continue-as-new.
  */
 import type { PrepareState } from '../core/prepare';
-import type { DropReason, InputMessage, StoredItem, ThreadKind, TokenUsage } from '../core/types';
+import type { SpawnPoint } from '../core/slice-protocol';
+import type { DropReason, InputMessage, PendingCall, StoredItem, ThreadKind, TokenUsage } from '../core/types';
 
-/** Tuning of a thread's slices; set by the worker side when it starts threads. */
+/** Tuning of a thread's slices; set by the client that starts threads, inherited by children. */
 export interface ThreadOptions {
   /** Heartbeat timeout of a slice: how fast a dead worker is noticed (default 4 s). */
   sliceHeartbeatTimeoutMs?: number;
@@ -16,13 +17,34 @@ export interface ThreadOptions {
   dedupWindow?: number;
 }
 
+/** How a spawned thread starts: the call it must answer first, and what it receives. */
+export interface ThreadSeed {
+  pendingCall: PendingCall;
+  /** Items committed by the first slice before the first input (an event child's synthetic spawn). */
+  prefix: StoredItem[];
+  inbox: InputMessage[];
+  /** Calls of the parent this thread may receive messages for (its own spawn call). */
+  eventTargets: [string, string][];
+}
+
 export interface ThreadWorkflowArgs {
   threadId: string;
   kind: ThreadKind;
   parentThreadId?: string;
   options?: ThreadOptions;
+  /** For spawned threads: where they attach to the parent. */
+  spawn?: SpawnPoint;
+  /** For spawned threads, first run only. */
+  seed?: ThreadSeed;
   /** Set by continue-as-new only. */
   carried?: CarriedState;
+}
+
+/** A pending `sleep`/`sleep_until`: wakes the thread with `text` as the call's result. */
+export interface SleepTimer {
+  callId: string;
+  wakeAtMs: number;
+  text: string;
 }
 
 /** Everything a new run needs from the previous one: small, no conversation text except queued inputs. */
@@ -30,12 +52,17 @@ export interface CarriedState {
   length: number;
   slices: number;
   closed: boolean;
-  pendingCall: PrepareState['pendingCall'];
+  pendingCall: PendingCall | null;
   processedInputIds: string[];
   processedToolCalls: string[];
   subscriptions: [string, string][];
+  eventTargets: [string, string][];
+  children: [string, string][];
+  deferred: InputMessage[];
+  timers: SleepTimer[];
   metadata?: Record<string, unknown>;
   inbox: InputMessage[];
+  prefix: StoredItem[];
   carry: StoredItem[];
   dropped: Partial<Record<DropReason, number>>;
   lastUsage?: TokenUsage;
@@ -47,10 +74,15 @@ export interface ThreadState {
   length: number;
   slices: number;
   inbox: InputMessage[];
+  /** Items the next slice commits before anything else (a spawned thread's seed). */
+  prefix: StoredItem[];
   /** Items handed to a slice that did not commit; the next slice commits exactly these first. */
   carry: StoredItem[];
   /** The last slice failed for good: wait for new input before trying again. */
   blocked: boolean;
+  /** Child thread id → the call it belongs to. */
+  children: Map<string, string>;
+  timers: SleepTimer[];
   dropped: Partial<Record<DropReason, number>>;
   lastUsage?: TokenUsage;
   lastText?: string;
@@ -58,21 +90,28 @@ export interface ThreadState {
   runs: number;
 }
 
-export function restoreState(c: CarriedState | undefined): ThreadState {
+export function restoreState(args: ThreadWorkflowArgs): ThreadState {
+  const c = args.carried;
+  const seed = c ? undefined : args.seed;
   return {
     prep: {
       closed: c?.closed ?? false,
-      pendingCall: c?.pendingCall ?? null,
+      pendingCall: c?.pendingCall ?? seed?.pendingCall ?? null,
       processedInputIds: new Set(c?.processedInputIds),
       processedToolCalls: new Set(c?.processedToolCalls),
       subscriptions: new Map(c?.subscriptions),
+      eventTargets: new Map(c?.eventTargets ?? seed?.eventTargets),
+      deferred: c?.deferred ?? [],
       metadata: c?.metadata,
     },
     length: c?.length ?? 0,
     slices: c?.slices ?? 0,
-    inbox: c?.inbox ?? [],
+    inbox: c?.inbox ?? seed?.inbox ?? [],
+    prefix: c?.prefix ?? seed?.prefix ?? [],
     carry: c?.carry ?? [],
     blocked: false,
+    children: new Map(c?.children),
+    timers: c?.timers ?? [],
     dropped: c?.dropped ?? {},
     lastUsage: c?.lastUsage,
     runs: (c?.runs ?? 0) + 1,
@@ -94,8 +133,13 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     processedInputIds: lastN(s.prep.processedInputIds, dedupWindow),
     processedToolCalls: lastN(s.prep.processedToolCalls, dedupWindow),
     subscriptions: [...s.prep.subscriptions],
+    eventTargets: [...s.prep.eventTargets],
+    children: [...s.children],
+    deferred: s.prep.deferred,
+    timers: s.timers,
     metadata: s.prep.metadata,
     inbox: s.inbox,
+    prefix: s.prefix,
     carry: s.carry,
     dropped: s.dropped,
     lastUsage: s.lastUsage,

@@ -14,13 +14,15 @@ import {
   upsertSearchAttributes,
   workflowInfo,
   ActivityCancellationType,
+  uuid4,
 } from '@temporalio/workflow';
 import { sliceIdFor } from '../core/ids';
-import { prepareBatch, splitInterruptBatch } from '../core/prepare';
+import { applyDeferral, prepareBatch, splitInterruptBatch } from '../core/prepare';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
 import type { AgentStatus, DropReason, StoredItem, ThreadStatus } from '../core/types';
 import { isUserText, validateInputMessage } from '../core/validate';
 import { inputSignal, searchAttributes, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
+import { carryOut, spawnEventChild, startTimer, type ActionContext } from './runtime-actions';
 import { carryState, restoreState, type ThreadWorkflowArgs } from './state';
 
 /** The activity interface as the workflow sees it (implemented in `src/activities/slice.ts`). */
@@ -33,7 +35,8 @@ type SliceOutcome = { ok: SliceResult } | { cancelled: true } | { failed: string
 export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   const { threadId } = args;
   const opts = args.options ?? {};
-  const st = restoreState(args.carried);
+  const st = restoreState(args);
+  const actx: ActionContext = { args, st };
   const { runSlice } = proxyActivities<SliceActivity>({
     startToCloseTimeout: opts.sliceTimeoutMs ?? 30 * 60_000,
     heartbeatTimeout: opts.sliceHeartbeatTimeoutMs ?? 4_000,
@@ -65,10 +68,12 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       pendingCall: st.prep.pendingCall,
       historyLength: st.length,
       slices: st.slices,
+      runs: st.runs,
       queued: st.inbox.length,
+      deferred: st.prep.deferred.length,
       dropped: { ...st.dropped },
       subscriptions: Object.fromEntries(st.prep.subscriptions),
-      children: [],
+      children: [...st.children.keys()],
     };
     if (args.parentThreadId) s.parentThreadId = args.parentThreadId;
     if (st.lastUsage) s.lastUsage = st.lastUsage;
@@ -125,8 +130,10 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       sliceId: sliceIdFor(threadId, st.slices),
       append,
       expectedLength: st.length,
+      subscriptions: [...st.prep.subscriptions.keys()],
     };
     if (args.parentThreadId) input.parentThreadId = args.parentThreadId;
+    if (args.spawn) input.spawn = args.spawn;
     const scope = new CancellationScope();
     let done = false;
     const promise = scope.run(() => runSlice.executeWithOptions({ summary: summarize(append) }, [input]));
@@ -156,6 +163,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     st.slices += 1;
     st.prep.pendingCall = r.pendingCall;
     for (const id of r.answeredCallIds) st.prep.processedToolCalls.add(id);
+    for (const id of r.cancelledSubscriptions ?? []) st.prep.subscriptions.delete(id);
     // Results produced by dispatch (failures, validation) go ahead of anything that arrived meanwhile.
     st.inbox.unshift(...r.followUps);
     if (r.usage) st.lastUsage = r.usage;
@@ -164,6 +172,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     if (!r.interrupted) interruptNext = false;
   };
 
+  for (const t of st.timers) startTimer(actx, t);
   publish();
   for (;;) {
     await condition(() => st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked));
@@ -180,21 +189,31 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
         st.inbox.push(...split.rest);
         interruptNext = false;
       }
-      const prep = prepareBatch(st.prep, batch);
+      // Event children inherit the committed history, without a trailing unanswered call.
+      const safePoint = st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
+      const prep = prepareBatch(st.prep, applyDeferral(st.prep, batch), uuid4);
       for (const d of prep.dropped) count(d.reason);
+      for (const req of prep.eventChildren) await spawnEventChild(actx, req, safePoint);
       if (!prep.ready) {
         publish();
         continue;
       }
-      append = prep.append;
+      append = [...st.prefix.splice(0), ...prep.append];
     }
     st.carry = append;
     sliceRunning = true;
     publish();
     const outcome = await runOneSlice(append);
     sliceRunning = false;
-    if ('ok' in outcome) apply(outcome.ok);
-    else if ('failed' in outcome) {
+    if ('ok' in outcome) {
+      apply(outcome.ok);
+      if (outcome.ok.action && (await carryOut(actx, outcome.ok.action))) {
+        publish();
+        // A closed thread ends its workflow; later inputs find it closed and are dropped.
+        await condition(allHandlersFinished);
+        return;
+      }
+    } else if ('failed' in outcome) {
       st.blocked = true;
       st.lastError = outcome.failed;
     }
@@ -202,7 +221,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
 
     if (workflowInfo().continueAsNewSuggested && idle()) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof agentThread>({ ...args, carried: carryState(st, opts.dedupWindow ?? 4096) });
+      await continueAsNew<typeof agentThread>({ ...args, seed: undefined, carried: carryState(st, opts.dedupWindow ?? 4096) });
     }
   }
 }

@@ -1,0 +1,21 @@
+/** Pure builders of input messages, usable from workflow code. */
+import { messageIds } from './ids';
+import type { InputMessage, SyntheticKind, ToolResultContent } from './types';
+
+export function textContent(text: string): ToolResultContent[] {
+  return [{ type: 'text', text }];
+}
+
+/** The result of `toolCallId`, with the dedup id a tool's own result gets unless `id` is given. */
+export function resultInput(threadId: string, toolCallId: string, content: string | ToolResultContent[], id?: string): InputMessage {
+  return {
+    id: id ?? messageIds.toolResult(toolCallId),
+    threadId,
+    content: { type: 'tool_result', toolCallId, content: typeof content === 'string' ? textContent(content) : content },
+  };
+}
+
+/** A runtime-generated input tied to `toolCallId` (a report, a parent message). */
+export function syntheticInput(id: string, threadId: string, synthetic: SyntheticKind & { toolCallId: string }, text: string): InputMessage {
+  return { id, threadId, content: { type: 'tool_result', toolCallId: synthetic.toolCallId, content: textContent(text) }, synthetic };
+}

@@ -1,0 +1,159 @@
+/**
+ * The workflow's half of the runtime tools (reference spec §3–4): child threads, reports, parent messages, sleep
+ * timers and event children. Everything here is a Temporal command or a message into an inbox.
+ */
+import {
+  getExternalWorkflowHandle,
+  ParentClosePolicy,
+  ChildWorkflowCancellationType,
+  sleep,
+  startChild,
+  uuid4,
+} from '@temporalio/workflow';
+import type { EventChildRequest } from '../core/prepare';
+import { resultInput, syntheticInput } from '../core/inputs';
+import type { RuntimeAction, SpawnPoint } from '../core/slice-protocol';
+import * as T from '../core/texts';
+import type { InputMessage, ThreadKind } from '../core/types';
+import { inputSignal, searchAttributes, THREAD_WORKFLOW_TYPE } from './definitions';
+import type { SleepTimer, ThreadSeed, ThreadState, ThreadWorkflowArgs } from './state';
+
+export interface ActionContext {
+  args: ThreadWorkflowArgs;
+  st: ThreadState;
+}
+
+/** A result for one of this thread's own calls, ahead of anything queued. */
+function answer(ctx: ActionContext, callId: string, text: string): void {
+  ctx.st.inbox.unshift(resultInput(ctx.args.threadId, callId, text));
+}
+
+/** Signals another thread; false when it no longer runs (closed, or gone). */
+async function signalThread(threadId: string, message: InputMessage): Promise<boolean> {
+  try {
+    await getExternalWorkflowHandle(threadId).signal(inputSignal, message);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function startThread(ctx: ActionContext, childId: string, kind: ThreadKind, spawn: SpawnPoint, seed: ThreadSeed): Promise<void> {
+  const args: ThreadWorkflowArgs = { threadId: childId, kind, parentThreadId: ctx.args.threadId, spawn, seed };
+  if (ctx.args.options) args.options = ctx.args.options;
+  await startChild(THREAD_WORKFLOW_TYPE, {
+    workflowId: childId,
+    args: [args],
+    // Children outlive their parent's run (continue-as-new) and report by workflow id.
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    cancellationType: ChildWorkflowCancellationType.ABANDON,
+    typedSearchAttributes: [
+      { key: searchAttributes.ThreadKind, value: kind },
+      { key: searchAttributes.ParentThreadId, value: ctx.args.threadId },
+      { key: searchAttributes.AgentStatus, value: 'idle' },
+    ],
+    staticSummary: `${kind} thread of ${ctx.args.threadId}`,
+  });
+  ctx.st.children.set(childId, spawn.toolCallId);
+}
+
+/** Starts the timer of a sleep call; it answers the call unless something else did first. */
+export function startTimer(ctx: ActionContext, timer: SleepTimer): void {
+  if (!ctx.st.timers.some((t) => t.callId === timer.callId)) ctx.st.timers.push(timer);
+  void sleep(Math.max(0, timer.wakeAtMs - Date.now())).then(() => {
+    ctx.st.timers = ctx.st.timers.filter((t) => t.callId !== timer.callId);
+    if (ctx.st.prep.pendingCall?.id === timer.callId) answer(ctx, timer.callId, timer.text);
+  });
+}
+
+/** Carries out a runtime tool the slice validated. Returns true when the thread closed itself. */
+export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promise<boolean> {
+  const { args, st } = ctx;
+  const self = args.threadId;
+  switch (action.type) {
+    case 'spawn': {
+      const childId = uuid4();
+      const seed: ThreadSeed = {
+        pendingCall: { id: action.callId, name: 'spawn_thread', passive: false },
+        prefix: [],
+        inbox: [resultInput(childId, action.callId, T.childSeed(childId, action.instructions), action.callId)],
+        eventTargets: [[action.callId, 'spawn_thread']],
+      };
+      await startThread(ctx, childId, 'child', { parentThreadId: self, toolCallId: action.callId, order: st.length }, seed);
+      st.prep.eventTargets.set(action.callId, 'spawn_thread');
+      answer(ctx, action.callId, T.childSpawned(childId));
+      return false;
+    }
+    case 'report': {
+      const spawn = args.spawn!;
+      const text = args.kind === 'event' ? T.reportFromEventChild(action.report) : T.reportFromChild(action.report);
+      await signalThread(
+        spawn.parentThreadId,
+        syntheticInput(action.callId, spawn.parentThreadId, { type: 'thread_report', toolCallId: spawn.toolCallId, childThreadId: self }, text),
+      );
+      answer(ctx, action.callId, T.REPORT_SENT);
+      return false;
+    }
+    case 'close': {
+      const spawn = args.spawn!;
+      const text =
+        args.kind === 'event'
+          ? action.report === undefined
+            ? undefined
+            : T.eventChildClosed(spawn.toolCallId, self, action.report)
+          : T.childShutDown(self, action.report);
+      if (text !== undefined) {
+        await signalThread(
+          spawn.parentThreadId,
+          syntheticInput(action.callId, spawn.parentThreadId, { type: 'thread_report', toolCallId: spawn.toolCallId, childThreadId: self }, text),
+        );
+      }
+      st.prep.closed = true;
+      return true;
+    }
+    case 'message_child': {
+      const spawnCall = st.children.get(action.childThreadId);
+      const delivered =
+        spawnCall !== undefined &&
+        (await signalThread(
+          action.childThreadId,
+          syntheticInput(action.callId, action.childThreadId, { type: 'parent_message', toolCallId: spawnCall }, T.messageFromParent(action.message)),
+        ));
+      answer(ctx, action.callId, delivered ? T.MESSAGE_SENT : `Error: thread ${action.childThreadId} is closed`);
+      return false;
+    }
+    case 'sleep':
+      startTimer(ctx, { callId: action.callId, wakeAtMs: action.wakeAtMs, text: action.text });
+      return false;
+  }
+}
+
+/**
+ * A non-associative subscription event becomes a temporary child thread (reference spec §4.3) that inherits the
+ * context up to the safe spawn point and sees the event as the result of a `receive_event__injected` call.
+ */
+export async function spawnEventChild(ctx: ActionContext, req: EventChildRequest, order: number): Promise<void> {
+  const childId = uuid4();
+  const spawnCallId = uuid4();
+  const eventCallId = uuid4();
+  const seed: ThreadSeed = {
+    pendingCall: { id: eventCallId, name: T.INJECTED_TOOL_NAME, passive: false },
+    prefix: [
+      {
+        messageId: `${spawnCallId}-spawn-call`,
+        item: { kind: 'tool_call', id: spawnCallId, name: 'spawn_thread', args: { instructions: T.EVENT_CHILD_SPAWN_INSTRUCTIONS } },
+      },
+      {
+        messageId: `${spawnCallId}-spawn-result`,
+        item: { kind: 'tool_result', id: spawnCallId, content: [{ type: 'text', text: T.eventChildSeed(childId, ctx.args.threadId) }] },
+      },
+      {
+        messageId: `${eventCallId}-event-call`,
+        item: { kind: 'tool_call', id: eventCallId, name: T.INJECTED_TOOL_NAME, args: { original_tool_call_id: req.subscriptionCallId } },
+      },
+    ],
+    inbox: [resultInput(childId, eventCallId, req.content, eventCallId)],
+    eventTargets: [],
+  };
+  await startThread(ctx, childId, 'event', { parentThreadId: ctx.args.threadId, toolCallId: req.subscriptionCallId, order }, seed);
+}
