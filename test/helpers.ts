@@ -45,6 +45,8 @@ export interface TestSystemOptions {
   /** Start no worker (e.g. when a separate process runs it). */
   noWorker?: boolean;
   storePath?: string;
+  /** Another dev server than the suite's. */
+  address?: string;
 }
 
 /** Fast retries for tests; the reference waits (1 s / 5 s / 30 s) are kept small but nonzero. */
@@ -57,7 +59,7 @@ export const FAST_POLICY: Partial<CompletionPolicy> = {
 };
 
 export async function startTestSystem(options: TestSystemOptions): Promise<TestSystem> {
-  const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  const connection = await NativeConnection.connect({ address: options.address ?? inject('temporalAddress') });
   const storePath = options.storePath ?? join(inject('scratchDir'), `store-${randomUUID()}.sqlite`);
   const store = new SqliteConversationStore(storePath);
   const taskQueue = `test-${randomUUID()}`;
