@@ -144,7 +144,11 @@ const HISTORIES_DIR = join(__dirname, 'fixtures', 'histories');
  * Replays this thread's Temporal history against the current workflow code (fails on nondeterminism) and, with
  * RECORD_HISTORIES=1, saves it under test/fixtures/histories for the replay test of later versions.
  */
-export async function checkReplay(thread: { threadId: string; workflow: { fetchHistory(): Promise<unknown> } }, name: string): Promise<void> {
+export async function checkReplay(
+  thread: { threadId: string; workflow: { fetchHistory(): Promise<unknown> } },
+  name: string,
+  address: string = inject('temporalAddress'),
+): Promise<void> {
   const history = await thread.workflow.fetchHistory();
   await Worker.runReplayHistory(
     { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: name },
@@ -155,7 +159,7 @@ export async function checkReplay(thread: { threadId: string; workflow: { fetchH
     // The CLI writes the canonical proto3 JSON that `historyFromJSON` reads.
     const json = execFileSync(
       findTemporalCli({ install: false }),
-      ['workflow', 'show', '--workflow-id', thread.threadId, '--address', inject('temporalAddress'), '--output', 'json'],
+      ['workflow', 'show', '--workflow-id', thread.threadId, '--address', address, '--output', 'json'],
       { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
     );
     mkdirSync(HISTORIES_DIR, { recursive: true });

@@ -52,7 +52,7 @@ it('processes 20 threaded events in 20 temporary children; the parent only sees 
   const reports = items.filter((i) => i.kind === 'subscription_event');
   const texts = reports.map((r) => (r.kind === 'subscription_event' ? r.result.content[0] : undefined));
   for (let i = 0; i < 20; i++) {
-    const child = reports.find((r) => r.kind === 'subscription_event' && JSON.stringify(r.result).includes(`processed tick ${i}\"`));
+    const child = reports.find((r) => r.kind === 'subscription_event' && JSON.stringify(r.result).includes(`processed tick ${i}"`));
     expect(child, `report for tick ${i}`).toBeDefined();
     const childId = child!.kind === 'subscription_event' ? child!.childThreadId! : '';
     expect(child!.kind === 'subscription_event' && child!.toolCallId).toBe(ctx.toolCallId);

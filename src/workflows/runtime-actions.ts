@@ -60,7 +60,10 @@ async function startThread(ctx: ActionContext, childId: string, kind: ThreadKind
 /** Starts the timer of a sleep call; it answers the call unless something else did first. */
 export function startTimer(ctx: ActionContext, timer: SleepTimer): void {
   if (!ctx.st.timers.some((t) => t.callId === timer.callId)) ctx.st.timers.push(timer);
-  void sleep(Math.max(0, timer.wakeAtMs - Date.now())).then(() => {
+  // Inside the sandbox Date.now() is the deterministic workflow clock (the time of the current workflow task).
+  // eslint-disable-next-line no-restricted-properties
+  const delay = Math.max(0, timer.wakeAtMs - Date.now());
+  void sleep(delay).then(() => {
     ctx.st.timers = ctx.st.timers.filter((t) => t.callId !== timer.callId);
     if (ctx.st.prep.pendingCall?.id === timer.callId) answer(ctx, timer.callId, timer.text);
   });

@@ -51,7 +51,8 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
 
   let sliceRunning = false;
   let interruptNext = false;
-  let shownStatus: AgentStatus | undefined;
+  // The status the search attribute already holds (set at start, or by the previous run): no redundant upsert.
+  let shownStatus = workflowInfo().typedSearchAttributes.get(searchAttributes.AgentStatus) as AgentStatus | undefined;
   let shownDetails = '';
 
   const count = (reason: DropReason) => {

@@ -1,0 +1,78 @@
+/**
+ * Continue-as-new on a dev server whose threshold is lowered to a few dozen history events: a thread goes through
+ * several runs and keeps its children, subscriptions and dedup state; no event is lost or doubled.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startDevServer, type DevServer } from '../src/devserver/server';
+import { resultInput } from '../src/core/inputs';
+import { ScriptedModel } from '../src/model/scripted';
+import { subscriptionEvent, subscriptionStart } from '../src/tools/messages';
+import { defineTool, type ToolContext } from '../src/tools/tool';
+import { treeScript } from './fixtures/tree-script';
+import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+
+const calls: ToolContext[] = [];
+const watch = defineTool({
+  name: 'watch',
+  description: 'subscribes',
+  parameters: { type: 'object' },
+  async execute(_a, ctx) {
+    calls.push(ctx);
+    await ctx.send(subscriptionStart(ctx, 'watching'));
+  },
+});
+const childWait = defineTool({
+  name: 'child_wait',
+  description: 'held by the test',
+  parameters: { type: 'object' },
+  execute(_a, ctx) {
+    calls.push(ctx);
+  },
+});
+
+let server: DevServer;
+let sys: TestSystem;
+beforeAll(async () => {
+  server = await startDevServer({ ui: false, dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 40 } });
+  sys = await startTestSystem({ model: new ScriptedModel(treeScript), tools: [watch, childWait], address: server.address });
+});
+afterAll(async () => {
+  await sys?.shutdown();
+  await server?.stop();
+});
+
+it('keeps children, subscriptions and dedup state across at least three runs', async () => {
+  const thread = await sys.client.startThread({ threadId: uid('can') });
+  await thread.sendUserText('spawn wait:child report', 'first-message');
+  const { children } = await thread.waitForIdle({ settled: true });
+  await thread.sendUserText('call watch {}');
+  await thread.waitForIdle({ settled: true });
+  const sub = calls.find((c) => c.threadId === thread.threadId)!;
+
+  for (let i = 0; i < 12; i++) {
+    await thread.sendUserText(`message ${i}`);
+    await thread.waitForIdle({ settled: true });
+  }
+  const mid = await thread.status();
+  expect(mid.runs).toBeGreaterThanOrEqual(4);
+  expect(mid.children).toEqual(children);
+  expect(mid.subscriptions).toEqual({ [sub.toolCallId]: 'watch' });
+
+  // Dedup state survived: the very first message, resent with its id, is dropped.
+  await thread.sendUserText('spawn wait:child report', 'first-message');
+  // Events and the child's report reach the thread across runs, each exactly once.
+  for (let i = 0; i < 10; i++) await sys.client.deliver(subscriptionEvent(sub, `event ${i}`, { associative: true }));
+  const childCall = await eventually(() => calls.find((c) => c.threadId === children[0]), 30_000, 'child call');
+  await sys.client.deliver(resultInput(childCall.threadId, childCall.toolCallId, 'go'));
+  await eventually(async () => render(await thread.history()).some((l) => l.includes('Report from child thread: child report')), 60_000, 'report');
+  const end = await thread.waitForIdle({ settled: true });
+  expect(end.dropped.duplicate).toBe(1);
+
+  const lines = render(await thread.history());
+  for (let i = 0; i < 12; i++) expect(lines.filter((l) => l === `user: message ${i}`)).toHaveLength(1);
+  for (let i = 0; i < 10; i++) expect(lines.filter((l) => l.startsWith('event ') && l.endsWith(`: event ${i}`))).toHaveLength(1);
+  expect(lines.filter((l) => l.startsWith('event ') && l.includes('Report from child thread: child report'))).toHaveLength(1);
+  expect(lines.filter((l) => l.startsWith('user: spawn'))).toHaveLength(1);
+  expect(end.runs).toBeGreaterThanOrEqual(4);
+  await checkReplay(thread, 'continue-as-new-runs', server.address);
+}, 120_000);
