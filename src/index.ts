@@ -42,7 +42,7 @@ export { DEFAULT_COMPLETION_POLICY, type CompletionPolicy } from './activities/c
 export { createAgentWorker, threadWorkflowsPath, type AgentWorker, type AgentWorkerOptions } from './worker/create-worker';
 export { LocalEventHub, type ThreadEventListener } from './worker/event-hub';
 
-export { AgentClient, ThreadHandle, type AgentClientOptions, type StartThreadOptions, type WaitForIdleOptions } from './client/agent-client';
+export { AgentClient, ThreadHandle, type AgentClientOptions, type StartThreadOptions, type WaitForIdleOptions, type ThreadFilter, type ThreadSummary } from './client/agent-client';
 export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './client/deliver';
 export { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadNotFoundError, ThreadTimeoutError } from './client/errors';
 export { THREAD_WORKFLOW_TYPE, searchAttributes } from './workflows/definitions';

@@ -144,13 +144,15 @@ describe('spawn_thread', () => {
     const { children } = await root.waitForIdle({ settled: true });
     await settleAll(children);
     const found = await eventually(async () => {
-      const ids: string[] = [];
-      for await (const wf of sys.temporal.workflow.list({ query: `ParentThreadId = '${root.threadId}' AND ThreadKind = 'child' AND AgentStatus = 'idle'` })) {
-        ids.push(wf.workflowId);
-      }
-      return ids.length === 2 ? ids : undefined;
+      const list = [];
+      for await (const t of sys.client.listThreads({ parentThreadId: root.threadId, kind: 'child', status: 'idle' })) list.push(t);
+      return list.length === 2 ? list : undefined;
     }, 30_000, 'visibility');
-    expect(found.sort()).toEqual([...children].sort());
+    expect(found.map((t) => t.threadId).sort()).toEqual([...children].sort());
+    expect(found[0]).toMatchObject({ status: 'idle', kind: 'child', parentThreadId: root.threadId, running: true });
+    const roots = [];
+    for await (const t of sys.client.listThreads({ kind: 'root' })) if (t.threadId === root.threadId) roots.push(t);
+    expect(roots).toHaveLength(1);
   });
 });
 

@@ -3,7 +3,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import type { HistoryItem, InputMessage, ThreadEvent, ThreadStatus } from '../core/types';
+import type { AgentStatus, HistoryItem, InputMessage, ThreadEvent, ThreadKind, ThreadStatus } from '../core/types';
 import type { ConversationStore } from '../store/conversation-store';
 import { userText } from '../tools/messages';
 import type { LocalEventHub } from '../worker/event-hub';
@@ -32,6 +32,23 @@ export interface StartThreadOptions {
   /** Root metadata, delivered with the first input. */
   metadata?: Record<string, unknown>;
 }
+
+export interface ThreadFilter {
+  status?: AgentStatus;
+  kind?: ThreadKind;
+  parentThreadId?: string;
+}
+
+export interface ThreadSummary {
+  threadId: string;
+  status?: AgentStatus;
+  kind?: ThreadKind;
+  parentThreadId?: string;
+  /** Whether the thread's workflow is still running (closed children have completed). */
+  running: boolean;
+}
+
+const quote = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 export interface WaitForIdleOptions {
   /** Also wait until no non-passive tool call is pending. */
@@ -83,6 +100,28 @@ export class AgentClient {
   /** A handle to an existing thread; makes no call. */
   thread(threadId: string): ThreadHandle {
     return new ThreadHandle(this, threadId, this.options);
+  }
+
+  /**
+   * Threads matching a filter, from Temporal's visibility store (eventually consistent: a change shows up within
+   * moments, not at once).
+   */
+  async *listThreads(filter: ThreadFilter = {}): AsyncGenerator<ThreadSummary> {
+    const clauses = [`WorkflowType = ${quote(THREAD_WORKFLOW_TYPE)}`, `TaskQueue = ${quote(this.taskQueue)}`];
+    if (filter.status) clauses.push(`AgentStatus = ${quote(filter.status)}`);
+    if (filter.kind) clauses.push(`ThreadKind = ${quote(filter.kind)}`);
+    if (filter.parentThreadId) clauses.push(`ParentThreadId = ${quote(filter.parentThreadId)}`);
+    for await (const wf of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
+      const sa = wf.typedSearchAttributes;
+      const summary: ThreadSummary = { threadId: wf.workflowId, running: wf.status.name === 'RUNNING' };
+      const status = sa.get(searchAttributes.AgentStatus);
+      const kind = sa.get(searchAttributes.ThreadKind);
+      const parent = sa.get(searchAttributes.ParentThreadId);
+      if (status) summary.status = status as AgentStatus;
+      if (kind) summary.kind = kind as ThreadKind;
+      if (parent) summary.parentThreadId = parent;
+      yield summary;
+    }
   }
 
   /** Delivers any input (tool result, event, ...) to the thread it names. Never creates a thread. */
