@@ -82,12 +82,17 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     return s;
   };
 
-  /** Keeps the search attribute and the UI's current details in step with the thread; writes only on change. */
+  /**
+   * Keeps the search attribute and the UI's current details in step with the thread; writes only on change.
+   * The search attribute holds the settled state (idle, waiting_tool, closed): writing `running` too would cost two
+   * history events and two visibility writes per slice for a state that lasts seconds (`status()` still shows it).
+   */
   const publish = () => {
     const s = status();
-    if (s !== shownStatus) {
-      upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value: s }]);
-      shownStatus = s;
+    const settled: AgentStatus = s === 'running' ? (st.prep.pendingCall ? 'waiting_tool' : 'idle') : s;
+    if (settled !== shownStatus) {
+      upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value: settled }]);
+      shownStatus = settled;
     }
     const pending = st.prep.pendingCall;
     const details = [

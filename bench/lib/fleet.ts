@@ -1,0 +1,251 @@
+/**
+ * A fleet: one design's worker process and the driver side that plays users and external tools for its agents.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { AgentClient } from '../../src/client/agent-client';
+import { toolResult } from '../../src/tools/messages';
+import { resultSignal, userSignal } from '../baselines/workflows';
+import type { DriverToWorker, WorkerToDriver } from '../worker-process';
+
+export type Design = 'ours' | 'ceiling' | 'blocking';
+
+export interface FleetOptions {
+  design: Design;
+  address: string;
+  storePath: string;
+  bundlePath: string;
+  maxCachedWorkflows: number;
+  /** Activity slots of the baselines' worker (the blocking design needs one per waiting agent). */
+  activitySlots: number;
+}
+
+type AgentMode = { kind: 'turns'; turns: number; toolDelayMs: number } | { kind: 'park' };
+
+interface AgentState {
+  id: string;
+  mode: AgentMode;
+  turn: number;
+  resultSentAt?: number;
+  pendingCall?: string;
+  done: () => void;
+  parked: () => void;
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+export class Fleet {
+  private child?: ChildProcess;
+  private readonly agents = new Map<string, AgentState>();
+  private client!: Client;
+  private agentClient!: AgentClient;
+  private gcWaiters: (() => void)[] = [];
+  readonly taskQueue: string;
+  /** Tool result → next completion start, ms. */
+  latencies: number[] = [];
+  completions = 0;
+  errors: string[] = [];
+
+  constructor(readonly opts: FleetOptions) {
+    this.taskQueue = `bench-${opts.design}-${Date.now()}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  async start(): Promise<void> {
+    const connection = await Connection.connect({ address: this.opts.address });
+    this.client = new Client({ connection });
+    this.agentClient = new AgentClient({ client: this.client, taskQueue: this.taskQueue });
+    this.child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', join(__dirname, '..', 'worker-process.ts')], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: {
+        ...process.env,
+        DESIGN: this.opts.design,
+        TEMPORAL_ADDRESS: this.opts.address,
+        TASK_QUEUE: this.taskQueue,
+        STORE_PATH: this.opts.storePath,
+        BUNDLE_PATH: this.opts.bundlePath,
+        MAX_CACHED: String(this.opts.maxCachedWorkflows),
+        ACTIVITY_SLOTS: String(this.opts.activitySlots),
+      },
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.child!.once('exit', (code) => reject(new Error(`${this.opts.design} worker exited with ${code}`)));
+      this.child!.on('message', (m: WorkerToDriver) => {
+        if (m.k === 'ready') resolve();
+        else this.onMessage(m);
+      });
+    });
+  }
+
+  private onMessage(m: WorkerToDriver): void {
+    if (m.k === 'gc-done') {
+      this.gcWaiters.shift()?.();
+      return;
+    }
+    if (m.k === 'ready') return;
+    const a = this.agents.get(m.id);
+    if (!a) return;
+    if (m.k === 'start') {
+      this.completions++;
+      if (a.resultSentAt !== undefined) {
+        this.latencies.push(m.at - a.resultSentAt);
+        a.resultSentAt = undefined;
+      }
+    } else if (m.k === 'tool') {
+      a.pendingCall = m.call;
+      if (a.mode.kind === 'park') a.parked();
+      else setTimeout(() => void this.answer(a), a.mode.toolDelayMs);
+    } else if (m.k === 'end' && a.mode.kind === 'turns') {
+      a.turn++;
+      if (a.turn < a.mode.turns) void this.sendUser(a);
+      else a.done();
+    }
+  }
+
+  private fail(e: unknown): void {
+    if (this.errors.length < 20) this.errors.push(e instanceof Error ? e.message : String(e));
+  }
+
+  private async sendUser(a: AgentState): Promise<void> {
+    const text = `Turn ${a.turn}: is build ${a.turn + 1} green?`;
+    try {
+      if (this.opts.design === 'ours') {
+        await this.agentClient.sendUserText(a.id, text, `${a.id}-u${a.turn}`);
+      } else {
+        const workflow = this.opts.design === 'ceiling' ? 'ceilingAgent' : 'blockingAgent';
+        const turns = a.mode.kind === 'turns' ? a.mode.turns : 1;
+        await this.client.workflow.signalWithStart(workflow, {
+          workflowId: a.id,
+          taskQueue: this.taskQueue,
+          args: [a.id, turns],
+          signal: userSignal,
+          signalArgs: [text],
+        });
+      }
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  /** Delivers the tool result, as the external system would. */
+  async answer(a: AgentState): Promise<void> {
+    const call = a.pendingCall;
+    if (!call) return;
+    a.pendingCall = undefined;
+    a.resultSentAt = now();
+    try {
+      if (this.opts.design === 'ours') {
+        await this.agentClient.deliver(toolResult({ threadId: a.id, toolCallId: call }, `Build status for ${call}: green`));
+      } else if (this.opts.design === 'ceiling') {
+        await this.client.workflow.getHandle(a.id).signal(resultSignal, call);
+      } else {
+        this.send({ k: 'result', id: a.id, call });
+      }
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  private send(m: DriverToWorker): void {
+    this.child?.send(m);
+  }
+
+  /** Runs agents through `turns` turns each; resolves when all are done. */
+  async runTurns(ids: string[], turns: number, toolDelayMs: number, concurrency = 200): Promise<void> {
+    const done: Promise<void>[] = [];
+    const starts: AgentState[] = [];
+    for (const id of ids) {
+      let resolveDone!: () => void;
+      done.push(new Promise<void>((r) => (resolveDone = r)));
+      const a: AgentState = { id, mode: { kind: 'turns', turns, toolDelayMs }, turn: 0, done: resolveDone, parked: () => {} };
+      this.agents.set(id, a);
+      starts.push(a);
+    }
+    await pool(starts, concurrency, (a) => this.sendUser(a));
+    await Promise.all(done);
+  }
+
+  /** Starts agents that call a tool nobody answers; resolves when all are parked on it. */
+  async park(ids: string[], concurrency = 200, onProgress?: (n: number) => void): Promise<void> {
+    let parked = 0;
+    const all: Promise<void>[] = [];
+    const states: AgentState[] = [];
+    for (const id of ids) {
+      let resolve!: () => void;
+      all.push(new Promise<void>((r) => (resolve = r)));
+      const a: AgentState = {
+        id,
+        mode: { kind: 'park' },
+        turn: 0,
+        done: () => {},
+        parked: () => {
+          parked++;
+          onProgress?.(parked);
+          resolve();
+        },
+      };
+      this.agents.set(id, a);
+      states.push(a);
+    }
+    await pool(states, concurrency, (a) => this.sendUser(a));
+    await Promise.all(all);
+  }
+
+  /** Answers the parked agents' tools and waits until each finished its turn. */
+  async release(ids: string[], concurrency = 200): Promise<void> {
+    const done: Promise<void>[] = [];
+    const states = ids.map((id) => this.agents.get(id)!);
+    for (const a of states) {
+      done.push(new Promise<void>((r) => (a.done = r)));
+      a.mode = { kind: 'turns', turns: 1, toolDelayMs: 0 };
+    }
+    await pool(states, concurrency, (a) => this.answer(a));
+    await Promise.all(done);
+  }
+
+  get agentClientForChecks(): AgentClient {
+    return this.agentClient;
+  }
+
+  get temporal(): Client {
+    return this.client;
+  }
+
+  /** Asks the worker to collect garbage, so resident memory reflects what it still holds. */
+  async gc(): Promise<void> {
+    await new Promise<void>((r) => {
+      this.gcWaiters.push(r);
+      this.send({ k: 'gc' });
+    });
+  }
+
+  resetCounters(): void {
+    this.latencies = [];
+    this.completions = 0;
+  }
+
+  async stop(): Promise<void> {
+    if (this.child && this.child.exitCode === null) {
+      const exited = new Promise<void>((r) => this.child!.once('exit', () => r()));
+      this.child.kill('SIGTERM');
+      const t = setTimeout(() => this.child?.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(t);
+    }
+    await this.client?.connection.close();
+  }
+}
+
+/** Runs `fn` over `items` with at most `n` in flight. */
+export async function pool<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (i < items.length) await fn(items[i++]!);
+    }),
+  );
+}

@@ -1,0 +1,80 @@
+/** Resident memory of processes, read from /proc (Linux). */
+import { readFileSync, statSync } from 'node:fs';
+
+/** VmRSS of a process in bytes, or 0 when it is gone. */
+export function rssBytes(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The process and all its descendants (the dev server CLI may fork). */
+export function processTree(pid: number): number[] {
+  const out = [pid];
+  try {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    for (const c of children) out.push(...processTree(c));
+  } catch {
+    // no children file or process gone
+  }
+  return out;
+}
+
+export function treeRss(pid: number): number {
+  return processTree(pid).reduce((sum, p) => sum + rssBytes(p), 0);
+}
+
+/** Size of a SQLite database with its WAL and shared-memory files. */
+export function sqliteBytes(file: string): number {
+  let total = 0;
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      total += statSync(f).size;
+    } catch {
+      // missing part
+    }
+  }
+  return total;
+}
+
+export interface RssSample {
+  t: number;
+  /** Bytes per role (server, worker, driver). */
+  rss: Record<string, number>;
+  /** Agents idle at that moment, when known. */
+  idleAgents?: number;
+  phase: string;
+}
+
+/** Samples the RSS of named process trees at a fixed interval. */
+export class RssSampler {
+  readonly samples: RssSample[] = [];
+  private timer?: NodeJS.Timeout;
+  phase = 'start';
+  idleAgents?: number;
+
+  constructor(private readonly pids: () => Record<string, number | undefined>) {}
+
+  sample(): RssSample {
+    const rss: Record<string, number> = {};
+    for (const [role, pid] of Object.entries(this.pids())) if (pid) rss[role] = role === 'driver' ? process.memoryUsage.rss() : treeRss(pid);
+    const s: RssSample = { t: Date.now(), rss, phase: this.phase };
+    if (this.idleAgents !== undefined) s.idleAgents = this.idleAgents;
+    this.samples.push(s);
+    return s;
+  }
+
+  start(intervalMs = 1000): void {
+    this.timer = setInterval(() => this.sample(), intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+export const total = (s: RssSample) => Object.values(s.rss).reduce((a, b) => a + b, 0);

@@ -1,0 +1,406 @@
+/**
+ * `npm run bench [-- --profile default|pi5|smoke ...]`: idle-agent density and throughput of infinity-temporal on a
+ * local Temporal dev server, side by side with the substrate ceiling and the blocking design, in one run.
+ * Writes bench/results/<profile>-<timestamp>.{json,md,svg}. See bench/README.md.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { startDevServer } from '../src/devserver/server';
+import { SqliteConversationStore } from '../src/store/sqlite';
+import { threadWorkflowsPath } from '../src/worker/create-worker';
+import { renderChart, type Series } from './lib/chart';
+import { type Design, Fleet } from './lib/fleet';
+import { enterMemoryBudget } from './lib/budget';
+import { RssSampler, sqliteBytes, total } from './lib/proc';
+import { fmtBytes, linearFit, median, MiB, percentile } from './lib/stats';
+
+interface Config {
+  profile: string;
+  designs: Design[];
+  waves: number;
+  agentsPerWave: number;
+  turns: number;
+  toolDelayMs: number;
+  parked: number;
+  density: number[];
+  wakeSample: number;
+  maxCachedWorkflows: number;
+  budgetBytes?: number;
+  outDir: string;
+}
+
+const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
+  smoke: { designs: ['ours', 'ceiling', 'blocking'], waves: 2, agentsPerWave: 3, turns: 2, toolDelayMs: 20, parked: 5, density: [10, 20], wakeSample: 5, maxCachedWorkflows: 50 },
+  default: { designs: ['ours', 'ceiling', 'blocking'], waves: 4, agentsPerWave: 100, turns: 20, toolDelayMs: 100, parked: 1000, density: [5000, 10000], wakeSample: 1000, maxCachedWorkflows: 100 },
+  pi5: {
+    designs: ['ours', 'ceiling', 'blocking'],
+    waves: 4,
+    agentsPerWave: 250,
+    turns: 20,
+    toolDelayMs: 100,
+    parked: 1000,
+    density: [10000, 50000, 100000],
+    wakeSample: 1000,
+    maxCachedWorkflows: 100,
+    budgetBytes: 8 * 1024 * MiB,
+  },
+};
+
+function config(): Config {
+  const { values } = parseArgs({
+    options: {
+      profile: { type: 'string', default: 'default' },
+      designs: { type: 'string' },
+      waves: { type: 'string' },
+      agents: { type: 'string' },
+      turns: { type: 'string' },
+      'tool-delay-ms': { type: 'string' },
+      parked: { type: 'string' },
+      density: { type: 'string' },
+      'wake-sample': { type: 'string' },
+      'max-cached': { type: 'string' },
+      out: { type: 'string' },
+    },
+  });
+  const base = PROFILES[values.profile!];
+  if (!base) throw new Error(`unknown profile ${values.profile}; one of ${Object.keys(PROFILES).join(', ')}`);
+  const num = (v: string | undefined, d: number) => (v === undefined ? d : Number(v));
+  return {
+    profile: values.profile!,
+    ...base,
+    designs: values.designs ? (values.designs.split(',') as Design[]) : base.designs,
+    waves: num(values.waves, base.waves),
+    agentsPerWave: num(values.agents, base.agentsPerWave),
+    turns: num(values.turns, base.turns),
+    toolDelayMs: num(values['tool-delay-ms'], base.toolDelayMs),
+    parked: num(values.parked, base.parked),
+    density: values.density ? values.density.split(',').map(Number) : base.density,
+    wakeSample: num(values['wake-sample'], base.wakeSample),
+    maxCachedWorkflows: num(values['max-cached'], base.maxCachedWorkflows),
+    outDir: values.out ?? join(__dirname, 'results'),
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const COLORS: Record<Design, string> = { ours: '#1f77b4', ceiling: '#2ca02c', blocking: '#d62728' };
+
+/** History events and workflow tasks per turn, from a few agents' Temporal histories. */
+async function historyCost(fleet: Fleet, ids: string[], turns: number) {
+  const per: { events: number; workflowTasks: number }[] = [];
+  for (const id of ids) {
+    const h = await fleet.temporal.workflow.getHandle(id).fetchHistory();
+    const events = h.events ?? [];
+    const wft = events.filter((e) => String(e.eventType) === '6' || String(e.eventType) === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED').length;
+    per.push({ events: events.length / turns, workflowTasks: wft / turns });
+  }
+  return { eventsPerTurn: median(per.map((p) => p.events)), workflowTasksPerTurn: median(per.map((p) => p.workflowTasks)) };
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const cfg = config();
+  const started = new Date();
+  const budget = cfg.budgetBytes ? enterMemoryBudget(cfg.budgetBytes) : { mode: 'none' as const };
+  const work = mkdtempSync(join(tmpdir(), 'infinity-bench-'));
+  const dbFile = join(work, 'temporal.sqlite');
+  const storeFile = join(work, 'conversations.sqlite');
+  new SqliteConversationStore(storeFile).close();
+  const server = await startDevServer({ ui: false, dbFilename: dbFile });
+  const bundlePath = join(work, 'bundle.js');
+  writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code);
+
+  let current: Fleet | undefined;
+  const sampler = new RssSampler(() => ({ server: server.pid, worker: current?.pid, driver: process.pid }));
+  sampler.start(1000);
+  let progress = '';
+  const tty = process.stderr.isTTY;
+  const show = setInterval(() => {
+    const s = sampler.samples.at(-1);
+    const line = `[${sampler.phase}] ${progress} · RSS ${s ? fmtBytes(total(s)) : '?'}`;
+    if (tty) process.stderr.write(`\r${line.padEnd(110)}`);
+    else console.error(line);
+  }, tty ? 500 : 15_000);
+  const budgetExceeded = () => cfg.budgetBytes !== undefined && sampler.samples.some((s) => total(s) > cfg.budgetBytes!);
+
+  const baseline = sampler.sample();
+  const designs: Record<string, unknown> = {};
+  const memorySeries: Series[] = [];
+  const throughputBars: { name: string; value: number; color: string }[] = [];
+  let oursThroughput = NaN;
+  let ceilingThroughput = NaN;
+  let blockingThroughput = NaN;
+  const parkedWorkerRss: Partial<Record<Design, number>> = {};
+
+  try {
+    for (const design of cfg.designs) {
+      const fleet = new Fleet({
+        design,
+        address: server.address,
+        storePath: storeFile,
+        bundlePath,
+        maxCachedWorkflows: cfg.maxCachedWorkflows,
+        activitySlots: Math.max(200, cfg.parked + 50, cfg.agentsPerWave + 50),
+      });
+      current = fleet;
+      await fleet.start();
+      sampler.phase = `${design} waves`;
+      await fleet.gc();
+      await sleep(1000);
+      const start = sampler.sample();
+      const waves = [];
+      const points = [{ x: 0, y: total(start) / MiB }];
+      let idle = 0;
+      for (let w = 0; w < cfg.waves; w++) {
+        const ids = Array.from({ length: cfg.agentsPerWave }, (_, i) => `${design}-w${w}-${i}-${Date.now()}`);
+        fleet.resetCounters();
+        const t0 = performance.now();
+        progress = `wave ${w + 1}/${cfg.waves}: ${cfg.agentsPerWave} agents × ${cfg.turns} turns`;
+        await fleet.runTurns(ids, cfg.turns, cfg.toolDelayMs);
+        const seconds = (performance.now() - t0) / 1000;
+        idle += design === 'ours' ? ids.length : 0;
+        sampler.idleAgents = idle;
+        await fleet.gc();
+        await sleep(1500);
+        const s = sampler.sample();
+        const cost = await historyCost(fleet, ids.slice(0, 3), cfg.turns);
+        waves.push({
+          wave: w + 1,
+          agents: ids.length,
+          seconds,
+          completions: fleet.completions,
+          completionsPerSecond: fleet.completions / seconds,
+          latencyMs: { p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99), n: fleet.latencies.length },
+          ...cost,
+          workflowTasksPerCompletion: cost.workflowTasksPerTurn / 2,
+          idleAgentsAfter: idle,
+          rssAfter: s.rss,
+        });
+        if (design === 'ours') points.push({ x: idle, y: total(s) / MiB });
+      }
+      const cps = median(waves.map((w) => w.completionsPerSecond));
+      if (design === 'ours') oursThroughput = cps;
+      if (design === 'ceiling') ceilingThroughput = cps;
+      if (design === 'blocking') blockingThroughput = cps;
+      throughputBars.push({ name: design, value: cps, color: COLORS[design] });
+
+      // Agents parked on a tool that answers much later (the 60 s tools of the issue): what the worker holds.
+      let parked;
+      if (design !== 'ceiling' && cfg.parked > 0) {
+        sampler.phase = `${design} parked`;
+        await fleet.gc();
+        await sleep(1000);
+        const before = sampler.sample();
+        const ids = Array.from({ length: cfg.parked }, (_, i) => `${design}-park-${i}-${Date.now()}`);
+        await fleet.park(ids, 200, (n) => (progress = `parking ${n}/${ids.length}`));
+        await fleet.gc();
+        await sleep(1500);
+        const during = sampler.sample();
+        parkedWorkerRss[design] = during.rss.worker;
+        memorySeries.push({
+          name: `${design}: ${cfg.parked} agents waiting on tools`,
+          color: COLORS[design],
+          points: [
+            { x: 0, y: total(before) / MiB },
+            { x: cfg.parked, y: total(during) / MiB },
+          ],
+        });
+        progress = `releasing ${ids.length}`;
+        await fleet.release(ids);
+        parked = { agents: cfg.parked, before: before.rss, during: during.rss, workerDeltaBytes: (during.rss.worker ?? 0) - (before.rss.worker ?? 0) };
+      }
+      if (design === 'ours') memorySeries.push({ name: 'ours: idle agents after T turns', color: '#17becf', points });
+      designs[design] = { waves, completionsPerSecond: cps, parked, errors: fleet.errors };
+      await fleet.stop();
+      current = undefined;
+      if (budgetExceeded()) throw new Error('memory budget exceeded');
+    }
+
+    // Density: many agents parked mid-conversation, then a random sample woken and checked.
+    let density;
+    if (cfg.density.length > 0) {
+      const fleet = new Fleet({ design: 'ours', address: server.address, storePath: storeFile, bundlePath, maxCachedWorkflows: cfg.maxCachedWorkflows, activitySlots: 200 });
+      current = fleet;
+      await fleet.start();
+      sampler.phase = 'density';
+      const all: string[] = [];
+      const dbBefore = sqliteBytes(dbFile);
+      const storeBefore = sqliteBytes(storeFile);
+      await fleet.gc();
+      await sleep(1000);
+      const d0 = sampler.sample();
+      const points = [{ agents: 0, rss: d0.rss, total: total(d0) }];
+      const t0 = performance.now();
+      for (const n of [...cfg.density].sort((a, b) => a - b)) {
+        const ids = Array.from({ length: n - all.length }, (_, i) => `density-${all.length + i}`);
+        await fleet.park(ids, 300, (k) => (progress = `parked ${all.length + k}/${n}`));
+        all.push(...ids);
+        sampler.idleAgents = all.length;
+        await fleet.gc();
+        await sleep(3000);
+        const s = sampler.sample();
+        points.push({ agents: all.length, rss: s.rss, total: total(s) });
+        if (budgetExceeded()) throw new Error(`memory budget exceeded at ${all.length} agents`);
+      }
+      const parkSeconds = (performance.now() - t0) / 1000;
+      const fit = linearFit(points.map((p) => ({ x: p.agents, y: p.total })));
+      const workerFit = linearFit(points.map((p) => ({ x: p.agents, y: p.rss.worker ?? 0 })));
+      const serverFit = linearFit(points.map((p) => ({ x: p.agents, y: p.rss.server ?? 0 })));
+      memorySeries.push({ name: 'ours: agents parked mid-conversation', color: '#9467bd', points: points.map((p) => ({ x: p.agents, y: p.total / MiB })) });
+
+      // Wake a random sample and check each resumes with its exact history.
+      const sample = [...all].sort(() => Math.random() - 0.5).slice(0, Math.min(cfg.wakeSample, all.length));
+      progress = `waking ${sample.length}`;
+      fleet.resetCounters();
+      const w0 = performance.now();
+      await fleet.release(sample, 100);
+      const wakeSeconds = (performance.now() - w0) / 1000;
+      const store = new SqliteConversationStore(storeFile, { readonly: true });
+      let exact = 0;
+      const failures: string[] = [];
+      for (const id of sample) {
+        const items = (await store.load(id)).map((s) => s.item);
+        const kinds = items.map((i) => i.kind).join(',');
+        const ok =
+          kinds === 'user,assistant,tool_call,tool_result,assistant' &&
+          items[0]!.kind === 'user' &&
+          items[0]!.text === 'Turn 0: is build 1 green?' &&
+          items[2]!.kind === 'tool_call' &&
+          items[2]!.name === 'bench_tool' &&
+          items[3]!.kind === 'tool_result' &&
+          items[3]!.id === items[2]!.id &&
+          items[4]!.kind === 'assistant' &&
+          items[4]!.text.startsWith(`The tool answered: Build status for ${items[2]!.id}: green`);
+        if (ok) exact++;
+        else if (failures.length < 5) failures.push(`${id}: ${kinds}`);
+      }
+      await store.close();
+      density = {
+        points,
+        parkSeconds,
+        agentsParkedPerSecond: all.length / parkSeconds,
+        slopeBytesPerAgent: fit.slope,
+        interceptBytes: fit.intercept,
+        r2: fit.r2,
+        workerSlopeBytesPerAgent: workerFit.slope,
+        serverSlopeBytesPerAgent: serverFit.slope,
+        projectedAgentsIn8GiB: Math.floor((8 * 1024 * MiB - fit.intercept) / fit.slope),
+        diskBytesPerAgent: { temporal: (sqliteBytes(dbFile) - dbBefore) / all.length, store: (sqliteBytes(storeFile) - storeBefore) / all.length },
+        wake: { sample: sample.length, exact, failures, seconds: wakeSeconds, latencyMs: { p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99) } },
+      };
+      await fleet.stop();
+      current = undefined;
+    }
+
+    const peak = Math.max(...sampler.samples.map(total));
+    const results = {
+      profile: cfg.profile,
+      startedAt: started.toISOString(),
+      finishedAt: new Date().toISOString(),
+      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryBytes: totalmem(), node: process.version, platform: process.platform },
+      config: cfg,
+      budget: { ...budget, peakTotalRssBytes: peak, withinBudget: cfg.budgetBytes === undefined || peak <= cfg.budgetBytes },
+      baselineRss: baseline.rss,
+      designs,
+      density,
+      ratios: {
+        oursOverCeilingThroughput: oursThroughput / ceilingThroughput,
+        oursOverBlockingThroughput: oursThroughput / blockingThroughput,
+        parkedWorkerRssOursOverBlocking: (parkedWorkerRss.ours ?? NaN) / (parkedWorkerRss.blocking ?? NaN),
+      },
+      rssTimeline: sampler.samples,
+    };
+    const dir = cfg.outDir;
+    mkdirSync(dir, { recursive: true });
+    const base = join(dir, `${cfg.profile}-${started.toISOString().replace(/[:.]/g, '-')}`);
+    writeFileSync(`${base}.json`, JSON.stringify(results, null, 2));
+    writeFileSync(`${base}.svg`, renderChart({ title: `infinity-temporal benchmark (${cfg.profile}, ${cpus().length} cores)`, memory: memorySeries, throughput: throughputBars }));
+    const md = summary(results);
+    writeFileSync(`${base}.md`, md);
+    if (tty) process.stderr.write('\n');
+    console.log(md);
+    console.log(`results: ${base}.{json,md,svg}`);
+  } finally {
+    clearInterval(show);
+    sampler.stop();
+    await current?.stop().catch(() => undefined);
+    await server.stop();
+  }
+}
+
+type Results = {
+  profile: string;
+  config: Config;
+  designs: Record<string, unknown>;
+  density?: {
+    slopeBytesPerAgent: number;
+    interceptBytes: number;
+    r2: number;
+    projectedAgentsIn8GiB: number;
+    points: { agents: number; total: number }[];
+    workerSlopeBytesPerAgent: number;
+    serverSlopeBytesPerAgent: number;
+    diskBytesPerAgent: { temporal: number; store: number };
+    agentsParkedPerSecond: number;
+    wake: { sample: number; exact: number; latencyMs: { p50: number; p99: number } };
+  };
+  ratios: { oursOverCeilingThroughput: number; oursOverBlockingThroughput: number; parkedWorkerRssOursOverBlocking: number };
+  budget: { peakTotalRssBytes: number; withinBudget: boolean; mode: string };
+};
+
+export function summary(r: Results): string {
+  type DesignResult = {
+    completionsPerSecond: number;
+    waves: { latencyMs: { p50: number; p99: number }; eventsPerTurn: number; workflowTasksPerCompletion: number }[];
+    parked?: { agents: number; during: Record<string, number> };
+  };
+  const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+  const lines = [
+    `## Benchmark: ${r.profile}`,
+    '',
+    `${r.config.waves} waves × ${r.config.agentsPerWave} agents × ${r.config.turns} turns, tool delay ${r.config.toolDelayMs} ms; ` +
+      `${r.config.parked} parked agents per design; density ${r.config.density.join(', ')}. Medians over waves.`,
+    '',
+    '| design | completions/s | result→next completion p50 / p99 (ms) | history events / turn | workflow tasks / completion | worker RSS with parked agents |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const [name, raw] of Object.entries(r.designs)) {
+    const d = raw as DesignResult;
+    const w = d.waves;
+    lines.push(
+      `| ${name} | ${f(d.completionsPerSecond)} | ${f(median(w.map((x) => x.latencyMs.p50)))} / ${f(median(w.map((x) => x.latencyMs.p99)))} | ` +
+        `${f(median(w.map((x) => x.eventsPerTurn)))} | ${f(median(w.map((x) => x.workflowTasksPerCompletion)), 2)} | ` +
+        `${d.parked ? `${fmtBytes(d.parked.during.worker ?? 0)} (${d.parked.agents} agents)` : '—'} |`,
+    );
+  }
+  lines.push('', `Ratios: ours / ceiling throughput **${f(r.ratios.oursOverCeilingThroughput, 2)}**; ours / blocking throughput ${f(r.ratios.oursOverBlockingThroughput, 2)}; ` +
+    `worker RSS with parked agents, ours / blocking **${f(r.ratios.parkedWorkerRssOursOverBlocking, 3)}**.`);
+  const d = r.density;
+  if (d) {
+    lines.push(
+      '',
+      '| idle agents (parked on a tool) | total RSS (server + worker + driver) |',
+      '|---|---|',
+      ...d.points.map((p) => `| ${p.agents} | ${fmtBytes(p.total)} |`),
+      '',
+      `Memory per idle agent (slope): **${f(d.slopeBytesPerAgent / 1024, 2)} KiB** (worker ${f(d.workerSlopeBytesPerAgent / 1024, 2)} KiB, server ${f(d.serverSlopeBytesPerAgent / 1024, 2)} KiB), ` +
+        `intercept ${fmtBytes(d.interceptBytes)}, r² ${f(d.r2, 3)}. Projected agents in 8 GiB: **${d.projectedAgentsIn8GiB.toLocaleString('en-US')}**.`,
+      `Disk per agent: Temporal DB ${fmtBytes(d.diskBytesPerAgent.temporal)}, conversation store ${fmtBytes(d.diskBytesPerAgent.store)}. Parking rate ${f(d.agentsParkedPerSecond)} agents/s.`,
+      `Woken sample: ${d.wake.exact}/${d.wake.sample} resumed with their exact history (result→completion p50 ${f(d.wake.latencyMs.p50)} ms, p99 ${f(d.wake.latencyMs.p99)} ms).`,
+    );
+  }
+  lines.push('', `Peak total RSS ${fmtBytes(r.budget.peakTotalRssBytes)}; memory budget: ${r.budget.mode}${r.budget.withinBudget ? '' : ' — EXCEEDED'}.`);
+  return lines.join('\n');
+}
+
+if (require.main === module) {
+  main().then(
+    () => process.exit(0),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,122 @@
+/**
+ * One benchmark worker in its own process, so its memory is measured on its own. `DESIGN` selects ours, the
+ * substrate ceiling or the blocking design. It reports tool dispatches, completion starts and turn ends to the driver
+ * over IPC; the driver plays the external systems that answer tools.
+ */
+import { join } from 'node:path';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { SimulatedModel } from '../src/model/simulated';
+import { SqliteConversationStore } from '../src/store/sqlite';
+import { defineTool } from '../src/tools/tool';
+import { createAgentWorker } from '../src/worker/create-worker';
+import type { BaselineActivities } from './baselines/workflows';
+
+export type WorkerToDriver =
+  | { k: 'ready' }
+  | { k: 'tool'; id: string; call: string }
+  | { k: 'start'; id: string; at: number }
+  | { k: 'end'; id: string; at: number }
+  | { k: 'gc-done' };
+
+export type DriverToWorker = { k: 'result'; id: string; call: string } | { k: 'gc' };
+
+const now = () => performance.timeOrigin + performance.now();
+const send = (m: WorkerToDriver) => process.send?.(m);
+
+async function main() {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const env = process.env;
+  const design = env.DESIGN as 'ours' | 'ceiling' | 'blocking';
+  const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS! });
+  const maxCached = Number(env.MAX_CACHED ?? 100);
+  const model = new SimulatedModel({ toolName: 'bench_tool', completionBytes: 1200, chunkBytes: 60 });
+  const waiting = new Map<string, (result: string) => void>();
+  process.on('message', (m: DriverToWorker) => {
+    if (m.k === 'gc') {
+      (globalThis as { gc?: () => void }).gc?.();
+      send({ k: 'gc-done' });
+    } else if (m.k === 'result') {
+      waiting.get(m.id)?.(`result of ${m.call}`);
+      waiting.delete(m.id);
+    }
+  });
+
+  let worker: Worker;
+  if (design === 'ours') {
+    const store = new SqliteConversationStore(env.STORE_PATH!);
+    const tool = defineTool({
+      name: 'bench_tool',
+      description: 'an external system that answers later',
+      parameters: { type: 'object' },
+      execute(_args, ctx) {
+        send({ k: 'tool', id: ctx.threadId, call: ctx.toolCallId });
+      },
+    });
+    const agent = await createAgentWorker({
+      connection,
+      taskQueue: env.TASK_QUEUE!,
+      store,
+      model,
+      tools: [tool],
+      maxCachedWorkflows: maxCached,
+      workflowBundle: env.BUNDLE_PATH ? { codePath: env.BUNDLE_PATH } : undefined,
+      workerOptions: { maxConcurrentActivityTaskExecutions: 200, maxConcurrentWorkflowTaskExecutions: Math.min(100, maxCached) },
+      onEvent(e) {
+        if (e.type === 'completion_started') send({ k: 'start', id: e.threadId, at: now() });
+        else if (e.type === 'status' && e.status === 'idle') send({ k: 'end', id: e.threadId, at: now() });
+      },
+    });
+    worker = agent.worker;
+  } else {
+    const slots = Number(env.ACTIVITY_SLOTS ?? 200);
+    const drain = async (threadId: string, transcriptBytes: number) => {
+      let text = '';
+      for await (const p of model.stream(
+        { threadId, system: '', tools: [], messages: [{ role: 'user', text: `x${transcriptBytes}` }] },
+        new AbortController().signal,
+      )) {
+        if (p.type === 'text-delta') text += p.text;
+      }
+      return text;
+    };
+    const activities: BaselineActivities = {
+      async emptyCompletion({ threadId, phase }) {
+        send({ k: 'start', id: threadId, at: now() });
+        if (phase === 'call') send({ k: 'tool', id: threadId, call: `${threadId}-${now()}` });
+        else send({ k: 'end', id: threadId, at: now() });
+      },
+      async blockingCompletion({ threadId, phase, transcript }) {
+        send({ k: 'start', id: threadId, at: now() });
+        const text = await drain(threadId, transcript.join('').length);
+        if (phase === 'end') send({ k: 'end', id: threadId, at: now() });
+        return text;
+      },
+      blockingTool({ threadId, turn }) {
+        return new Promise<string>((resolve) => {
+          waiting.set(threadId, resolve);
+          send({ k: 'tool', id: threadId, call: `${threadId}-${turn}` });
+        });
+      },
+    };
+    worker = await Worker.create({
+      connection,
+      taskQueue: env.TASK_QUEUE!,
+      workflowsPath: join(__dirname, 'baselines', 'workflows.ts'),
+      activities,
+      maxCachedWorkflows: maxCached,
+      maxConcurrentActivityTaskExecutions: slots,
+      maxConcurrentWorkflowTaskExecutions: Math.min(100, maxCached),
+    });
+  }
+  const running = worker.run();
+  send({ k: 'ready' });
+  process.on('SIGTERM', () => worker.shutdown());
+  await running;
+  await connection.close();
+  process.exit(0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
