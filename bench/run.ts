@@ -28,13 +28,16 @@ interface Config {
   density: number[];
   wakeSample: number;
   maxCachedWorkflows: number;
+  /** Agents active at once in the latency phase, each waiting `latencyToolDelayMs` on its tool. */
+  latencyAgents: number;
+  latencyToolDelayMs: number;
   budgetBytes?: number;
   outDir: string;
 }
 
 const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
-  smoke: { designs: ['ours', 'ceiling', 'blocking'], waves: 2, agentsPerWave: 3, turns: 2, toolDelayMs: 20, parked: 5, density: [10, 20], wakeSample: 5, maxCachedWorkflows: 50 },
-  default: { designs: ['ours', 'ceiling', 'blocking'], waves: 4, agentsPerWave: 100, turns: 20, toolDelayMs: 100, parked: 1000, density: [5000, 10000], wakeSample: 1000, maxCachedWorkflows: 100 },
+  smoke: { designs: ['ours', 'ceiling', 'blocking'], waves: 2, agentsPerWave: 3, turns: 2, toolDelayMs: 20, parked: 5, density: [10, 20], wakeSample: 5, maxCachedWorkflows: 50, latencyAgents: 3, latencyToolDelayMs: 50 },
+  default: { designs: ['ours', 'ceiling', 'blocking'], waves: 4, agentsPerWave: 100, turns: 20, toolDelayMs: 100, parked: 1000, density: [5000, 10000], wakeSample: 1000, maxCachedWorkflows: 100, latencyAgents: 1000, latencyToolDelayMs: 60_000 },
   pi5: {
     designs: ['ours', 'ceiling', 'blocking'],
     waves: 4,
@@ -45,6 +48,8 @@ const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     density: [10000, 50000, 100000],
     wakeSample: 1000,
     maxCachedWorkflows: 100,
+    latencyAgents: 1000,
+    latencyToolDelayMs: 60_000,
     budgetBytes: 8 * 1024 * MiB,
   },
 };
@@ -62,6 +67,8 @@ function config(): Config {
       density: { type: 'string' },
       'wake-sample': { type: 'string' },
       'max-cached': { type: 'string' },
+      'latency-agents': { type: 'string' },
+      'latency-tool-delay-ms': { type: 'string' },
       out: { type: 'string' },
     },
   });
@@ -80,6 +87,8 @@ function config(): Config {
     density: values.density ? values.density.split(',').map(Number) : base.density,
     wakeSample: num(values['wake-sample'], base.wakeSample),
     maxCachedWorkflows: num(values['max-cached'], base.maxCachedWorkflows),
+    latencyAgents: num(values['latency-agents'], base.latencyAgents),
+    latencyToolDelayMs: num(values['latency-tool-delay-ms'], base.latencyToolDelayMs),
     outDir: values.out ?? join(__dirname, 'results'),
   };
 }
@@ -157,9 +166,14 @@ async function main(): Promise<void> {
         const ids = Array.from({ length: cfg.agentsPerWave }, (_, i) => `${design}-w${w}-${i}-${Date.now()}`);
         fleet.resetCounters();
         const t0 = performance.now();
+        const c0 = sampler.sample();
         progress = `wave ${w + 1}/${cfg.waves}: ${cfg.agentsPerWave} agents × ${cfg.turns} turns`;
         await fleet.runTurns(ids, cfg.turns, cfg.toolDelayMs);
         const seconds = (performance.now() - t0) / 1000;
+        const c1 = sampler.sample();
+        const cpuMsPerCompletion = Object.fromEntries(
+          Object.keys(c1.cpu).map((role) => [role, ((c1.cpu[role]! - (c0.cpu[role] ?? 0)) * 1000) / Math.max(1, fleet.completions)]),
+        );
         idle += design === 'ours' ? ids.length : 0;
         sampler.idleAgents = idle;
         await fleet.gc();
@@ -172,6 +186,7 @@ async function main(): Promise<void> {
           seconds,
           completions: fleet.completions,
           completionsPerSecond: fleet.completions / seconds,
+          cpuMsPerCompletion,
           latencyMs: { p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99), n: fleet.latencies.length },
           ...cost,
           workflowTasksPerCompletion: cost.workflowTasksPerTurn / 2,
@@ -179,6 +194,16 @@ async function main(): Promise<void> {
           rssAfter: s.rss,
         });
         if (design === 'ours') points.push({ x: idle, y: total(s) / MiB });
+      }
+      // Latency below saturation: many agents active at once, each waiting a long time on its tool.
+      let latency;
+      if (cfg.latencyAgents > 0) {
+        sampler.phase = `${design} latency`;
+        progress = `${cfg.latencyAgents} agents, tools answering after ${cfg.latencyToolDelayMs} ms`;
+        fleet.resetCounters();
+        const ids = Array.from({ length: cfg.latencyAgents }, (_, i) => `${design}-lat-${i}-${Date.now()}`);
+        await fleet.runTurns(ids, 1, cfg.latencyToolDelayMs, 200, cfg.latencyToolDelayMs);
+        latency = { agents: ids.length, toolDelayMs: cfg.latencyToolDelayMs, p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99), n: fleet.latencies.length };
       }
       const cps = median(waves.map((w) => w.completionsPerSecond));
       if (design === 'ours') oursThroughput = cps;
@@ -212,7 +237,7 @@ async function main(): Promise<void> {
         parked = { agents: cfg.parked, before: before.rss, during: during.rss, workerDeltaBytes: (during.rss.worker ?? 0) - (before.rss.worker ?? 0) };
       }
       if (design === 'ours') memorySeries.push({ name: 'ours: idle agents after T turns', color: '#17becf', points });
-      designs[design] = { waves, completionsPerSecond: cps, parked, errors: fleet.errors };
+      designs[design] = { waves, completionsPerSecond: cps, latency, parked, errors: fleet.errors };
       await fleet.stop();
       current = undefined;
       if (budgetExceeded()) throw new Error('memory budget exceeded');
@@ -246,6 +271,10 @@ async function main(): Promise<void> {
       }
       const parkSeconds = (performance.now() - t0) / 1000;
       const fit = linearFit(points.map((p) => ({ x: p.agents, y: p.total })));
+      // Excluding the empty start: the worker's workflow cache and the server's history cache fill with the first
+      // few thousand agents and then stay flat, so the marginal cost is the slope over the parked points only.
+      const marginal = linearFit(points.slice(1).map((p) => ({ x: p.agents, y: p.total })));
+      const runtimeMarginal = linearFit(points.slice(1).map((p) => ({ x: p.agents, y: (p.rss.server ?? 0) + (p.rss.worker ?? 0) })));
       const workerFit = linearFit(points.map((p) => ({ x: p.agents, y: p.rss.worker ?? 0 })));
       const serverFit = linearFit(points.map((p) => ({ x: p.agents, y: p.rss.server ?? 0 })));
       memorySeries.push({ name: 'ours: agents parked mid-conversation', color: '#9467bd', points: points.map((p) => ({ x: p.agents, y: p.total / MiB })) });
@@ -287,6 +316,12 @@ async function main(): Promise<void> {
         workerSlopeBytesPerAgent: workerFit.slope,
         serverSlopeBytesPerAgent: serverFit.slope,
         projectedAgentsIn8GiB: Math.floor((8 * 1024 * MiB - fit.intercept) / fit.slope),
+        marginal: {
+          slopeBytesPerAgent: marginal.slope,
+          interceptBytes: marginal.intercept,
+          runtimeSlopeBytesPerAgent: runtimeMarginal.slope,
+          projectedAgentsIn8GiB: Math.floor((8 * 1024 * MiB - marginal.intercept) / marginal.slope),
+        },
         diskBytesPerAgent: { temporal: (sqliteBytes(dbFile) - dbBefore) / all.length, store: (sqliteBytes(storeFile) - storeBefore) / all.length },
         wake: { sample: sample.length, exact, failures, seconds: wakeSeconds, latencyMs: { p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99) } },
       };
@@ -343,6 +378,7 @@ type Results = {
     workerSlopeBytesPerAgent: number;
     serverSlopeBytesPerAgent: number;
     diskBytesPerAgent: { temporal: number; store: number };
+    marginal: { slopeBytesPerAgent: number; interceptBytes: number; runtimeSlopeBytesPerAgent: number; projectedAgentsIn8GiB: number };
     agentsParkedPerSecond: number;
     wake: { sample: number; exact: number; latencyMs: { p50: number; p99: number } };
   };
@@ -353,8 +389,9 @@ type Results = {
 export function summary(r: Results): string {
   type DesignResult = {
     completionsPerSecond: number;
-    waves: { latencyMs: { p50: number; p99: number }; eventsPerTurn: number; workflowTasksPerCompletion: number }[];
-    parked?: { agents: number; during: Record<string, number> };
+    latency?: { agents: number; toolDelayMs: number; p50: number; p99: number };
+    waves: { latencyMs: { p50: number; p99: number }; eventsPerTurn: number; workflowTasksPerCompletion: number; cpuMsPerCompletion: Record<string, number> }[];
+    parked?: { agents: number; during: Record<string, number>; workerDeltaBytes: number };
   };
   const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
   const lines = [
@@ -363,16 +400,18 @@ export function summary(r: Results): string {
     `${r.config.waves} waves × ${r.config.agentsPerWave} agents × ${r.config.turns} turns, tool delay ${r.config.toolDelayMs} ms; ` +
       `${r.config.parked} parked agents per design; density ${r.config.density.join(', ')}. Medians over waves.`,
     '',
-    '| design | completions/s | result→next completion p50 / p99 (ms) | history events / turn | workflow tasks / completion | worker RSS with parked agents |',
-    '|---|---|---|---|---|---|',
+    '| design | completions/s | result→next completion p50 / p99, saturated (ms) | same, at the latency load (ms) | history events / turn | workflow tasks / completion | CPU ms / completion (server, worker) | worker RSS with parked agents (Δ while parked) |',
+    '|---|---|---|---|---|---|---|---|',
   ];
   for (const [name, raw] of Object.entries(r.designs)) {
     const d = raw as DesignResult;
     const w = d.waves;
+    const cpu = (role: string) => f(median(w.map((x) => x.cpuMsPerCompletion[role] ?? NaN)), 2);
     lines.push(
       `| ${name} | ${f(d.completionsPerSecond)} | ${f(median(w.map((x) => x.latencyMs.p50)))} / ${f(median(w.map((x) => x.latencyMs.p99)))} | ` +
-        `${f(median(w.map((x) => x.eventsPerTurn)))} | ${f(median(w.map((x) => x.workflowTasksPerCompletion)), 2)} | ` +
-        `${d.parked ? `${fmtBytes(d.parked.during.worker ?? 0)} (${d.parked.agents} agents)` : '—'} |`,
+        `${d.latency ? `${f(d.latency.p50)} / ${f(d.latency.p99)} (${d.latency.agents} agents, ${d.latency.toolDelayMs / 1000} s tools)` : '—'} | ` +
+        `${f(median(w.map((x) => x.eventsPerTurn)))} | ${f(median(w.map((x) => x.workflowTasksPerCompletion)), 2)} | ${cpu('server')}, ${cpu('worker')} | ` +
+        `${d.parked ? `${fmtBytes(d.parked.during.worker ?? 0)} (Δ ${fmtBytes(d.parked.workerDeltaBytes)} for ${d.parked.agents} agents)` : '—'} |`,
     );
   }
   lines.push('', `Ratios: ours / ceiling throughput **${f(r.ratios.oursOverCeilingThroughput, 2)}**; ours / blocking throughput ${f(r.ratios.oursOverBlockingThroughput, 2)}; ` +
@@ -387,6 +426,9 @@ export function summary(r: Results): string {
       '',
       `Memory per idle agent (slope): **${f(d.slopeBytesPerAgent / 1024, 2)} KiB** (worker ${f(d.workerSlopeBytesPerAgent / 1024, 2)} KiB, server ${f(d.serverSlopeBytesPerAgent / 1024, 2)} KiB), ` +
         `intercept ${fmtBytes(d.interceptBytes)}, r² ${f(d.r2, 3)}. Projected agents in 8 GiB: **${d.projectedAgentsIn8GiB.toLocaleString('en-US')}**.`,
+      `Marginal (fit over the parked points only): **${f(d.marginal.slopeBytesPerAgent / 1024, 2)} KiB** per idle agent across all processes, ` +
+        `${f(d.marginal.runtimeSlopeBytesPerAgent / 1024, 2)} KiB in the runtime's processes (server + worker, without the benchmark driver); ` +
+        `projected agents in 8 GiB: **${d.marginal.projectedAgentsIn8GiB.toLocaleString('en-US')}**.`,
       `Disk per agent: Temporal DB ${fmtBytes(d.diskBytesPerAgent.temporal)}, conversation store ${fmtBytes(d.diskBytesPerAgent.store)}. Parking rate ${f(d.agentsParkedPerSecond)} agents/s.`,
       `Woken sample: ${d.wake.exact}/${d.wake.sample} resumed with their exact history (result→completion p50 ${f(d.wake.latencyMs.p50)} ms, p99 ${f(d.wake.latencyMs.p99)} ms).`,
     );

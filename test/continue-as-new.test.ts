@@ -9,7 +9,7 @@ import { ScriptedModel } from '../src/model/scripted';
 import { subscriptionEvent, subscriptionStart } from '../src/tools/messages';
 import { defineTool, type ToolContext } from '../src/tools/tool';
 import { treeScript } from './fixtures/tree-script';
-import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const calls: ToolContext[] = [];
 const watch = defineTool({
@@ -21,14 +21,7 @@ const watch = defineTool({
     await ctx.send(subscriptionStart(ctx, 'watching'));
   },
 });
-const childWait = defineTool({
-  name: 'child_wait',
-  description: 'held by the test',
-  parameters: { type: 'object' },
-  execute(_a, ctx) {
-    calls.push(ctx);
-  },
-});
+const childWait = recordingTool('child_wait', calls);
 
 let server: DevServer;
 let sys: TestSystem;

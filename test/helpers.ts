@@ -16,7 +16,7 @@ import type { HistoryItem, ThreadEvent } from '../src/core/types';
 import type { ModelProvider } from '../src/model/provider';
 import type { ConversationStore } from '../src/store/conversation-store';
 import { SqliteConversationStore } from '../src/store/sqlite';
-import type { Tool } from '../src/tools/tool';
+import { defineTool, type Tool, type ToolContext } from '../src/tools/tool';
 import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
 import { LocalEventHub } from '../src/worker/event-hub';
 import type { ThreadOptions } from '../src/workflows/state';
@@ -165,4 +165,16 @@ export async function checkReplay(
     mkdirSync(HISTORIES_DIR, { recursive: true });
     writeFileSync(join(HISTORIES_DIR, `${name}.json`), json);
   }
+}
+
+/** An async tool that only records its calls in `sink`; the test delivers the results. */
+export function recordingTool(name: string, sink: ToolContext[]): Tool {
+  return defineTool({
+    name,
+    description: 'a call whose result the test delivers',
+    parameters: { type: 'object' },
+    execute(_args, ctx) {
+      sink.push(ctx);
+    },
+  });
 }

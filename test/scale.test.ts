@@ -7,7 +7,7 @@ import { firstText } from '../src/model/projection';
 import { ScriptedModel } from '../src/model/scripted';
 import { toolResult } from '../src/tools/messages';
 import { defineTool, type ToolContext } from '../src/tools/tool';
-import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const model = new ScriptedModel((req) => {
   const last = req.messages[req.messages.length - 1]!;
@@ -55,14 +55,7 @@ describe('100 concurrent threads', () => {
 describe('bounded worker cache', () => {
   let sys: TestSystem;
   const pending: ToolContext[] = [];
-  const hold = defineTool({
-    name: 'lookup',
-    description: 'answered by the test',
-    parameters: { type: 'object' },
-    execute(_args, ctx) {
-      pending.push(ctx);
-    },
-  });
+  const hold = recordingTool('lookup', pending);
   beforeAll(async () => {
     sys = await startTestSystem({ model, tools: [hold], maxCachedWorkflows: 2 });
   });

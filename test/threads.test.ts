@@ -6,27 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ThreadClosedError } from '../src/client/errors';
 import { ScriptedModel } from '../src/model/scripted';
 import { resultInput } from '../src/core/inputs';
-import { defineTool, type ToolContext } from '../src/tools/tool';
+import type { ToolContext } from '../src/tools/tool';
 import { treeScript } from './fixtures/tree-script';
-import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const waits: ToolContext[] = [];
-const childWait = defineTool({
-  name: 'child_wait',
-  description: 'a call whose result the test delivers',
-  parameters: { type: 'object' },
-  execute(_a, ctx) {
-    waits.push(ctx);
-  },
-});
-const manual = defineTool({
-  name: 'manual',
-  description: 'a call whose result the test delivers',
-  parameters: { type: 'object' },
-  execute(_a, ctx) {
-    waits.push(ctx);
-  },
-});
+const childWait = recordingTool('child_wait', waits);
+const manual = recordingTool('manual', waits);
 
 let sys: TestSystem;
 const model = new ScriptedModel(treeScript);

@@ -155,7 +155,7 @@ export class Fleet {
   }
 
   /** Runs agents through `turns` turns each; resolves when all are done. */
-  async runTurns(ids: string[], turns: number, toolDelayMs: number, concurrency = 200): Promise<void> {
+  async runTurns(ids: string[], turns: number, toolDelayMs: number, concurrency = 200, staggerMs = 0): Promise<void> {
     const done: Promise<void>[] = [];
     const starts: AgentState[] = [];
     for (const id of ids) {
@@ -165,7 +165,12 @@ export class Fleet {
       this.agents.set(id, a);
       starts.push(a);
     }
-    await pool(starts, concurrency, (a) => this.sendUser(a));
+    if (staggerMs > 0) {
+      // Spread the first messages over the window, as independent users would.
+      for (const a of starts) setTimeout(() => void this.sendUser(a), Math.random() * staggerMs);
+    } else {
+      await pool(starts, concurrency, (a) => this.sendUser(a));
+    }
     await Promise.all(done);
   }
 

@@ -11,6 +11,17 @@ export function rssBytes(pid: number): number {
   }
 }
 
+/** CPU time (user + system) of a process in seconds, or 0 when it is gone. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in USER_HZ (100 on Linux)
+  } catch {
+    return 0;
+  }
+}
+
 /** The process and all its descendants (the dev server CLI may fork). */
 export function processTree(pid: number): number[] {
   const out = [pid];
@@ -25,6 +36,10 @@ export function processTree(pid: number): number[] {
 
 export function treeRss(pid: number): number {
   return processTree(pid).reduce((sum, p) => sum + rssBytes(p), 0);
+}
+
+export function treeCpu(pid: number): number {
+  return processTree(pid).reduce((sum, p) => sum + cpuSeconds(p), 0);
 }
 
 /** Size of a SQLite database with its WAL and shared-memory files. */
@@ -44,6 +59,8 @@ export interface RssSample {
   t: number;
   /** Bytes per role (server, worker, driver). */
   rss: Record<string, number>;
+  /** CPU seconds used so far per role. */
+  cpu: Record<string, number>;
   /** Agents idle at that moment, when known. */
   idleAgents?: number;
   phase: string;
@@ -60,8 +77,13 @@ export class RssSampler {
 
   sample(): RssSample {
     const rss: Record<string, number> = {};
-    for (const [role, pid] of Object.entries(this.pids())) if (pid) rss[role] = role === 'driver' ? process.memoryUsage.rss() : treeRss(pid);
-    const s: RssSample = { t: Date.now(), rss, phase: this.phase };
+    const cpu: Record<string, number> = {};
+    for (const [role, pid] of Object.entries(this.pids())) {
+      if (!pid) continue;
+      rss[role] = role === 'driver' ? process.memoryUsage.rss() : treeRss(pid);
+      cpu[role] = treeCpu(pid);
+    }
+    const s: RssSample = { t: Date.now(), rss, cpu, phase: this.phase };
     if (this.idleAgents !== undefined) s.idleAgents = this.idleAgents;
     this.samples.push(s);
     return s;

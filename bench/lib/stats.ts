@@ -29,4 +29,4 @@ export function linearFit(points: readonly { x: number; y: number }[]): { slope:
 }
 
 export const MiB = 1024 * 1024;
-export const fmtBytes = (b: number) => (b >= MiB ? `${(b / MiB).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
+export const fmtBytes = (b: number) => (Math.abs(b) >= MiB ? `${(b / MiB).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`);

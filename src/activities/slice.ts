@@ -122,8 +122,8 @@ export function createSliceActivities(deps: SliceDependencies) {
     const append = resolveInjected(before, input.append);
 
     const ctx = Context.current();
+    // No heartbeat at the start: most slices finish well within the interval, and each heartbeat is a server call.
     const heartbeat = setInterval(() => ctx.heartbeat(), deps.heartbeatIntervalMs ?? 1000);
-    ctx.heartbeat();
     try {
       for (const e of eventsForAppended(threadId, append)) emit(e);
       emit({ threadId, type: 'status', status: 'running' });
