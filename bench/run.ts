@@ -84,7 +84,7 @@ function config(): Config {
     turns: num(values.turns, base.turns),
     toolDelayMs: num(values['tool-delay-ms'], base.toolDelayMs),
     parked: num(values.parked, base.parked),
-    density: values.density ? values.density.split(',').map(Number) : base.density,
+    density: values.density !== undefined ? values.density.split(',').map(Number).filter((n) => n > 0) : base.density,
     wakeSample: num(values['wake-sample'], base.wakeSample),
     maxCachedWorkflows: num(values['max-cached'], base.maxCachedWorkflows),
     latencyAgents: num(values['latency-agents'], base.latencyAgents),

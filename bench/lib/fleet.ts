@@ -59,7 +59,8 @@ export class Fleet {
     const connection = await Connection.connect({ address: this.opts.address });
     this.client = new Client({ connection });
     this.agentClient = new AgentClient({ client: this.client, taskQueue: this.taskQueue });
-    this.child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', join(__dirname, '..', 'worker-process.ts')], {
+    const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? []; // e.g. --cpu-prof
+    this.child = spawn(process.execPath, ['--expose-gc', ...nodeArgs, '--import', 'tsx', join(__dirname, '..', 'worker-process.ts')], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: {
         ...process.env,

@@ -80,8 +80,10 @@ export class RssSampler {
     const cpu: Record<string, number> = {};
     for (const [role, pid] of Object.entries(this.pids())) {
       if (!pid) continue;
-      rss[role] = role === 'driver' ? process.memoryUsage.rss() : treeRss(pid);
-      cpu[role] = treeCpu(pid);
+      // The driver is the parent of the other processes: count only itself.
+      const self = role === 'driver';
+      rss[role] = self ? process.memoryUsage.rss() : treeRss(pid);
+      cpu[role] = self ? (process.cpuUsage().user + process.cpuUsage().system) / 1e6 : treeCpu(pid);
     }
     const s: RssSample = { t: Date.now(), rss, cpu, phase: this.phase };
     if (this.idleAgents !== undefined) s.idleAgents = this.idleAgents;
