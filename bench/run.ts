@@ -31,6 +31,8 @@ interface Config {
   /** Agents active at once in the latency phase, each waiting `latencyToolDelayMs` on its tool. */
   latencyAgents: number;
   latencyToolDelayMs: number;
+  /** Run `ours` without the AgentStatus search attribute (two fewer history events and visibility writes per turn). */
+  noStatusAttribute?: boolean;
   budgetBytes?: number;
   outDir: string;
 }
@@ -68,6 +70,7 @@ function config(): Config {
       'wake-sample': { type: 'string' },
       'max-cached': { type: 'string' },
       'latency-agents': { type: 'string' },
+      'no-status-attribute': { type: 'boolean', default: false },
       'latency-tool-delay-ms': { type: 'string' },
       out: { type: 'string' },
     },
@@ -88,6 +91,7 @@ function config(): Config {
     wakeSample: num(values['wake-sample'], base.wakeSample),
     maxCachedWorkflows: num(values['max-cached'], base.maxCachedWorkflows),
     latencyAgents: num(values['latency-agents'], base.latencyAgents),
+    noStatusAttribute: values['no-status-attribute'] ?? false,
     latencyToolDelayMs: num(values['latency-tool-delay-ms'], base.latencyToolDelayMs),
     outDir: values.out ?? join(__dirname, 'results'),
   };
@@ -152,6 +156,7 @@ async function main(): Promise<void> {
         bundlePath,
         maxCachedWorkflows: cfg.maxCachedWorkflows,
         activitySlots: Math.max(200, cfg.parked + 50, cfg.agentsPerWave + 50),
+        threadOptions: cfg.noStatusAttribute ? { statusSearchAttribute: false } : undefined,
       });
       current = fleet;
       await fleet.start();
@@ -398,7 +403,8 @@ export function summary(r: Results): string {
     `## Benchmark: ${r.profile}`,
     '',
     `${r.config.waves} waves × ${r.config.agentsPerWave} agents × ${r.config.turns} turns, tool delay ${r.config.toolDelayMs} ms; ` +
-      `${r.config.parked} parked agents per design; density ${r.config.density.join(', ')}. Medians over waves.`,
+      `${r.config.parked} parked agents per design; density ${r.config.density.join(', ')}. Medians over waves.` +
+      (r.config.noStatusAttribute ? ' Ours ran without the AgentStatus search attribute.' : ''),
     '',
     '| design | completions/s | result→next completion p50 / p99, saturated (ms) | same, at the latency load (ms) | history events / turn | workflow tasks / completion | CPU ms / completion (server, worker) | worker RSS with parked agents (Δ while parked) |',
     '|---|---|---|---|---|---|---|---|',

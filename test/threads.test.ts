@@ -3,7 +3,9 @@
  * back as synthetic tool calls, close; deferral of reports behind a pending call; listing by search attributes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentClient } from '../src/client/agent-client';
 import { ThreadClosedError } from '../src/client/errors';
+import { searchAttributes } from '../src/workflows/definitions';
 import { ScriptedModel } from '../src/model/scripted';
 import { resultInput } from '../src/core/inputs';
 import type { ToolContext } from '../src/tools/tool';
@@ -139,6 +141,21 @@ describe('spawn_thread', () => {
     const roots = [];
     for await (const t of sys.client.listThreads({ kind: 'root' })) if (t.threadId === root.threadId) roots.push(t);
     expect(roots).toHaveLength(1);
+  });
+});
+
+describe('status search attribute', () => {
+  it('is kept current by default and not written when turned off', async () => {
+    const quiet = new AgentClient({ client: sys.temporal, taskQueue: sys.taskQueue, store: sys.store, threadOptions: { statusSearchAttribute: false } });
+    const loud = await sys.client.startThread({ threadId: uid('loud') });
+    const silent = await quiet.startThread({ threadId: uid('silent') });
+    for (const t of [loud, silent]) await t.sendUserText('call manual {}');
+    for (const t of [loud, silent]) expect((await t.waitForIdle()).status).toBe('waiting_tool');
+    const attr = async (t: typeof loud) => (await t.workflow.describe()).typedSearchAttributes.get(searchAttributes.AgentStatus);
+    expect(await attr(loud)).toBe('waiting_tool');
+    expect(await attr(silent)).toBe('idle');
+    const events = (await silent.workflow.fetchHistory()).events ?? [];
+    expect(events.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes)).toHaveLength(0);
   });
 });
 

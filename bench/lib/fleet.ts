@@ -8,6 +8,7 @@ import { AgentClient } from '../../src/client/agent-client';
 import { toolResult } from '../../src/tools/messages';
 import { resultSignal, userSignal } from '../baselines/workflows';
 import type { DriverToWorker, WorkerToDriver } from '../worker-process';
+import type { ThreadOptions } from '../../src/workflows/state';
 
 export type Design = 'ours' | 'ceiling' | 'blocking';
 
@@ -19,6 +20,8 @@ export interface FleetOptions {
   maxCachedWorkflows: number;
   /** Activity slots of the baselines' worker (the blocking design needs one per waiting agent). */
   activitySlots: number;
+  /** Thread options for `ours` (e.g. no status search attribute). */
+  threadOptions?: ThreadOptions;
 }
 
 type AgentMode = { kind: 'turns'; turns: number; toolDelayMs: number } | { kind: 'park' };
@@ -58,7 +61,7 @@ export class Fleet {
   async start(): Promise<void> {
     const connection = await Connection.connect({ address: this.opts.address });
     this.client = new Client({ connection });
-    this.agentClient = new AgentClient({ client: this.client, taskQueue: this.taskQueue });
+    this.agentClient = new AgentClient({ client: this.client, taskQueue: this.taskQueue, threadOptions: this.opts.threadOptions });
     const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? []; // e.g. --cpu-prof
     this.child = spawn(process.execPath, ['--expose-gc', ...nodeArgs, '--import', 'tsx', join(__dirname, '..', 'worker-process.ts')], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

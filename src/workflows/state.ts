@@ -15,6 +15,11 @@ export interface ThreadOptions {
   sliceMaxAttempts?: number;
   /** Dedup ids kept across continue-as-new (default 4096). */
   dedupWindow?: number;
+  /**
+   * Keep the `AgentStatus` search attribute current (default true). Each change is a history event and a visibility
+   * write, two per tool round trip; turn it off when threads are never listed by status.
+   */
+  statusSearchAttribute?: boolean;
 }
 
 /** How a spawned thread starts: the call it must answer first, and what it receives. */

@@ -90,7 +90,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   const publish = () => {
     const s = status();
     const settled: AgentStatus = s === 'running' ? (st.prep.pendingCall ? 'waiting_tool' : 'idle') : s;
-    if (settled !== shownStatus) {
+    if (opts.statusSearchAttribute !== false && settled !== shownStatus) {
       upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value: settled }]);
       shownStatus = settled;
     }
