@@ -216,9 +216,6 @@ export class Fleet {
     await Promise.all(done);
   }
 
-  get agentClientForChecks(): AgentClient {
-    return this.agentClient;
-  }
 
   get temporal(): Client {
     return this.client;

@@ -26,10 +26,6 @@ export type RuntimeOutcome =
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
-function formatSeconds(n: number): string {
-  return Number.isInteger(n) ? String(n) : String(n);
-}
-
 export async function runRuntimeTool(
   name: string,
   rawArgs: unknown,
@@ -80,7 +76,7 @@ export async function runRuntimeTool(
     case 'sleep': {
       const seconds = typeof args.seconds === 'number' && Number.isFinite(args.seconds) ? args.seconds : undefined;
       if (seconds === undefined) return { result: 'Error: seconds is required' };
-      return { action: { type: 'sleep', callId, wakeAtMs: ctx.now() + Math.max(0, seconds) * 1000, text: T.slept(Number(formatSeconds(seconds))) } };
+      return { action: { type: 'sleep', callId, wakeAtMs: ctx.now() + Math.max(0, seconds) * 1000, text: T.slept(seconds) } };
     }
     case 'sleep_until': {
       const date = str(args.date);

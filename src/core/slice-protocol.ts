@@ -7,7 +7,6 @@ import type { InputMessage, PendingCall, StoredItem, ThreadKind, TokenUsage } fr
 export interface SliceInput {
   threadId: string;
   kind: ThreadKind;
-  parentThreadId?: string;
   /** Unique per thread, stable across activity retries: the commit is idempotent on it. */
   sliceId: string;
   /** Items the workflow accepted from its inbox, appended before the completion. */
@@ -44,7 +43,7 @@ export interface SliceResult {
   pendingCall: PendingCall | null;
   /** Tool calls the slice answered itself (sync tools, unknown tools): later results for them are stale. */
   answeredCallIds: string[];
-  /** Inputs for this same thread produced by dispatch (e.g. an invalid-arguments error result). */
+  /** Inputs for this same thread produced by dispatch (the error result of a tool whose `execute` threw). */
   followUps: InputMessage[];
   usage?: TokenUsage;
   /** The last assistant text, shortened, for the Temporal UI. */

@@ -89,7 +89,7 @@ export const TOOL_CALL_ID_REQUIRED = 'Error: tool_call_id is required';
 export const noSubscription = (id: string) => `Error: no active subscription found for tool call ID '${id}'`;
 export const subscriptionCancelled = (id: string) => `Subscription '${id}' cancelled successfully.`;
 
-/** Seconds printed without `.0` when integral, as the reference does. */
+/** JavaScript prints integral numbers without `.0`, as the reference does. */
 export const slept = (seconds: number) => `Slept for ${seconds} seconds`;
 export const wokeInPast = (date: string, time: string) => `Target time ${date} ${time} is in the past. Waking immediately.`;
 export const wokeAt = (date: string, time: string, tz: string) => `Woke up at target time: ${date} ${time} (${tz})`;

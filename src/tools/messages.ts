@@ -17,10 +17,6 @@ export interface ToolResultOptions {
   id?: string;
 }
 
-function contentOf(content: string | ToolResultContent[]): ToolResultContent[] {
-  return typeof content === 'string' ? [{ type: 'text', text: content }] : content;
-}
-
 /** The result of a tool call. */
 export function toolResult(call: CallRef, content: string | ToolResultContent[], options: ToolResultOptions = {}): InputMessage {
   const msg = resultInput(call.threadId, call.toolCallId, content, options.id);
@@ -41,9 +37,7 @@ export function subscriptionEvent(
   options: { associative?: boolean; final?: boolean } = {},
 ): InputMessage {
   return {
-    id: randomUUID(),
-    threadId: call.threadId,
-    content: { type: 'tool_result', toolCallId: call.toolCallId, content: contentOf(content) },
+    ...resultInput(call.threadId, call.toolCallId, content, randomUUID()),
     synthetic: {
       type: 'subscription_event',
       toolCallId: call.toolCallId,

@@ -39,7 +39,7 @@ async function signalThread(threadId: string, message: InputMessage): Promise<bo
 }
 
 async function startThread(ctx: ActionContext, childId: string, kind: ThreadKind, spawn: SpawnPoint, seed: ThreadSeed): Promise<void> {
-  const args: ThreadWorkflowArgs = { threadId: childId, kind, parentThreadId: ctx.args.threadId, spawn, seed };
+  const args: ThreadWorkflowArgs = { threadId: childId, kind, spawn, seed };
   if (ctx.args.options) args.options = ctx.args.options;
   await startChild(THREAD_WORKFLOW_TYPE, {
     workflowId: childId,

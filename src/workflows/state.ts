@@ -35,9 +35,8 @@ export interface ThreadSeed {
 export interface ThreadWorkflowArgs {
   threadId: string;
   kind: ThreadKind;
-  parentThreadId?: string;
   options?: ThreadOptions;
-  /** For spawned threads: where they attach to the parent. */
+  /** For spawned threads: where they attach to the parent (which `parentThreadId` names). */
   spawn?: SpawnPoint;
   /** For spawned threads, first run only. */
   seed?: ThreadSeed;
@@ -71,6 +70,8 @@ export interface CarriedState {
   carry: StoredItem[];
   dropped: Partial<Record<DropReason, number>>;
   lastUsage?: TokenUsage;
+  lastText?: string;
+  lastError?: string;
   runs: number;
 }
 
@@ -119,6 +120,8 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     timers: c?.timers ?? [],
     dropped: c?.dropped ?? {},
     lastUsage: c?.lastUsage,
+    lastText: c?.lastText,
+    lastError: c?.lastError,
     runs: (c?.runs ?? 0) + 1,
   };
 }
@@ -148,6 +151,8 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     carry: s.carry,
     dropped: s.dropped,
     lastUsage: s.lastUsage,
+    lastText: s.lastText,
+    lastError: s.lastError,
     runs: s.runs,
   };
 }

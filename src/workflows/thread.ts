@@ -76,7 +76,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       subscriptions: Object.fromEntries(st.prep.subscriptions),
       children: [...st.children.keys()],
     };
-    if (args.parentThreadId) s.parentThreadId = args.parentThreadId;
+    if (args.spawn) s.parentThreadId = args.spawn.parentThreadId;
     if (st.lastUsage) s.lastUsage = st.lastUsage;
     if (st.lastError) s.lastError = st.lastError;
     return s;
@@ -138,7 +138,6 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       expectedLength: st.length,
       subscriptions: [...st.prep.subscriptions.keys()],
     };
-    if (args.parentThreadId) input.parentThreadId = args.parentThreadId;
     if (args.spawn) input.spawn = args.spawn;
     const scope = new CancellationScope();
     let done = false;
