@@ -41,6 +41,7 @@ export interface TestSystemOptions {
   tools?: Tool[];
   maxCachedWorkflows?: number;
   completionPolicy?: Partial<CompletionPolicy>;
+  compactionThreshold?: number;
   threadOptions?: ThreadOptions;
   /** Start no worker (e.g. when a separate process runs it). */
   noWorker?: boolean;
@@ -76,6 +77,7 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
         tools: options.tools,
         onEvent: (e) => events.emit(e),
         completionPolicy: { ...FAST_POLICY, ...options.completionPolicy },
+        compactionThreshold: options.compactionThreshold,
         maxCachedWorkflows: options.maxCachedWorkflows,
         workflowBundle: { codePath: inject('workflowBundlePath') },
       });

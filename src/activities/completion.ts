@@ -12,9 +12,9 @@ import {
   invalidJsonArgumentsError,
   unknownToolError,
 } from '../core/texts';
-import type { HistoryItem, ThreadEvent, TokenUsage, ToolResultContent } from '../core/types';
+import { addUsage, type HistoryItem, type ThreadEvent, type TokenUsage, type ToolResultContent } from '../core/types';
 import { projectHistory } from '../model/projection';
-import type { ModelProvider, ModelStreamPart, ToolSpec } from '../model/provider';
+import { ModelStreamEndedError, type ModelProvider, type ModelStreamPart, type ToolSpec } from '../model/provider';
 import type { Tool, ToolContext } from '../tools/tool';
 import { BUILTIN_TOOLS } from '../core/builtin-tools';
 import type { RuntimeAction } from '../core/slice-protocol';
@@ -76,7 +76,10 @@ export interface CompletionOutput {
   buffer: TurnBuffer;
   asyncCall?: AsyncCall;
   answeredCallIds: string[];
+  /** Summed over the slice's model rounds. */
   usage?: TokenUsage;
+  /** Usage of the last round alone: how full the context window was. */
+  lastRoundUsage?: TokenUsage;
   error?: string;
   interrupted: boolean;
   /** A runtime tool for the workflow to carry out; its call is `asyncCall`. */
@@ -91,7 +94,7 @@ class StreamTimeout extends Error {}
 
 const RATE_LIMIT = ['please wait before trying again', 'please try again'];
 const TRANSIENT = ['unexpected end of stream', 'unexpected error when processing the request', 'is unable to process your request'];
-const TRANSIENT_CHUNK = ['unexpected end of stream', 'unexpected error when processing the request'];
+const TRANSIENT_CHUNK = ['unexpected end of stream', 'unexpected error when processing the request', 'overloaded'];
 
 function statusOf(e: unknown): number | undefined {
   const s = (e as { statusCode?: unknown } | null)?.statusCode;
@@ -121,6 +124,50 @@ async function within<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promis
     clearTimeout(timer);
     if (onAbort) signal.removeEventListener('abort', onAbort);
   }
+}
+
+interface RetryDecision {
+  /** False: give up at once with `giveUpError`. */
+  retry: boolean;
+  info: string;
+  waitMs: number;
+  giveUpError: string;
+}
+
+/** `Retry-After` in seconds or as an HTTP date, capped; undefined when absent or unreadable. */
+function retryAfterMs(e: unknown): number | undefined {
+  const headers = (e as { responseHeaders?: Record<string, string> } | null)?.responseHeaders;
+  const raw = headers?.['retry-after'] ?? headers?.['Retry-After'];
+  if (raw === undefined) return undefined;
+  const seconds = Number(raw);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(raw) - Date.now();
+  return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS) : undefined;
+}
+
+const MAX_RETRY_AFTER_MS = 5 * 60_000;
+
+/** The reference's retry table (§2.6), plus HTTP status codes and `Retry-After` where the provider gives them. */
+function classifyFailure(failure: unknown, received: boolean, policy: CompletionPolicy): RetryDecision {
+  const unexpectedEnd = { retry: true, info: 'Stream error (unexpected end), retrying...', waitMs: policy.unexpectedEndWaitMs };
+  if (failure === undefined || failure instanceof ModelStreamEndedError) return { ...unexpectedEnd, giveUpError: 'Stream timed out' };
+  if (failure instanceof StreamTimeout) {
+    return received
+      ? { retry: true, info: 'Stream error (timeout), retrying...', waitMs: 0, giveUpError: 'Stream timed out' }
+      : { retry: true, info: 'Stream error (timeout initiating request), retrying...', waitMs: 0, giveUpError: 'Timed out initiating request' };
+  }
+  const msg = messageOf(failure);
+  const status = statusOf(failure);
+  if (received) {
+    return includesAny(msg, TRANSIENT_CHUNK) ? { ...unexpectedEnd, giveUpError: msg } : { retry: false, info: '', waitMs: 0, giveUpError: msg };
+  }
+  if (status === 429 || includesAny(msg, RATE_LIMIT)) {
+    const waitMs = retryAfterMs(failure) ?? policy.rateLimitWaitMs;
+    return { retry: true, info: `Stream error (rate limit), retrying after ${Math.ceil(waitMs / 1000)} seconds...`, waitMs, giveUpError: msg };
+  }
+  if ((status !== undefined && (status >= 500 || status === 408)) || includesAny(msg, TRANSIENT)) {
+    return { retry: true, info: `Stream error (${msg}), retrying...`, waitMs: retryAfterMs(failure) ?? policy.transientWaitMs, giveUpError: msg };
+  }
+  return { retry: false, info: '', waitMs: 0, giveUpError: msg };
 }
 
 export async function runCompletion(input: CompletionInput): Promise<CompletionOutput> {
@@ -245,7 +292,10 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
           if (part.type === 'finish') {
             endThinking();
             buffer.flush();
-            if (part.usage) out.usage = part.usage;
+            if (part.usage) {
+              out.usage = addUsage(out.usage, part.usage);
+              out.lastRoundUsage = part.usage;
+            }
             finished = true;
             break;
           }
@@ -301,35 +351,11 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
         buffer.flushTrimmed();
         return { error };
       };
-      let wait: number;
-      if (failure === undefined || failure instanceof StreamTimeout) {
-        const initiating = failure instanceof StreamTimeout && !received;
-        if (retries >= policy.maxRetries) return giveUp(initiating ? 'Timed out initiating request' : 'Stream timed out');
-        emit({
-          type: 'info',
-          text: initiating
-            ? 'Stream error (timeout initiating request), retrying...'
-            : failure
-              ? 'Stream error (timeout), retrying...'
-              : 'Stream error (unexpected end), retrying...',
-        });
-        wait = initiating || failure ? 0 : policy.unexpectedEndWaitMs;
-      } else {
-        const msg = messageOf(failure);
-        if (retries >= policy.maxRetries) return giveUp(msg);
-        if (!received && (statusOf(failure) === 429 || includesAny(msg, RATE_LIMIT))) {
-          emit({ type: 'info', text: `Stream error (rate limit), retrying after ${Math.round(policy.rateLimitWaitMs / 1000)} seconds...` });
-          wait = policy.rateLimitWaitMs;
-        } else if (!received && includesAny(msg, TRANSIENT)) {
-          emit({ type: 'info', text: `Stream error (${msg}), retrying...` });
-          wait = policy.transientWaitMs;
-        } else if (received && includesAny(msg, TRANSIENT_CHUNK)) {
-          emit({ type: 'info', text: 'Stream error (unexpected end), retrying...' });
-          wait = policy.unexpectedEndWaitMs;
-        } else {
-          return giveUp(msg);
-        }
-      }
+      const decision = classifyFailure(failure, received, policy);
+      if (retries >= policy.maxRetries) return giveUp(decision.giveUpError);
+      if (decision.retry === false) return giveUp(decision.giveUpError);
+      emit({ type: 'info', text: decision.info });
+      const wait = decision.waitMs;
       buffer.discard();
       retries++;
       try {

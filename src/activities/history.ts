@@ -1,9 +1,9 @@
 /**
- * Loading a thread's effective history: what it inherited from its ancestors up to each spawn point, then its own
- * items (reference spec §6.5, without compaction yet). Also fills in the synthetic `receive_event__injected` calls
- * whose original call lives in that history.
+ * Loading a thread's effective history (reference spec §6.5): what it inherited from its ancestors up to each spawn
+ * point, then its own items, with compaction summaries standing in for what they cover. Also fills in the synthetic
+ * `receive_event__injected` calls whose original call lives in the thread's full (uncompacted) history.
  */
-import { INJECTED_TOOL_NAME } from '../core/texts';
+import { compactedSummary, INJECTED_TOOL_NAME } from '../core/texts';
 import type { HistoryItem, StoredItem } from '../core/types';
 import type { ConversationStore, ThreadRecord } from '../store/conversation-store';
 
@@ -21,13 +21,44 @@ export async function threadChain(store: ConversationStore, threadId: string): P
   return chain;
 }
 
-/** The items a thread inherited from its ancestors (empty for a root). */
+/** The items a thread inherited from its ancestors, uncompacted (empty for a root). */
 export async function inheritedHistory(store: ConversationStore, chain: readonly ThreadRecord[]): Promise<StoredItem[]> {
   const out: StoredItem[] = [];
   for (let i = 0; i < chain.length - 1; i++) {
     const cutoff = chain[i + 1]!.spawnOrder ?? 0;
     out.push(...(await store.load(chain[i]!.threadId, 0, cutoff)));
   }
+  return out;
+}
+
+const summaryItem = (summary: string): HistoryItem => ({ kind: 'assistant', text: compactedSummary(summary) });
+
+/**
+ * What the model sees of a thread whose own committed items are `own` (reference spec §6.5):
+ * - the thread's own latest summary, then its items from the summary's end (ancestors are inside the summary);
+ * - else the nearest ancestor summary that lies within what the thread inherited, then everything after it;
+ * - else everything inherited, then its own items.
+ * A child spawned before its parent compacted has a cutoff below the summary's end, so it keeps its exact inheritance.
+ */
+export async function modelView(store: ConversationStore, chain: readonly ThreadRecord[], own: readonly StoredItem[]): Promise<HistoryItem[]> {
+  const self = chain[chain.length - 1]!;
+  const mine = await store.latestSummary(self.threadId);
+  if (mine) return [summaryItem(mine.summary), ...own.slice(mine.upTo).map((s) => s.item)];
+  const out: HistoryItem[] = [];
+  let start = 0;
+  for (let i = chain.length - 2; i >= 0; i--) {
+    const cutoff = chain[i + 1]!.spawnOrder ?? 0;
+    const s = await store.latestSummary(chain[i]!.threadId, cutoff);
+    if (s) {
+      out.push(summaryItem(s.summary), ...(await store.load(chain[i]!.threadId, s.upTo, cutoff)).map((x) => x.item));
+      start = i + 1;
+      break;
+    }
+  }
+  for (let i = start; i < chain.length - 1; i++) {
+    out.push(...(await store.load(chain[i]!.threadId, 0, chain[i + 1]!.spawnOrder ?? 0)).map((x) => x.item));
+  }
+  out.push(...own.map((s) => s.item));
   return out;
 }
 

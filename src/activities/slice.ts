@@ -5,16 +5,16 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { messageIds } from '../core/ids';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
-import { DEFAULT_SYSTEM_PROMPT, INTERRUPT_PREFIX, systemPromptSuffix, TOOL_CALL_FAILED } from '../core/texts';
-import type { InputMessage, StoredItem, ThreadEvent } from '../core/types';
+import { AUTO_COMPACTION_TRIGGERED, DEFAULT_SYSTEM_PROMPT, INTERRUPT_PREFIX, systemPromptSuffix, TOOL_CALL_FAILED } from '../core/texts';
+import { contextTokens, type InputMessage, type StoredItem, type ThreadEvent, type ThreadKind, type TokenUsage } from '../core/types';
 import { firstText } from '../model/projection';
 import type { ModelProvider } from '../model/provider';
-import { CommitConflictError, type ConversationStore } from '../store/conversation-store';
+import { CommitConflictError, type ConversationStore, type NewSummary, type ThreadRecord } from '../store/conversation-store';
 import { toolResult } from '../tools/messages';
 import type { Tool, ToolContext } from '../tools/tool';
 import { BUILTIN_TOOL_NAMES } from '../core/builtin-tools';
-import { type AsyncCall, type CompletionPolicy, DEFAULT_COMPLETION_POLICY, runCompletion } from './completion';
-import { inheritedHistory, resolveInjected, threadChain } from './history';
+import { type AsyncCall, type CompletionOutput, type CompletionPolicy, DEFAULT_COMPLETION_POLICY, runCompletion } from './completion';
+import { inheritedHistory, modelView, resolveInjected, threadChain } from './history';
 
 export interface SliceDependencies {
   store: ConversationStore;
@@ -27,6 +27,11 @@ export interface SliceDependencies {
   /** Replaces the default system prompt (the thread-id suffix is always added). */
   systemPrompt?: string;
   completionPolicy?: Partial<CompletionPolicy>;
+  /**
+   * Fraction of the model's context window (`model.contextWindow`) above which a thread compacts itself
+   * (default 0.75; 0 turns automatic compaction off).
+   */
+  compactionThreshold?: number;
   /** How often the slice heartbeats (default 1 s); heartbeats carry crash detection and cancellation. */
   heartbeatIntervalMs?: number;
 }
@@ -51,6 +56,25 @@ export function createSliceActivities(deps: SliceDependencies) {
     if (BUILTIN_TOOL_NAMES.has(t.name)) throw new TypeError(`tool name '${t.name}' is reserved for a built-in runtime tool`);
   }
   const tools = new Map(deps.tools.map((t) => [t.name, t]));
+  const threshold = deps.compactionThreshold ?? 0.75;
+  const window = deps.model.contextWindow;
+
+  /** Did the last request fill more of the context window than the threshold (reference spec §6.1)? */
+  const overThreshold = (kind: ThreadKind, usage: TokenUsage | undefined): boolean => {
+    const used = usage && contextTokens(usage);
+    return kind !== 'compaction' && threshold > 0 && !!window && used !== undefined && used > window * threshold;
+  };
+
+  /**
+   * The summary a compaction thread leaves for its parent: its `close_thread` report or, if it just answered, that
+   * answer. Saved with the commit, so a summary exists exactly when the closing slice committed.
+   */
+  const compactionSummary = (record: ThreadRecord, out: CompletionOutput, lastText: string | undefined): NewSummary | undefined => {
+    if (record.kind !== 'compaction' || !record.parentThreadId || out.error || out.interrupted) return undefined;
+    const report = out.action?.type === 'close' ? out.action.report : !out.asyncCall && !out.action ? lastText : undefined;
+    if (report === undefined) return undefined;
+    return { threadId: record.parentThreadId, sourceThreadId: record.threadId, upTo: record.spawnOrder ?? 0, summary: report };
+  };
   const policy: CompletionPolicy = { ...DEFAULT_COMPLETION_POLICY, ...deps.completionPolicy };
   const emit = (e: ThreadEvent) => {
     try {
@@ -118,8 +142,9 @@ export function createSliceActivities(deps: SliceDependencies) {
     }
     const chain = await threadChain(deps.store, threadId);
     const inherited = await inheritedHistory(deps.store, chain);
-    const before = [...inherited, ...committed].map((s) => s.item);
-    const append = resolveInjected(before, input.append);
+    // Original calls are looked up in the full history: a summary must not orphan a late report or event.
+    const append = resolveInjected([...inherited, ...committed].map((s) => s.item), input.append);
+    const view = await modelView(deps.store, chain, committed);
 
     const ctx = Context.current();
     // No heartbeat at the start: most slices finish well within the interval, and each heartbeat is a server call.
@@ -132,7 +157,7 @@ export function createSliceActivities(deps: SliceDependencies) {
         threadId,
         sliceId,
         system: (deps.systemPrompt ?? DEFAULT_SYSTEM_PROMPT) + systemPromptSuffix(threadId, record.rootThreadId),
-        history: [...before, ...append.map((s) => s.item)],
+        history: [...view, ...append.map((s) => s.item)],
         tools,
         model: deps.model,
         policy,
@@ -154,6 +179,7 @@ export function createSliceActivities(deps: SliceDependencies) {
       });
       const items = [...append, ...out.buffer.flushed];
       const lastText = [...items].reverse().find((s) => s.item.kind === 'assistant')?.item;
+      const summary = compactionSummary(record, out, lastText?.kind === 'assistant' ? lastText.text : undefined);
       const result: SliceResult = {
         sliceId,
         length: committed.length + items.length,
@@ -167,13 +193,27 @@ export function createSliceActivities(deps: SliceDependencies) {
       if (out.error) result.error = out.error;
       if (out.action) result.action = out.action;
       if (out.cancelledSubscriptions.length > 0) result.cancelledSubscriptions = out.cancelledSubscriptions;
+      if (summary) {
+        // A compaction thread that answered in text instead of closing: its answer is the summary; close it.
+        if (!result.action) result.action = { type: 'close', callId: `${sliceId}-summary` };
+      } else if (overThreshold(record.kind, out.lastRoundUsage)) {
+        result.compact = true;
+        emit({ threadId, type: 'info', text: AUTO_COMPACTION_TRIGGERED });
+      }
 
-      const outcome = await deps.store.commit({ threadId, sliceId, expectedLength: input.expectedLength, items, result });
+      const outcome = await deps.store.commit({
+        threadId,
+        sliceId,
+        expectedLength: input.expectedLength,
+        items,
+        result,
+        ...(summary && { summary }),
+      });
       if (outcome === 'duplicate') {
         // A zombie attempt of this slice committed first: its result is the one that counts.
         return replayCommitted(input, (await deps.store.findSlice(threadId, sliceId))!);
       }
-      if (out.action?.type === 'close') await deps.store.markClosed(threadId);
+      if (result.action?.type === 'close') await deps.store.markClosed(threadId);
       emit({ threadId, type: 'completion_finished', sliceId, usage: out.usage });
       if (out.asyncCall) result.followUps = await dispatch(threadId, record.rootThreadId, out.asyncCall);
       emit({ threadId, type: 'status', status: result.pendingCall ? 'waiting_tool' : 'idle' });

@@ -6,6 +6,7 @@ import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/c
 import type { AgentStatus, HistoryItem, InputMessage, ThreadEvent, ThreadKind, ThreadStatus } from '../core/types';
 import type { ConversationStore } from '../store/conversation-store';
 import { userText } from '../tools/messages';
+import { compactionInput } from '../core/inputs';
 import type { LocalEventHub } from '../worker/event-hub';
 import { inputSignal, searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE, waitForIdleUpdate } from '../workflows/definitions';
 import type { ThreadOptions, ThreadWorkflowArgs } from '../workflows/state';
@@ -171,6 +172,16 @@ export class ThreadHandle {
 
   status(): Promise<ThreadStatus> {
     return this.workflow.query(statusQuery);
+  }
+
+  /**
+   * Compacts the history now (reference spec §6): a compaction thread summarizes it, and later completions see the
+   * summary instead of what it covers. Ignored while a compaction is already running. Throws
+   * {@link ThreadNotFoundError} or {@link ThreadClosedError} when the thread cannot take it.
+   */
+  async compact(id: string = randomUUID()): Promise<void> {
+    const r = await this.agents.deliver(compactionInput(id, this.threadId));
+    if (!r.delivered) throw new ThreadClosedError(this.threadId);
   }
 
   /** Resolves when nothing is running or queued (the thread may still await a tool unless `settled`). */

@@ -19,3 +19,13 @@ export function resultInput(threadId: string, toolCallId: string, content: strin
 export function syntheticInput(id: string, threadId: string, synthetic: SyntheticKind & { toolCallId: string }, text: string): InputMessage {
   return { id, threadId, content: { type: 'tool_result', toolCallId: synthetic.toolCallId, content: textContent(text) }, synthetic };
 }
+
+/** Asks a thread to compact its history (reference spec §6.1); automatic or from `thread.compact()`. */
+export function compactionInput(id: string, threadId: string): InputMessage {
+  return { id, threadId, content: { type: 'text', text: '' }, synthetic: { type: 'compaction' } };
+}
+
+/** A compaction thread tells its parent that it finished (reference spec §6.3). */
+export function compactionCompleteInput(id: string, threadId: string, text: string): InputMessage {
+  return { id, threadId, content: { type: 'tool_result', toolCallId: '', content: textContent(text) }, synthetic: { type: 'compaction_complete' } };
+}

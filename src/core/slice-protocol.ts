@@ -45,6 +45,7 @@ export interface SliceResult {
   answeredCallIds: string[];
   /** Inputs for this same thread produced by dispatch (the error result of a tool whose `execute` threw). */
   followUps: InputMessage[];
+  /** Tokens used by all of this slice's model requests. */
   usage?: TokenUsage;
   /** The last assistant text, shortened, for the Temporal UI. */
   lastText?: string;
@@ -56,4 +57,6 @@ export interface SliceResult {
   action?: RuntimeAction;
   /** Subscriptions ended by `cancel_subscription` in this slice. */
   cancelledSubscriptions?: string[];
+  /** The last model request filled the context window past the compaction threshold. */
+  compact?: true;
 }

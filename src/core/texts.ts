@@ -103,3 +103,27 @@ export function eventChildSeed(childId: string, parentId: string): string {
     `send a report to your parent.`
   );
 }
+
+// ---- Compaction (reference spec §6) ----
+
+/** The synthetic call that opens a compaction thread. */
+export const COMPACTION_TOOL_NAME = '__harness_begin_compaction__';
+
+export function compactionInstructions(childThreadId: string): string {
+  return (
+    'This tool call was synthetically injected by the harness. You are now INSIDE a compaction thread. You can see the full ' +
+    'conversation history inherited from your parent thread, including all ancestor thread context. Summarize ALL of this ' +
+    'content into a concise but comprehensive summary that preserves: all important context, decisions made, current task ' +
+    'progress, relevant code changes and file paths, and any pending work. Then call close_thread with your thread ID ' +
+    `(${childThreadId}) and include the summary in report_to_parent.`
+  );
+}
+
+/** The history item that stands for everything a summary covers. */
+export function compactedSummary(summary: string): string {
+  return `[Compacted conversation summary]\n${summary}`;
+}
+
+export const COMPACTION_COMPLETE = 'Compaction complete';
+
+export const AUTO_COMPACTION_TRIGGERED = '✦ Auto-compaction triggered (context > 75%)';

@@ -86,6 +86,26 @@ export interface TokenUsage {
   totalTokens?: number;
 }
 
+/** Adds usage counts; a count stays undefined only if it is undefined on both sides. */
+export function addUsage(a: TokenUsage | undefined, b: TokenUsage | undefined): TokenUsage | undefined {
+  if (!a) return b && { ...b };
+  if (!b) return { ...a };
+  const sum = (x?: number, y?: number) => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0));
+  const out: TokenUsage = {};
+  const input = sum(a.inputTokens, b.inputTokens);
+  const output = sum(a.outputTokens, b.outputTokens);
+  const total = sum(a.totalTokens, b.totalTokens);
+  if (input !== undefined) out.inputTokens = input;
+  if (output !== undefined) out.outputTokens = output;
+  if (total !== undefined) out.totalTokens = total;
+  return out;
+}
+
+/** Tokens the last model request occupied: what compaction compares with the context window. */
+export function contextTokens(u: TokenUsage): number | undefined {
+  return u.totalTokens ?? (u.inputTokens !== undefined ? u.inputTokens + (u.outputTokens ?? 0) : undefined);
+}
+
 /** Why an input was dropped without reaching history. */
 export type DropReason =
   | 'closed'
@@ -120,7 +140,12 @@ export interface ThreadStatus {
   subscriptions: Record<string, string>;
   /** Child thread ids. */
   children: string[];
+  /** Usage of the last slice. */
   lastUsage?: TokenUsage;
+  /** Usage of all slices so far, across continue-as-new. */
+  usage?: TokenUsage;
+  /** Compactions finished so far, and the compaction thread at work now (reference spec §6). */
+  compaction: { completed: number; running?: string };
   /** Set when the last slice failed for good; cleared by the next successful one. */
   lastError?: string;
 }

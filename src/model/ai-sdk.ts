@@ -11,10 +11,12 @@ import type {
   LanguageModelV3Prompt,
   LanguageModelV3StreamPart,
   LanguageModelV3ToolResultOutput,
+  SharedV3ProviderMetadata,
   SharedV3ProviderOptions,
 } from '@ai-sdk/provider';
 import type { ToolResultContent } from '../core/types';
-import type { ModelMessage, ModelProvider, ModelRequest, ModelStreamPart } from './provider';
+import { APICallError } from '@ai-sdk/provider';
+import { ModelStreamEndedError, type ModelMessage, type ModelProvider, type ModelRequest, type ModelStreamPart } from './provider';
 
 export interface AiSdkModelOptions {
   contextWindow?: number;
@@ -92,13 +94,22 @@ class AiSdkModel implements ModelProvider {
       abortSignal: signal,
       providerOptions: this.options.providerOptions,
     });
-    const reasoning = new Map<string, string>();
+    const reasoning = new Map<string, ReasoningBlock>();
     const reader = stream.getReader();
     try {
       for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        yield* translate(value, reasoning);
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (e) {
+          // Provider errors arrive as parts or with an HTTP status; a read that throws otherwise is the transport
+          // (socket closed, body cut), which the SDK may wrap as "Failed to process successful response".
+          if (signal.aborted || (APICallError.isInstance(e) && (e.statusCode ?? 0) >= 400)) throw e;
+          throw new ModelStreamEndedError(e instanceof Error ? e.message : String(e), { cause: e });
+        }
+        if (next.done) throw new ModelStreamEndedError('the stream closed without a finish event');
+        yield* translate(next.value, reasoning);
+        if (next.value.type === 'finish') return;
       }
     } finally {
       reader.releaseLock();
@@ -106,23 +117,40 @@ class AiSdkModel implements ModelProvider {
   }
 }
 
-function* translate(part: LanguageModelV3StreamPart, reasoning: Map<string, string>): Generator<ModelStreamPart> {
+interface ReasoningBlock {
+  text: string;
+  metadata?: SharedV3ProviderMetadata;
+}
+
+function mergeMetadata(a: SharedV3ProviderMetadata | undefined, b: SharedV3ProviderMetadata): SharedV3ProviderMetadata {
+  const out: SharedV3ProviderMetadata = { ...a };
+  for (const [provider, values] of Object.entries(b)) out[provider] = { ...out[provider], ...values };
+  return out;
+}
+
+function* translate(part: LanguageModelV3StreamPart, reasoning: Map<string, ReasoningBlock>): Generator<ModelStreamPart> {
   switch (part.type) {
     case 'text-delta':
       if (part.delta) yield { type: 'text-delta', text: part.delta };
       return;
     case 'reasoning-start':
-      reasoning.set(part.id, '');
+      reasoning.set(part.id, { text: '', metadata: part.providerMetadata });
       return;
-    case 'reasoning-delta':
-      reasoning.set(part.id, (reasoning.get(part.id) ?? '') + part.delta);
+    case 'reasoning-delta': {
+      const block = reasoning.get(part.id) ?? { text: '' };
+      block.text += part.delta;
+      // Anthropic sends the signature as a metadata-only delta; OpenAI puts the encrypted content on start/end.
+      if (part.providerMetadata) block.metadata = mergeMetadata(block.metadata, part.providerMetadata);
+      reasoning.set(part.id, block);
       if (part.delta) yield { type: 'reasoning-delta', text: part.delta };
       return;
+    }
     case 'reasoning-end': {
-      // Only blocks the provider signed need to go back on the next turn.
-      const text = reasoning.get(part.id) ?? '';
+      const block = reasoning.get(part.id) ?? { text: '' };
       reasoning.delete(part.id);
-      if (part.providerMetadata) yield { type: 'reasoning', text, providerMetadata: part.providerMetadata };
+      const metadata = part.providerMetadata ? mergeMetadata(block.metadata, part.providerMetadata) : block.metadata;
+      // Only blocks the provider signed or identified need to go back on the next turn.
+      if (metadata) yield { type: 'reasoning', text: block.text, providerMetadata: metadata };
       return;
     }
     case 'tool-input-start':
@@ -135,6 +163,11 @@ function* translate(part: LanguageModelV3StreamPart, reasoning: Map<string, stri
       yield { type: 'tool-call', id: part.toolCallId, name: part.toolName, input: part.input };
       return;
     case 'finish':
+      // Some providers emit `finish` when their stream merely ends; without a reason from the wire, the
+      // provider's final event never came.
+      if (part.finishReason.unified === 'other' && part.finishReason.raw === undefined) {
+        throw new ModelStreamEndedError('the provider sent no final event');
+      }
       yield {
         type: 'finish',
         usage: {

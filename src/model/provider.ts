@@ -50,3 +50,14 @@ export interface ModelProvider {
    */
   stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart>;
 }
+
+/**
+ * The transport ended before the provider's final event: the connection dropped, or the body ended early.
+ * The slice discards the partial turn and retries (reference spec §2.6, "stream ended without Final").
+ */
+export class ModelStreamEndedError extends Error {
+  override readonly name = 'ModelStreamEndedError';
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`unexpected end of stream: ${detail}`, options);
+  }
+}

@@ -27,6 +27,21 @@ export interface CommitRequest {
   items: StoredItem[];
   /** Recorded with the commit and returned to retries of the same slice. */
   result: SliceResult;
+  /** A compaction summary saved in the same transaction (a compaction thread closing with its report). */
+  summary?: NewSummary;
+}
+
+/** A compaction summary of a thread's own items `[0, upTo)` (reference spec §6.3). */
+export interface Summary {
+  summary: string;
+  upTo: number;
+}
+
+export interface NewSummary extends Summary {
+  /** The thread whose history was summarized. */
+  threadId: string;
+  /** The compaction thread that wrote it: saving again from the same source replaces, never duplicates. */
+  sourceThreadId: string;
 }
 
 /** The thread's history changed under a slice: someone else committed. Not retryable. */
@@ -56,5 +71,7 @@ export interface ConversationStore {
    * `'duplicate'`; a length mismatch throws {@link CommitConflictError}.
    */
   commit(request: CommitRequest): Promise<'committed' | 'duplicate'>;
+  /** The most recently saved summary of the thread, optionally only among those with `upTo <= maxUpTo`. */
+  latestSummary(threadId: string, maxUpTo?: number): Promise<Summary | undefined>;
   close(): Promise<void>;
 }

@@ -5,6 +5,7 @@ import {
   type CommitRequest,
   type ConversationStore,
   type NewThreadRecord,
+  type Summary,
   type ThreadRecord,
 } from './conversation-store';
 
@@ -13,6 +14,8 @@ export class InMemoryConversationStore implements ConversationStore {
   private readonly threads = new Map<string, ThreadRecord>();
   private readonly items = new Map<string, StoredItem[]>();
   private readonly slices = new Map<string, SliceResult>();
+  /** Per thread, in saving order; a re-save from the same source replaces in place. */
+  private readonly summaries = new Map<string, (Summary & { sourceThreadId: string })[]>();
 
   async ensureThread(record: NewThreadRecord): Promise<ThreadRecord> {
     const existing = this.threads.get(record.threadId);
@@ -53,7 +56,20 @@ export class InMemoryConversationStore implements ConversationStore {
     list.push(...structuredClone(req.items));
     this.items.set(req.threadId, list);
     this.slices.set(key, structuredClone(req.result));
+    if (req.summary) {
+      const { threadId, sourceThreadId, summary, upTo } = req.summary;
+      const list = this.summaries.get(threadId) ?? [];
+      const existing = list.find((s) => s.sourceThreadId === sourceThreadId);
+      if (existing) Object.assign(existing, { summary, upTo });
+      else list.push({ sourceThreadId, summary, upTo });
+      this.summaries.set(threadId, list);
+    }
     return 'committed';
+  }
+
+  async latestSummary(threadId: string, maxUpTo = Number.MAX_SAFE_INTEGER): Promise<Summary | undefined> {
+    const found = (this.summaries.get(threadId) ?? []).filter((s) => s.upTo <= maxUpTo).pop();
+    return found && { summary: found.summary, upTo: found.upTo };
   }
 
   async close(): Promise<void> {}

@@ -6,6 +6,7 @@ import {
   type CommitRequest,
   type ConversationStore,
   type NewThreadRecord,
+  type Summary,
   type ThreadRecord,
 } from './conversation-store';
 
@@ -37,6 +38,14 @@ const MIGRATIONS: readonly string[] = [
      committed_at INTEGER NOT NULL,
      PRIMARY KEY (thread_id, slice_id)
    ) WITHOUT ROWID;`,
+  // Compaction summaries; "latest" is the highest rowid, which an upsert from the same source keeps.
+  `CREATE TABLE summaries (
+     thread_id TEXT NOT NULL,
+     source_thread_id TEXT NOT NULL,
+     up_to INTEGER NOT NULL,
+     summary TEXT NOT NULL,
+     UNIQUE (thread_id, source_thread_id)
+   );`,
 ];
 
 interface ThreadRow {
@@ -97,6 +106,13 @@ export class SqliteConversationStore implements ConversationStore {
       ),
       insertItem: this.db.prepare('INSERT INTO items (thread_id, position, message_id, slice_id, item) VALUES (?, ?, ?, ?, ?)'),
       insertSlice: this.db.prepare('INSERT INTO slices (thread_id, slice_id, result, committed_at) VALUES (?, ?, ?, ?)'),
+      saveSummary: this.db.prepare(
+        `INSERT INTO summaries (thread_id, source_thread_id, up_to, summary) VALUES (@threadId, @sourceThreadId, @upTo, @summary)
+         ON CONFLICT (thread_id, source_thread_id) DO UPDATE SET up_to = excluded.up_to, summary = excluded.summary`,
+      ),
+      latestSummary: this.db.prepare<[string, number], { summary: string; up_to: number }>(
+        'SELECT summary, up_to FROM summaries WHERE thread_id = ? AND up_to <= ? ORDER BY rowid DESC LIMIT 1',
+      ),
     };
   }
 
@@ -156,11 +172,17 @@ export class SqliteConversationStore implements ConversationStore {
         this.stmts.insertItem.run(req.threadId, length + i, s.messageId, req.sliceId, JSON.stringify(s.item)),
       );
       this.stmts.insertSlice.run(req.threadId, req.sliceId, JSON.stringify(req.result), Date.now());
+      if (req.summary) this.stmts.saveSummary.run(req.summary);
       return 'committed';
     }).immediate();
 
   async commit(req: CommitRequest): Promise<'committed' | 'duplicate'> {
     return this.commitTx(req);
+  }
+
+  async latestSummary(threadId: string, maxUpTo = Number.MAX_SAFE_INTEGER): Promise<Summary | undefined> {
+    const row = this.stmts.latestSummary.get(threadId, maxUpTo);
+    return row && { summary: row.summary, upTo: row.up_to };
   }
 
   async close(): Promise<void> {

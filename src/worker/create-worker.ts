@@ -26,6 +26,11 @@ export interface AgentWorkerOptions {
   systemPrompt?: string;
   completionPolicy?: Partial<CompletionPolicy>;
   /**
+   * Fraction of the model's context window above which a thread compacts itself (default 0.75; 0 = never).
+   * Needs `model.contextWindow`.
+   */
+  compactionThreshold?: number;
+  /**
    * Workflows kept in the worker's cache (default 100). Idle threads beyond this are evicted and replayed from
    * Temporal's history when they wake; nothing idle needs to stay in memory.
    */
@@ -63,6 +68,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     emit: options.onEvent ?? (() => {}),
     systemPrompt: options.systemPrompt,
     completionPolicy: options.completionPolicy,
+    compactionThreshold: options.compactionThreshold,
   });
   const worker = await Worker.create({
     connection: options.connection,

@@ -11,7 +11,7 @@ import {
   uuid4,
 } from '@temporalio/workflow';
 import type { EventChildRequest } from '../core/prepare';
-import { resultInput, syntheticInput } from '../core/inputs';
+import { compactionCompleteInput, resultInput, syntheticInput } from '../core/inputs';
 import type { RuntimeAction, SpawnPoint } from '../core/slice-protocol';
 import * as T from '../core/texts';
 import type { InputMessage, ThreadKind } from '../core/types';
@@ -38,7 +38,7 @@ async function signalThread(threadId: string, message: InputMessage): Promise<bo
   }
 }
 
-async function startThread(ctx: ActionContext, childId: string, kind: ThreadKind, spawn: SpawnPoint, seed: ThreadSeed): Promise<void> {
+export async function startThread(ctx: ActionContext, childId: string, kind: ThreadKind, spawn: SpawnPoint, seed: ThreadSeed): Promise<void> {
   const args: ThreadWorkflowArgs = { threadId: childId, kind, spawn, seed };
   if (ctx.args.options) args.options = ctx.args.options;
   await startChild(THREAD_WORKFLOW_TYPE, {
@@ -99,6 +99,12 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
     }
     case 'close': {
       const spawn = args.spawn!;
+      if (args.kind === 'compaction') {
+        // The summary is already in the store (saved with the closing commit); the parent only needs to know.
+        await signalThread(spawn.parentThreadId, compactionCompleteInput(action.callId, spawn.parentThreadId, T.COMPACTION_COMPLETE));
+        st.prep.closed = true;
+        return true;
+      }
       const text =
         args.kind === 'event'
           ? action.report === undefined

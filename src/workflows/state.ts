@@ -70,9 +70,18 @@ export interface CarriedState {
   carry: StoredItem[];
   dropped: Partial<Record<DropReason, number>>;
   lastUsage?: TokenUsage;
+  usage?: TokenUsage;
+  compaction?: CompactionState;
   lastText?: string;
   lastError?: string;
   runs: number;
+}
+
+export interface CompactionState {
+  /** The compaction child now summarizing this thread. */
+  running?: string;
+  /** Compactions finished so far. */
+  completed: number;
 }
 
 export interface ThreadState {
@@ -91,6 +100,9 @@ export interface ThreadState {
   timers: SleepTimer[];
   dropped: Partial<Record<DropReason, number>>;
   lastUsage?: TokenUsage;
+  /** Tokens used by all slices of this thread, across continue-as-new. */
+  usage?: TokenUsage;
+  compaction: CompactionState;
   lastText?: string;
   lastError?: string;
   runs: number;
@@ -120,6 +132,8 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     timers: c?.timers ?? [],
     dropped: c?.dropped ?? {},
     lastUsage: c?.lastUsage,
+    usage: c?.usage,
+    compaction: c?.compaction ?? { completed: 0 },
     lastText: c?.lastText,
     lastError: c?.lastError,
     runs: (c?.runs ?? 0) + 1,
@@ -151,6 +165,8 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     carry: s.carry,
     dropped: s.dropped,
     lastUsage: s.lastUsage,
+    usage: s.usage,
+    compaction: s.compaction,
     lastText: s.lastText,
     lastError: s.lastError,
     runs: s.runs,

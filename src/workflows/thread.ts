@@ -19,7 +19,9 @@ import {
 import { sliceIdFor } from '../core/ids';
 import { applyDeferral, prepareBatch, splitInterruptBatch } from '../core/prepare';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
-import type { AgentStatus, DropReason, StoredItem, ThreadStatus } from '../core/types';
+import { addUsage, type AgentStatus, type DropReason, type StoredItem, type ThreadStatus } from '../core/types';
+import { compactionInput } from '../core/inputs';
+import { handleCompactionInputs } from './compaction';
 import { isUserText, validateInputMessage } from '../core/validate';
 import { inputSignal, searchAttributes, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
 import { carryOut, spawnEventChild, startTimer, type ActionContext } from './runtime-actions';
@@ -75,9 +77,11 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       dropped: { ...st.dropped },
       subscriptions: Object.fromEntries(st.prep.subscriptions),
       children: [...st.children.keys()],
+      compaction: { ...st.compaction },
     };
     if (args.spawn) s.parentThreadId = args.spawn.parentThreadId;
     if (st.lastUsage) s.lastUsage = st.lastUsage;
+    if (st.usage) s.usage = st.usage;
     if (st.lastError) s.lastError = st.lastError;
     return s;
   };
@@ -172,6 +176,9 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     // Results produced by dispatch (failures, validation) go ahead of anything that arrived meanwhile.
     st.inbox.unshift(...r.followUps);
     if (r.usage) st.lastUsage = r.usage;
+    st.usage = addUsage(st.usage, r.usage);
+    // A message into our own queue, like a manual `thread.compact()`.
+    if (r.compact && !st.compaction.running) st.inbox.push(compactionInput(uuid4(), threadId));
     if (r.lastText) st.lastText = r.lastText;
     st.lastError = r.error;
     if (!r.interrupted) interruptNext = false;
@@ -194,8 +201,9 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
         st.inbox.push(...split.rest);
         interruptNext = false;
       }
-      // Event children inherit the committed history, without a trailing unanswered call.
+      // Event and compaction children inherit the committed history, without a trailing unanswered call.
       const safePoint = st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
+      batch = await handleCompactionInputs(actx, batch, safePoint, count);
       const prep = prepareBatch(st.prep, applyDeferral(st.prep, batch), uuid4);
       for (const d of prep.dropped) count(d.reason);
       for (const req of prep.eventChildren) await spawnEventChild(actx, req, safePoint);

@@ -1,0 +1,52 @@
+/**
+ * Compaction, the workflow's half (reference spec §6.2–6.4): a `compaction` input starts a compaction child that
+ * inherits the history up to the safe spawn point and summarizes it; its closing slice saves the summary in the store
+ * (which every later load of this thread applies), and its `compaction_complete` input ends the round here.
+ * No completion runs in this thread for either input.
+ */
+import { uuid4 } from '@temporalio/workflow';
+import { resultInput } from '../core/inputs';
+import { COMPACTION_TOOL_NAME, compactionInstructions } from '../core/texts';
+import type { InputMessage } from '../core/types';
+import { startThread, type ActionContext } from './runtime-actions';
+import type { ThreadSeed } from './state';
+
+export const isCompactionInput = (m: InputMessage): boolean =>
+  m.synthetic?.type === 'compaction' || m.synthetic?.type === 'compaction_complete';
+
+async function startCompaction(ctx: ActionContext, safePoint: number): Promise<void> {
+  const childId = uuid4();
+  const callId = uuid4();
+  const seed: ThreadSeed = {
+    pendingCall: { id: callId, name: COMPACTION_TOOL_NAME, passive: false },
+    prefix: [{ messageId: `${callId}-compaction-call`, item: { kind: 'tool_call', id: callId, name: COMPACTION_TOOL_NAME, args: {} } }],
+    inbox: [resultInput(childId, callId, compactionInstructions(childId), callId)],
+    eventTargets: [],
+  };
+  await startThread(ctx, childId, 'compaction', { parentThreadId: ctx.args.threadId, toolCallId: callId, order: safePoint }, seed);
+  ctx.st.compaction.running = childId;
+}
+
+/**
+ * Handles the compaction inputs of a batch; returns the rest. A request while a compaction runs is dropped as a
+ * duplicate (the reference would start a second child for a redelivered request).
+ */
+export async function handleCompactionInputs(ctx: ActionContext, batch: InputMessage[], safePoint: number, drop: (reason: 'duplicate' | 'closed') => void): Promise<InputMessage[]> {
+  const rest: InputMessage[] = [];
+  for (const m of batch) {
+    if (!isCompactionInput(m)) {
+      rest.push(m);
+    } else if (ctx.st.prep.closed) {
+      drop('closed');
+    } else if (m.synthetic?.type === 'compaction') {
+      if (ctx.st.compaction.running) drop('duplicate');
+      else await startCompaction(ctx, safePoint);
+    } else if (ctx.st.compaction.running) {
+      ctx.st.compaction.running = undefined;
+      ctx.st.compaction.completed += 1;
+    } else {
+      drop('duplicate');
+    }
+  }
+  return rest;
+}
