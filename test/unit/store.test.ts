@@ -25,6 +25,22 @@ const stores: [string, () => ConversationStore][] = [
 ];
 
 describe.each(stores)('%s store', (_name, make) => {
+  it('keeps compaction summaries: latest within a bound, a re-save from the same source replaces', async () => {
+    const s = make();
+    await s.ensureThread({ threadId: 'p', kind: 'root' });
+    const commit = (n: number, summary?: { sourceThreadId: string; upTo: number; summary: string }) =>
+      s.commit({ threadId: 'p', sliceId: `s${n}`, expectedLength: n, items: [user(`m${n}`, `m${n}`)], result: result(`s${n}`, n + 1), ...(summary && { summary: { threadId: 'p', ...summary } }) });
+    await commit(0, { sourceThreadId: 'c1', upTo: 4, summary: 'first' });
+    await commit(1, { sourceThreadId: 'c2', upTo: 9, summary: 'second' });
+    expect(await s.latestSummary('p')).toEqual({ summary: 'second', upTo: 9 });
+    expect(await s.latestSummary('p', 8)).toEqual({ summary: 'first', upTo: 4 });
+    expect(await s.latestSummary('p', 3)).toBeUndefined();
+    await commit(2, { sourceThreadId: 'c2', upTo: 9, summary: 'second, retried' });
+    expect(await s.latestSummary('p')).toEqual({ summary: 'second, retried', upTo: 9 });
+    expect(await s.latestSummary('other')).toBeUndefined();
+    await s.close();
+  });
+
   it('commits atomically, idempotently per slice, conditionally on length', async () => {
     const s = make();
     await s.ensureThread({ threadId: 't', kind: 'root' });
