@@ -4,7 +4,8 @@
  * while no activity is running for it.
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { defineTool, SimulatedModel, startLocalSystem, toolResult, type ThreadEvent } from '../src';
+import { defineTool, SimulatedModel, startLocalSystem, toolResult } from '../src';
+import { show } from './show-events';
 
 const builds = {
   async status(id: string): Promise<string> {
@@ -22,37 +23,6 @@ const getBuildStatus = defineTool<{ build_id: string }>({
     void builds.status(args.build_id).then((s) => ctx.send(toolResult(ctx, `Build ${args.build_id}: ${s}`)));
   },
 });
-
-function show(e: ThreadEvent): void {
-  switch (e.type) {
-    case 'text_delta':
-      process.stdout.write(e.text);
-      return;
-    case 'completion_started':
-      process.stdout.write('\n\x1b[2m[agent]\x1b[0m ');
-      return;
-    case 'completion_finished':
-      process.stdout.write('\n');
-      return;
-    case 'tool_call':
-      console.log(`\n\x1b[36m→ ${e.name}(${JSON.stringify(e.args)})\x1b[0m`);
-      return;
-    case 'tool_result':
-      console.log(`\x1b[32m← ${e.text}\x1b[0m`);
-      return;
-    case 'user_input':
-      console.log(`\x1b[1m[user]\x1b[0m ${e.text}`);
-      return;
-    case 'status':
-      console.log(`\x1b[2m(status: ${e.status})\x1b[0m`);
-      return;
-    case 'info':
-      console.log(`\x1b[33m${e.text}\x1b[0m`);
-      return;
-    default:
-      return;
-  }
-}
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') }); // keep the worker's own logs out of the conversation

@@ -18,9 +18,20 @@ export type {
   TokenUsage,
   ToolResultContent,
 } from './core/types';
+export { addUsage } from './core/types';
 export * as texts from './core/texts';
 
-export type { ModelMessage, ModelProvider, ModelRequest, ModelStreamPart, ToolSpec } from './model/provider';
+export { ModelStreamEndedError, type ModelMessage, type ModelProvider, type ModelRequest, type ModelStreamPart, type ToolSpec } from './model/provider';
+export {
+  modelFromSpec,
+  modelFromEnv,
+  ModelConfigError,
+  MODEL_PROVIDERS,
+  PROVIDER_ENV,
+  type ModelFromSpecOptions,
+  type ModelProviderName,
+} from './model/registry';
+export { contextWindowOf } from './model/context-windows';
 export { ScriptedModel, turnToParts, type ScriptedTurn, type ScriptedReply, type ScriptFn } from './model/scripted';
 export { SimulatedModel, type SimulatedModelOptions } from './model/simulated';
 export { aiSdkModel, type AiSdkModelOptions } from './model/ai-sdk';
@@ -31,6 +42,8 @@ export {
   type ThreadRecord,
   type NewThreadRecord,
   type CommitRequest,
+  type Summary,
+  type NewSummary,
 } from './store/conversation-store';
 export { InMemoryConversationStore } from './store/memory';
 export { SqliteConversationStore, type SqliteStoreOptions } from './store/sqlite';

@@ -8,7 +8,8 @@ import { type CompletionOutput, DEFAULT_COMPLETION_POLICY, runCompletion } from 
 import type { HistoryItem, ThreadEvent } from '../src/core/types';
 import { modelFromSpec } from '../src/model/registry';
 import { defineTool, type Tool } from '../src/tools/tool';
-import { FAST_POLICY } from './helpers';
+import { toolResult } from '../src/tools/messages';
+import { FAST_POLICY, render, startTestSystem, uid } from './helpers';
 import { anthropicDialect } from './wire/anthropic';
 import { bedrockDialect } from './wire/bedrock';
 import { openAiChatDialect } from './wire/openai-chat';
@@ -217,6 +218,54 @@ describe.each(CASES)('$spec over its wire protocol', (c) => {
     expect(out.asyncCall).toBeUndefined();
     // The second request carried the error back to the model.
     expect(JSON.stringify(requests[1]!.body)).toContain('are not valid JSON');
+  });
+});
+
+describe('a thread on a real provider client', () => {
+  it('runs a tool round trip through the Anthropic wire protocol on the dev server, with usage per thread', async () => {
+    const server = await startWireServer(anthropicDialect);
+    const tool = defineTool<{ build_id: string }>({
+      name: 'get_build_status',
+      description: 'Look up a CI build',
+      parameters: { type: 'object', properties: { build_id: { type: 'string' } }, required: ['build_id'] },
+      execute(args, ctx) {
+        setTimeout(() => void ctx.send(toolResult(ctx, `Build ${args.build_id}: green`)), 10);
+      },
+    });
+    server.reply(
+      {
+        kind: 'turn',
+        turn: {
+          reasoning: { text: 'look it up', signature: 'sig-e2e' },
+          text: ['Checking.'],
+          toolCall: { id: 'toolu_1', name: 'get_build_status', argChunks: ['{"build_id":', '"42"}'] },
+          usage: { input: 300, output: 20 },
+        },
+      },
+      { kind: 'turn', turn: { text: ['Build 42 ', 'is green.'], usage: { input: 400, output: 6 } } },
+    );
+    const model = modelFromSpec('anthropic:claude-sonnet-4-5', { env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: `${server.url}/v1` } });
+    const sys = await startTestSystem({ model, tools: [tool] });
+    try {
+      const thread = await sys.client.startThread({ threadId: uid('anthropic') });
+      await thread.sendUserText('Is build 42 green?');
+      const status = await thread.waitForIdle({ settled: true });
+      expect(render(await thread.history())).toEqual([
+        'user: Is build 42 green?',
+        'reasoning: look it up',
+        'assistant: Checking.',
+        'call #1 get_build_status {"build_id":"42"}',
+        'result #1: Build 42: green',
+        'assistant: Build 42 is green.',
+      ]);
+      expect(status.usage).toEqual({ inputTokens: 700, outputTokens: 26, totalTokens: 726 });
+      expect(status.lastUsage).toEqual({ inputTokens: 400, outputTokens: 6, totalTokens: 406 });
+      expect(server.requests).toHaveLength(2);
+      expect(JSON.stringify(server.requests[1]!.body)).toContain('sig-e2e');
+    } finally {
+      await sys.shutdown();
+      await server.close();
+    }
   });
 });
 
