@@ -9,7 +9,7 @@ import type { ModelMessage, ModelRequest } from '../src/model/provider';
 import { type ScriptedReply, ScriptedModel } from '../src/model/scripted';
 import { subscriptionEvent, subscriptionStart, toolResult } from '../src/tools/messages';
 import type { ToolContext } from '../src/tools/tool';
-import { eventually, recordingTool, render, startTestSystem, uid } from './helpers';
+import { checkReplay, eventually, recordingTool, render, startTestSystem, uid } from './helpers';
 
 const WINDOW = 1000;
 const PER_MESSAGE = 100; // tokens the scripted model reports per message it was shown
@@ -152,6 +152,10 @@ describe('compaction', () => {
       expect(status.compaction).toEqual({ completed: 3 });
       expect(status.dropped).toEqual({});
       expect(status.usage?.totalTokens).toBeGreaterThan(0);
+      await checkReplay(root, 'compaction-root');
+      const compactionThread = sys.client.thread(selfOf(thirdCompaction));
+      await eventually(async () => (await compactionThread.status()).status === 'closed' || undefined);
+      await checkReplay(compactionThread, 'compaction-thread');
     } finally {
       await sys.shutdown();
     }
