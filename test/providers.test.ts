@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompletionOutput, DEFAULT_COMPLETION_POLICY, runCompletion } from '../src/activities/completion';
 import type { HistoryItem, ThreadEvent } from '../src/core/types';
+import { SUMMARY_LEAD } from '../src/model/ai-sdk';
 import { modelFromSpec } from '../src/model/registry';
 import { defineTool, type Tool } from '../src/tools/tool';
 import { toolResult } from '../src/tools/messages';
@@ -282,5 +283,41 @@ describe('modelFromSpec', () => {
     expect(modelFromSpec('anthropic:claude-sonnet-4-5', { env: { ANTHROPIC_API_KEY: 'k' } }).contextWindow).toBe(200_000);
     expect(modelFromSpec('openai:gpt-4o', { env: { OPENAI_API_KEY: 'k', INFINITY_CONTEXT_WINDOW: '5000' } }).contextWindow).toBe(5000);
     expect(modelFromSpec('openai-compatible:llama', { env: { INFINITY_BASE_URL: 'http://x' } }).contextWindow).toBeUndefined();
+  });
+});
+
+describe('a compacted conversation on Bedrock', () => {
+  it('starts with a user turn, then the summary', async () => {
+    const server = await startWireServer(bedrockDialect);
+    try {
+      server.reply({ kind: 'turn', turn: { text: ['ok'] } });
+      const history: HistoryItem[] = [
+        { kind: 'assistant', text: '[Compacted conversation summary]\nwe fixed the build' },
+        { kind: 'user', text: 'what next?' },
+      ];
+      const out = await runCompletion({
+        threadId: 't-2',
+        sliceId: 's-2',
+        system: 'sys',
+        history,
+        tools: new Map(),
+        model: modelFromSpec('bedrock:anthropic.claude-test', { env: { AWS_ACCESS_KEY_ID: 'A', AWS_SECRET_ACCESS_KEY: 'S', BEDROCK_BASE_URL: server.url } }),
+        policy: { ...DEFAULT_COMPLETION_POLICY, ...FAST_POLICY },
+        signal: new AbortController().signal,
+        emit: () => undefined,
+        toolContext: () => {
+          throw new Error('unused');
+        },
+      });
+      expect(strip(out.buffer.flushed)).toEqual([{ kind: 'assistant', text: 'ok' }]);
+      const messages = server.requests[0]!.body.messages as { role: string; content: { text?: string }[] }[];
+      expect(messages.map((m) => [m.role, m.content[0]!.text])).toEqual([
+        ['user', SUMMARY_LEAD],
+        ['assistant', '[Compacted conversation summary]\nwe fixed the build'],
+        ['user', 'what next?'],
+      ]);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -55,9 +55,17 @@ function toMessage(m: ModelMessage): LanguageModelV3Message {
   }
 }
 
+/**
+ * Bedrock (and Anthropic, historically) reject a conversation whose first message is the assistant's, which is where a
+ * compaction summary sits (reference spec §1.4); a short user turn goes first then.
+ */
+export const SUMMARY_LEAD = 'Continue from this summary of the conversation so far.';
+
 /** Builds the provider prompt; consecutive messages of one role are merged, as providers expect. */
 export function toAiSdkPrompt(request: ModelRequest): LanguageModelV3Prompt {
   const prompt: LanguageModelV3Prompt = [{ role: 'system', content: request.system }];
+  const first = request.messages[0];
+  if (first && first.role !== 'user' && first.role !== 'tool_result') prompt.push({ role: 'user', content: [{ type: 'text', text: SUMMARY_LEAD }] });
   for (const m of request.messages) {
     const next = toMessage(m);
     const prev = prompt[prompt.length - 1];
