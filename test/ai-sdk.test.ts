@@ -7,9 +7,7 @@ import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { aiSdkModel, toAiSdkPrompt } from '../src/model/ai-sdk';
 import type { ModelStreamPart } from '../src/model/provider';
-import { toolResult } from '../src/tools/messages';
-import { defineTool } from '../src/tools/tool';
-import { render, startTestSystem, uid } from './helpers';
+import { greenBuildTool, render, startTestSystem, uid } from './helpers';
 
 const usage = { inputTokens: { total: 12, noCache: 12, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 8, text: 8, reasoning: 0 } };
 
@@ -87,14 +85,7 @@ describe('aiSdkModel', () => {
 
   it('drives a thread end to end on the dev server', async () => {
     const mock = new MockLanguageModelV3({ doStream: [streamOf(toolTurn), streamOf(answerTurn)] });
-    const tool = defineTool<{ build_id: string }>({
-      name: 'get_build_status',
-      description: 'Look up a CI build',
-      parameters: { type: 'object', properties: { build_id: { type: 'string' } }, required: ['build_id'] },
-      execute(args, ctx) {
-        setTimeout(() => void ctx.send(toolResult(ctx, `Build ${args.build_id}: green`)), 10);
-      },
-    });
+    const tool = greenBuildTool();
     const sys = await startTestSystem({ model: aiSdkModel(mock), tools: [tool] });
     try {
       const thread = await sys.client.startThread({ threadId: uid('aisdk') });

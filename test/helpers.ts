@@ -17,6 +17,7 @@ import type { ModelProvider } from '../src/model/provider';
 import type { ConversationStore } from '../src/store/conversation-store';
 import { SqliteConversationStore } from '../src/store/sqlite';
 import { defineTool, type Tool, type ToolContext } from '../src/tools/tool';
+import { toolResult } from '../src/tools/messages';
 import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
 import { LocalEventHub } from '../src/worker/event-hub';
 import type { ThreadOptions } from '../src/workflows/state';
@@ -177,6 +178,18 @@ export function recordingTool(name: string, sink: ToolContext[]): Tool {
     parameters: { type: 'object' },
     execute(_args, ctx) {
       sink.push(ctx);
+    },
+  });
+}
+
+/** `get_build_status`: answers `Build <id>: green` through the input queue 10 ms after the call. */
+export function greenBuildTool(): Tool {
+  return defineTool<{ build_id: string }>({
+    name: 'get_build_status',
+    description: 'Look up a CI build',
+    parameters: { type: 'object', properties: { build_id: { type: 'string' } }, required: ['build_id'] },
+    execute(args, ctx) {
+      setTimeout(() => void ctx.send(toolResult(ctx, `Build ${args.build_id}: green`)), 10);
     },
   });
 }

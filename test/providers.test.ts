@@ -9,8 +9,7 @@ import type { HistoryItem, ThreadEvent } from '../src/core/types';
 import { SUMMARY_LEAD } from '../src/model/ai-sdk';
 import { modelFromSpec } from '../src/model/registry';
 import { defineTool, type Tool } from '../src/tools/tool';
-import { toolResult } from '../src/tools/messages';
-import { FAST_POLICY, render, startTestSystem, uid } from './helpers';
+import { FAST_POLICY, greenBuildTool, render, startTestSystem, uid } from './helpers';
 import { anthropicDialect } from './wire/anthropic';
 import { bedrockDialect } from './wire/bedrock';
 import { openAiChatDialect } from './wire/openai-chat';
@@ -225,14 +224,7 @@ describe.each(CASES)('$spec over its wire protocol', (c) => {
 describe('a thread on a real provider client', () => {
   it('runs a tool round trip through the Anthropic wire protocol on the dev server, with usage per thread', async () => {
     const server = await startWireServer(anthropicDialect);
-    const tool = defineTool<{ build_id: string }>({
-      name: 'get_build_status',
-      description: 'Look up a CI build',
-      parameters: { type: 'object', properties: { build_id: { type: 'string' } }, required: ['build_id'] },
-      execute(args, ctx) {
-        setTimeout(() => void ctx.send(toolResult(ctx, `Build ${args.build_id}: green`)), 10);
-      },
-    });
+    const tool = greenBuildTool();
     server.reply(
       {
         kind: 'turn',
