@@ -10,6 +10,7 @@ import type { CompletionPolicy } from './activities/completion';
 import { AgentClient } from './client/agent-client';
 import { type DevServer, type DevServerOptions, startDevServer } from './devserver/server';
 import type { ModelProvider } from './model/provider';
+import { modelFromEnv } from './model/registry';
 import type { ConversationStore } from './store/conversation-store';
 import { SqliteConversationStore } from './store/sqlite';
 import type { Tool } from './tools/tool';
@@ -18,7 +19,8 @@ import { LocalEventHub } from './worker/event-hub';
 import type { ThreadOptions } from './workflows/state';
 
 export interface LocalSystemOptions {
-  model: ModelProvider;
+  /** Default: `modelFromEnv()`, i.e. `INFINITY_MODEL` or the simulated model. */
+  model?: ModelProvider;
   tools?: readonly Tool[];
   /** Folder for the Temporal and conversation databases (default `.temporal/local`). */
   dataDir?: string;
@@ -29,6 +31,8 @@ export interface LocalSystemOptions {
   taskQueue?: string;
   systemPrompt?: string;
   completionPolicy?: Partial<CompletionPolicy>;
+  /** Fraction of the context window that triggers compaction (default 0.75; 0 = never). */
+  compactionThreshold?: number;
   threadOptions?: ThreadOptions;
   maxCachedWorkflows?: number;
   workflowBundle?: AgentWorkerOptions['workflowBundle'];
@@ -74,11 +78,12 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
       namespace: devServer.namespace,
       taskQueue,
       store,
-      model: options.model,
+      model: options.model ?? modelFromEnv(),
       tools: options.tools,
       onEvent: (e) => events.emit(e),
       systemPrompt: options.systemPrompt,
       completionPolicy: options.completionPolicy,
+      compactionThreshold: options.compactionThreshold,
       maxCachedWorkflows: options.maxCachedWorkflows,
       workflowBundle: options.workflowBundle,
       workerOptions: options.workerOptions,
