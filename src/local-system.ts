@@ -54,7 +54,9 @@ function isRunning(s: LocalSystemOptions['devServer']): s is DevServer {
   return typeof (s as DevServer | undefined)?.stop === 'function';
 }
 
-export async function startLocalSystem(options: LocalSystemOptions): Promise<LocalSystem> {
+export async function startLocalSystem(options: LocalSystemOptions = {}): Promise<LocalSystem> {
+  // Before anything starts: a misconfigured model fails here, with nothing to clean up.
+  const model = options.model ?? modelFromEnv();
   const dataDir = resolve(options.dataDir ?? join('.temporal', 'local'));
   mkdirSync(dataDir, { recursive: true });
   const ownServer = !isRunning(options.devServer);
@@ -78,7 +80,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
       namespace: devServer.namespace,
       taskQueue,
       store,
-      model: options.model ?? modelFromEnv(),
+      model,
       tools: options.tools,
       onEvent: (e) => events.emit(e),
       systemPrompt: options.systemPrompt,
