@@ -23,8 +23,9 @@ async function startCompaction(ctx: ActionContext, safePoint: number): Promise<v
     inbox: [resultInput(childId, callId, compactionInstructions(childId), callId)],
     eventTargets: [],
   };
-  await startThread(ctx, childId, 'compaction', { parentThreadId: ctx.args.threadId, toolCallId: callId, order: safePoint }, seed);
+  // Marked before the start completes: the thread reads as compacting (and idle) while the child starts.
   ctx.st.compaction.running = childId;
+  await startThread(ctx, childId, 'compaction', { parentThreadId: ctx.args.threadId, toolCallId: callId, order: safePoint }, seed);
 }
 
 /**

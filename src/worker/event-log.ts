@@ -1,0 +1,85 @@
+/**
+ * The recent live events of a worker, numbered, so that a client in another process can attach late (replay, then
+ * live) and reconnect without losing or repeating an event. Bounded: a ring of the most recent events across all
+ * threads; idle threads hold nothing here.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ThreadEvent } from '../core/types';
+import type { LocalEventHub } from './event-hub';
+
+/** An event with its position in this worker's log: `<epoch>.<seq>`. */
+export interface LoggedEvent {
+  id: string;
+  event: ThreadEvent;
+}
+
+export type LoggedEventListener = (e: LoggedEvent) => void;
+
+/** What a subscriber gets first: the events it missed, or a note that some are gone from the ring. */
+export interface Replay {
+  events: LoggedEvent[];
+  /** The requested position is older than the ring (or from an earlier worker): committed history must fill the gap. */
+  gap: boolean;
+}
+
+export class EventLog {
+  /** Changes at every worker start: positions of a previous worker are never mistaken for ours. */
+  readonly epoch = randomUUID().slice(0, 8);
+  private readonly ring: { seq: number; event: ThreadEvent }[] = [];
+  private seq = 0;
+  private readonly listeners = new Map<string, Set<LoggedEventListener>>();
+
+  constructor(
+    hub: LocalEventHub,
+    private readonly capacity = 10_000,
+  ) {
+    hub.subscribe(undefined, (e) => this.append(e));
+  }
+
+  private append(event: ThreadEvent): void {
+    const seq = ++this.seq;
+    this.ring.push({ seq, event });
+    if (this.ring.length > this.capacity) this.ring.splice(0, this.ring.length - this.capacity);
+    const logged = { id: `${this.epoch}.${seq}`, event };
+    for (const l of this.listeners.get(event.threadId) ?? []) l(logged);
+  }
+
+  private logged(threadId: string, afterSeq: number): LoggedEvent[] {
+    return this.ring
+      .filter((r) => r.seq > afterSeq && r.event.threadId === threadId)
+      .map((r) => ({ id: `${this.epoch}.${r.seq}`, event: r.event }));
+  }
+
+  /**
+   * Subscribes to a thread. With `after` (an id this log handed out), the replay holds every later event of the
+   * thread; without it, the events of the slice now running (a late attacher sees the turn so far). Replay and
+   * live events never overlap: both happen synchronously here, before any new event is appended.
+   */
+  subscribe(threadId: string, after: string | undefined, listener: LoggedEventListener): { replay: Replay; unsubscribe: () => void } {
+    const replay = this.replay(threadId, after);
+    let set = this.listeners.get(threadId);
+    if (!set) this.listeners.set(threadId, (set = new Set()));
+    set.add(listener);
+    return {
+      replay,
+      unsubscribe: () => {
+        set.delete(listener);
+        if (set.size === 0) this.listeners.delete(threadId);
+      },
+    };
+  }
+
+  private replay(threadId: string, after: string | undefined): Replay {
+    if (after !== undefined) {
+      const [epoch, seqText] = after.split('.');
+      const seq = Number(seqText);
+      const oldest = this.ring[0]?.seq ?? this.seq + 1;
+      if (epoch === this.epoch && Number.isInteger(seq)) return { events: this.logged(threadId, seq), gap: seq < oldest - 1 };
+      return { events: this.logged(threadId, 0), gap: true };
+    }
+    const all = this.logged(threadId, 0);
+    const start = all.map((e) => e.event.type).lastIndexOf('completion_started');
+    const running = start >= 0 && !all.slice(start).some((e) => e.event.type === 'completion_finished');
+    return { events: running ? all.slice(start) : [], gap: false };
+  }
+}
