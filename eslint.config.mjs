@@ -13,6 +13,12 @@ export default tseslint.config(
     },
   },
   {
+    // The CLI launcher is plain CommonJS for Node.
+    files: ['bin/**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly', console: 'readonly', __dirname: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // Workflow code runs in Temporal's deterministic sandbox: forbid the usual sources of nondeterminism.
     files: ['src/workflows/**/*.ts'],
     rules: {

@@ -37,6 +37,8 @@ export interface LocalSystemOptions {
   maxCachedWorkflows?: number;
   workflowBundle?: AgentWorkerOptions['workflowBundle'];
   workerOptions?: AgentWorkerOptions['workerOptions'];
+  /** Also serve live events over HTTP for clients in other processes (see `AgentWorkerOptions.eventsEndpoint`). */
+  eventsEndpoint?: AgentWorkerOptions['eventsEndpoint'];
 }
 
 export interface LocalSystem {
@@ -44,7 +46,11 @@ export interface LocalSystem {
   client: AgentClient;
   worker: AgentWorker;
   store: ConversationStore;
+  /** Its SQLite file, when the system created the store. */
+  storePath?: string;
   events: LocalEventHub;
+  /** Live events over HTTP, with `eventsEndpoint`. */
+  eventsUrl?: string;
   /** Link to a thread in the Temporal Web UI. */
   threadUrl(threadId: string): string | undefined;
   shutdown(): Promise<void>;
@@ -69,7 +75,8 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
   };
   if (ownServer) cleanups.push(() => devServer.stop());
   try {
-    const store = options.store ?? new SqliteConversationStore(join(dataDir, 'conversations.sqlite'));
+    const storePath = options.store ? undefined : join(dataDir, 'conversations.sqlite');
+    const store = options.store ?? new SqliteConversationStore(storePath!);
     if (!options.store) cleanups.push(() => store.close());
     const connection = await NativeConnection.connect({ address: devServer.address });
     cleanups.push(() => connection.close());
@@ -89,6 +96,7 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       maxCachedWorkflows: options.maxCachedWorkflows,
       workflowBundle: options.workflowBundle,
       workerOptions: options.workerOptions,
+      eventsEndpoint: options.eventsEndpoint,
     });
     const running = worker.run();
     cleanups.push(() => worker.shutdown());
@@ -105,7 +113,9 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       client,
       worker,
       store,
+      ...(storePath && { storePath }),
       events,
+      ...(worker.eventsUrl && { eventsUrl: worker.eventsUrl }),
       threadUrl: (id) => devServer.workflowUrl(id),
       shutdown: cleanup,
     };

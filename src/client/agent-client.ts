@@ -2,7 +2,7 @@
  * `AgentClient` and `ThreadHandle`: start threads, send them input, watch and inspect them.
  */
 import { randomUUID } from 'node:crypto';
-import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { AgentStatus, HistoryItem, InputMessage, ThreadEvent, ThreadKind, ThreadStatus } from '../core/types';
 import type { ConversationStore } from '../store/conversation-store';
 import { userText } from '../tools/messages';
@@ -11,7 +11,8 @@ import type { LocalEventHub } from '../worker/event-hub';
 import { inputSignal, searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE, waitForIdleUpdate } from '../workflows/definitions';
 import type { ThreadOptions, ThreadWorkflowArgs } from '../workflows/state';
 import { checkInput, DEFAULT_MAX_INPUT_BYTES, deliverInput, type DeliveryResult } from './deliver';
-import { ThreadClosedError, ThreadTimeoutError } from './errors';
+import { ThreadClosedError, ThreadNotFoundError, ThreadTimeoutError } from './errors';
+import { type LiveEvent, remoteThreadEvents } from './live-events';
 
 export interface AgentClientOptions {
   /** A Temporal client connected to the cluster the workers serve. */
@@ -19,8 +20,12 @@ export interface AgentClientOptions {
   taskQueue: string;
   /** The store the workers write to; needed for {@link ThreadHandle.history}. */
   store?: ConversationStore;
-  /** The event hub of a worker in this process; needed for {@link ThreadHandle.events}. */
+  /** The event hub of a worker in this process, for {@link ThreadHandle.events}. */
   events?: LocalEventHub;
+  /** Or a worker's events endpoint (`AgentWorker.eventsUrl`), for clients in other processes. */
+  eventsUrl?: string;
+  /** Bearer token of that endpoint. */
+  eventsToken?: string;
   /** Slice tuning for threads this client starts. */
   threadOptions?: ThreadOptions;
   /** Upper bound of one input, serialized (default 256 KiB). */
@@ -170,8 +175,14 @@ export class ThreadHandle {
     return this.agents.deliver({ ...message, threadId: this.threadId });
   }
 
-  status(): Promise<ThreadStatus> {
-    return this.workflow.query(statusQuery);
+  /** The thread's state; {@link ThreadNotFoundError} when there is no such thread. */
+  async status(): Promise<ThreadStatus> {
+    try {
+      return await this.workflow.query(statusQuery);
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) throw new ThreadNotFoundError(this.threadId);
+      throw e;
+    }
   }
 
   /**
@@ -211,12 +222,17 @@ export class ThreadHandle {
   }
 
   /**
-   * Live events of this thread, as they happen. Needs a worker in this process (pass its hub as `events`).
-   * Ends when the consumer stops iterating.
+   * Live events of this thread, as they happen: from the worker's hub in this process, or from a worker's events
+   * endpoint (`eventsUrl`), where a late subscriber first gets the turn in progress and `after` resumes right after
+   * an earlier event's `eventId`. Ends when the consumer stops iterating.
    */
-  async *events(): AsyncGenerator<ThreadEvent> {
+  async *events(options: { after?: string } = {}): AsyncGenerator<LiveEvent> {
     const hub = this.options.events;
-    if (!hub) throw new Error('events() needs the event hub of a worker in this process: pass `events` to AgentClient');
+    if (!hub) {
+      if (!this.options.eventsUrl) throw new Error('events() needs a worker: pass its `events` hub or its `eventsUrl` to AgentClient');
+      yield* remoteThreadEvents(this.options.eventsUrl, this.threadId, { after: options.after, token: this.options.eventsToken });
+      return;
+    }
     const queue: ThreadEvent[] = [];
     let wake: (() => void) | undefined;
     const unsubscribe = hub.subscribe(this.threadId, (e) => {

@@ -163,4 +163,6 @@ export type ThreadEvent = { threadId: string } & (
   | { type: 'completion_finished'; sliceId: string; usage?: TokenUsage }
   | { type: 'info'; text: string }
   | { type: 'status'; status: AgentStatus }
+  /** A remote subscriber missed events that are no longer buffered: committed history fills the gap. */
+  | { type: 'replay_gap' }
 );

@@ -87,7 +87,8 @@ export function modelFromSpec(spec: string, options: ModelFromSpecOptions = {}):
 
   switch (provider) {
     case 'simulated':
-      return new SimulatedModel();
+      // A pause between deltas makes the stream watchable (demos, live-event tests).
+      return new SimulatedModel({ chunkDelayMs: positiveInt(env, 'INFINITY_SIMULATED_DELAY_MS') ?? 0 });
     case 'anthropic': {
       const anthropic = createAnthropic({ apiKey: required(env, 'ANTHROPIC_API_KEY', spec), baseURL: env.ANTHROPIC_BASE_URL || undefined, fetch });
       return withWindow(anthropic(modelId), {

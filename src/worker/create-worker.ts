@@ -13,6 +13,9 @@ import type { ModelProvider } from '../model/provider';
 import type { ConversationStore } from '../store/conversation-store';
 import { deliverInput } from '../client/deliver';
 import type { Tool } from '../tools/tool';
+import { LocalEventHub } from './event-hub';
+import { EventLog } from './event-log';
+import { type EventServer, type EventServerOptions, startEventServer } from './event-server';
 
 export interface AgentWorkerOptions {
   connection: NativeConnection;
@@ -39,11 +42,18 @@ export interface AgentWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Any other Temporal worker option. */
   workerOptions?: Partial<WorkerOptions>;
+  /**
+   * Serve live events over HTTP (server-sent events) for clients in other processes; see {@link EventServerOptions}.
+   * `capacity` bounds the buffered events (default 10,000, across all threads).
+   */
+  eventsEndpoint?: EventServerOptions & { capacity?: number };
 }
 
 export interface AgentWorker {
   readonly worker: Worker;
   readonly taskQueue: string;
+  /** The events endpoint, when `eventsEndpoint` was given. */
+  readonly eventsUrl?: string;
   /** Runs until {@link shutdown}; rejects if the worker fails. */
   run(): Promise<void>;
   shutdown(): Promise<void>;
@@ -58,6 +68,18 @@ export function threadWorkflowsPath(): string {
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const namespace = options.namespace ?? 'default';
   const client = new Client({ connection: options.connection, namespace });
+  let onEvent = options.onEvent ?? (() => {});
+  let events: EventServer | undefined;
+  if (options.eventsEndpoint) {
+    const hub = new LocalEventHub();
+    const log = new EventLog(hub, options.eventsEndpoint.capacity);
+    events = await startEventServer(log, options.eventsEndpoint);
+    const downstream = onEvent;
+    onEvent = (e) => {
+      hub.emit(e);
+      downstream(e);
+    };
+  }
   const activities = createSliceActivities({
     store: options.store,
     model: options.model,
@@ -65,24 +87,31 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     send: async (message) => {
       await deliverInput(client, message);
     },
-    emit: options.onEvent ?? (() => {}),
+    emit: onEvent,
     systemPrompt: options.systemPrompt,
     completionPolicy: options.completionPolicy,
     compactionThreshold: options.compactionThreshold,
   });
-  const worker = await Worker.create({
-    connection: options.connection,
-    namespace,
-    taskQueue: options.taskQueue,
-    activities,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: threadWorkflowsPath() }),
-    maxCachedWorkflows: options.maxCachedWorkflows ?? 100,
-    ...options.workerOptions,
-  });
+  let worker: Worker;
+  try {
+    worker = await Worker.create({
+      connection: options.connection,
+      namespace,
+      taskQueue: options.taskQueue,
+      activities,
+      ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: threadWorkflowsPath() }),
+      maxCachedWorkflows: options.maxCachedWorkflows ?? 100,
+      ...options.workerOptions,
+    });
+  } catch (e) {
+    await events?.close();
+    throw e;
+  }
   let running: Promise<void> | undefined;
   return {
     worker,
     taskQueue: options.taskQueue,
+    ...(events && { eventsUrl: events.url }),
     run() {
       running ??= worker.run();
       return running;
@@ -90,6 +119,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
+      await events?.close();
     },
   };
 }

@@ -1,0 +1,50 @@
+/**
+ * `infinity-temporal`: operate agent threads from a shell. `dev` runs everything locally; the other commands talk to
+ * a Temporal server (found through flags, environment, or a running `dev`).
+ */
+import { Command, CommanderError } from 'commander';
+import { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadNotFoundError } from '../client/errors';
+import { ModelConfigError } from '../model/registry';
+import { colour } from './format';
+import { registerServeCommands } from './serve-commands';
+import { registerTail } from './tail';
+import { CliError } from './target';
+import { registerThreadCommands } from './thread-commands';
+
+export function buildProgram(out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Command {
+  const program = new Command('infinity-temporal')
+    .description('LLM agents as stackless coroutines on Temporal')
+    .showHelpAfterError()
+    .option('--address <host:port>', 'Temporal frontend (env TEMPORAL_ADDRESS; default: the running `dev`)')
+    .option('--namespace <name>', 'Temporal namespace (env TEMPORAL_NAMESPACE; default "default")')
+    .option('--task-queue <name>', 'task queue of the agent workers (env INFINITY_TASK_QUEUE; default infinity-agents)')
+    .option('--store <file>', 'the conversation store, a SQLite file (env INFINITY_STORE)')
+    .option('--events-url <url>', "a worker's live events endpoint (env INFINITY_EVENTS_URL)")
+    .option('--events-token <token>', 'bearer token of that endpoint (env INFINITY_EVENTS_TOKEN)')
+    .option('--data-dir <dir>', 'where `dev` keeps its databases and state (default .temporal/local)')
+    .option('--tls', 'connect to Temporal with TLS')
+    .option('--tls-cert <file>', 'client certificate (mTLS)')
+    .option('--tls-key <file>', 'client key (mTLS)')
+    .option('--tls-ca <file>', 'server CA certificate')
+    .option('--tls-server-name <name>', 'server name override');
+  registerServeCommands(program, out);
+  registerThreadCommands(program, out);
+  registerTail(program, (s) => process.stdout.write(s), out);
+  return program;
+}
+
+const KNOWN_ERRORS = [CliError, ThreadNotFoundError, ThreadClosedError, InvalidInputError, PayloadTooLargeError, ModelConfigError];
+
+export async function main(argv: string[] = process.argv): Promise<number> {
+  const program = buildProgram().exitOverride();
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode; // commander printed the message or the help already
+    const known = KNOWN_ERRORS.some((k) => e instanceof k);
+    process.stderr.write(`${colour.red('error')}: ${e instanceof Error ? e.message : String(e)}\n`);
+    if (!known && e instanceof Error && e.stack && process.env.DEBUG) process.stderr.write(`${e.stack}\n`);
+    return known ? 2 : 1;
+  }
+}

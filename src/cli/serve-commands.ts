@@ -1,0 +1,125 @@
+/** `dev` (dev server + worker + events, the embedded default) and `worker` (serve any Temporal cluster). */
+import { join, resolve } from 'node:path';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import type { Command } from 'commander';
+import { modelFromEnv, modelFromSpec } from '../model/registry';
+import { SqliteConversationStore } from '../store/sqlite';
+import { buildStatusDemoTool } from '../tools/demo';
+import type { Tool } from '../tools/tool';
+import { startLocalSystem } from '../local-system';
+import { createAgentWorker } from '../worker/create-worker';
+import { colour } from './format';
+import { CliError, dataDirOf, DEFAULT_TASK_QUEUE, resolveTarget, type TargetFlags, writeDevState } from './target';
+
+interface ServeOptions {
+  model?: string;
+  tools?: string;
+  eventsPort?: string;
+  eventsHost?: string;
+  events?: boolean;
+  verbose?: boolean;
+}
+
+/** A module exporting `tools` (or a default export) as an array of tools made with `defineTool`. */
+function loadTools(path: string | undefined): Tool[] | undefined {
+  if (path === undefined) return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const mod = require(resolve(path)) as { tools?: unknown; default?: unknown };
+  const tools = mod.tools ?? mod.default;
+  if (!Array.isArray(tools)) throw new CliError(`${path} must export \`tools\`: an array of tools made with defineTool`);
+  return tools as Tool[];
+}
+
+const until = (signals: NodeJS.Signals[]) => new Promise<void>((r) => signals.forEach((s) => process.once(s, () => r())));
+
+function eventsEndpoint(opts: ServeOptions) {
+  if (opts.events === false) return undefined;
+  return {
+    port: Number(opts.eventsPort ?? 0),
+    ...(opts.eventsHost && { host: opts.eventsHost }),
+    ...(process.env.INFINITY_EVENTS_TOKEN && { token: process.env.INFINITY_EVENTS_TOKEN }),
+  };
+}
+
+const modelOf = (opts: ServeOptions) => (opts.model ? modelFromSpec(opts.model) : modelFromEnv());
+
+/** The worker's own logs stay out of the terminal unless asked for. */
+function quietRuntime(verbose: boolean | undefined): void {
+  Runtime.install({ logger: new DefaultLogger(verbose ? 'INFO' : 'WARN') });
+}
+
+function serveOptions(cmd: Command): Command {
+  return cmd
+    .option('--verbose', "show the Temporal worker's own logs")
+    .option('--model <spec>', 'provider:model, e.g. anthropic:claude-sonnet-4-5 (default: INFINITY_MODEL, else simulated)')
+    .option('--tools <module>', 'a module exporting `tools` (default for dev: the demo get_build_status tool)')
+    .option('--events-port <port>', 'port of the live events endpoint (default: any free port)')
+    .option('--events-host <host>', 'host of the live events endpoint (default 127.0.0.1)')
+    .option('--no-events', 'no live events endpoint');
+}
+
+export function registerServeCommands(program: Command, out: (line: string) => void): void {
+  serveOptions(program.command('dev'))
+    .description('run a Temporal dev server, a worker and the live events endpoint here; prints the UI link')
+    .action(async (opts: ServeOptions, cmd: Command) => {
+      const flags = cmd.optsWithGlobals<TargetFlags>();
+      quietRuntime(opts.verbose);
+      const model = modelOf(opts);
+      const system = await startLocalSystem({
+        model,
+        tools: loadTools(opts.tools) ?? [buildStatusDemoTool()],
+        dataDir: dataDirOf(flags),
+        taskQueue: flags.taskQueue ?? DEFAULT_TASK_QUEUE,
+        eventsEndpoint: eventsEndpoint(opts),
+      });
+      const removeState = writeDevState(flags, {
+        address: system.devServer.address,
+        namespace: system.devServer.namespace,
+        taskQueue: flags.taskQueue ?? DEFAULT_TASK_QUEUE,
+        store: system.storePath ?? '',
+        ...(system.eventsUrl && { eventsUrl: system.eventsUrl }),
+        ...(system.devServer.uiUrl && { uiUrl: system.devServer.uiUrl }),
+        pid: process.pid,
+      });
+      out(`${colour.bold('infinity-temporal dev')} · model ${model.id}`);
+      out(`Temporal UI      ${system.devServer.uiUrl ?? '(disabled)'}`);
+      out(`Temporal address ${system.devServer.address}`);
+      if (system.eventsUrl) out(`Live events      ${system.eventsUrl}`);
+      out(`Store            ${system.storePath}`);
+      out(colour.dim(`Try: infinity-temporal send demo "Is build 42 green?" && infinity-temporal tail demo --until-idle`));
+      out(colour.dim('Ctrl-C stops everything.'));
+      await until(['SIGINT', 'SIGTERM']);
+      removeState();
+      await system.shutdown();
+    });
+
+  serveOptions(program.command('worker'))
+    .description('serve threads from any Temporal cluster (see the global --address, --namespace, --tls options)')
+    .action(async (opts: ServeOptions, cmd: Command) => {
+      const flags = cmd.optsWithGlobals<TargetFlags>();
+      quietRuntime(opts.verbose);
+      const target = await resolveTarget(flags);
+      const storePath = target.store ?? join(dataDirOf(flags), 'conversations.sqlite');
+      const connection = await NativeConnection.connect({ address: target.address, ...(target.tls !== undefined && { tls: target.tls }) });
+      const store = new SqliteConversationStore(storePath);
+      const model = modelOf(opts);
+      const worker = await createAgentWorker({
+        connection,
+        namespace: target.namespace,
+        taskQueue: target.taskQueue,
+        store,
+        model,
+        tools: loadTools(opts.tools) ?? [],
+        eventsEndpoint: eventsEndpoint(opts),
+      });
+      const running = worker.run();
+      // Machine-readable first lines: tests and scripts wait for them.
+      out(`worker ready · task queue ${target.taskQueue} · ${target.address} · model ${model.id}`);
+      if (worker.eventsUrl) out(`events ${worker.eventsUrl}`);
+      out(`store ${storePath}`);
+      await Promise.race([until(['SIGINT', 'SIGTERM']), running]);
+      await worker.shutdown();
+      await store.close();
+      await connection.close();
+    });
+}

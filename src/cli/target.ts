@@ -1,0 +1,136 @@
+/**
+ * Where the CLI's commands go: flags, then environment variables, then the state file a running `dev` writes, so
+ * `infinity-temporal send <thread> hi` just works next to `infinity-temporal dev`.
+ */
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { Client, Connection, type TLSConfig } from '@temporalio/client';
+import { AgentClient } from '../client/agent-client';
+import { SqliteConversationStore } from '../store/sqlite';
+
+/** Options every command accepts (see `--help`). */
+export interface TargetFlags {
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+  store?: string;
+  eventsUrl?: string;
+  eventsToken?: string;
+  dataDir?: string;
+  tls?: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+  tlsServerName?: string;
+}
+
+/** What `dev` publishes for other commands. */
+export interface DevState {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  store: string;
+  eventsUrl?: string;
+  uiUrl?: string;
+  pid: number;
+}
+
+export interface Target {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  store?: string;
+  eventsUrl?: string;
+  eventsToken?: string;
+  uiUrl?: string;
+  tls?: TLSConfig | boolean;
+}
+
+export class CliError extends Error {
+  override readonly name = 'CliError';
+}
+
+export const DEFAULT_TASK_QUEUE = 'infinity-agents';
+export const dataDirOf = (flags: TargetFlags) => resolve(flags.dataDir ?? process.env.INFINITY_DATA_DIR ?? join('.temporal', 'local'));
+const stateFile = (flags: TargetFlags) => join(dataDirOf(flags), 'dev.json');
+
+export function writeDevState(flags: TargetFlags, state: DevState): () => void {
+  const file = stateFile(flags);
+  writeFileSync(file, JSON.stringify(state, null, 2));
+  return () => rmSync(file, { force: true });
+}
+
+function readDevState(flags: TargetFlags): DevState | undefined {
+  const file = stateFile(flags);
+  if (!existsSync(file)) return undefined;
+  const state = JSON.parse(readFileSync(file, 'utf8')) as DevState;
+  try {
+    process.kill(state.pid, 0); // still running?
+    return state;
+  } catch {
+    return undefined;
+  }
+}
+
+async function tlsOf(flags: TargetFlags): Promise<TLSConfig | boolean | undefined> {
+  if (!flags.tls && !flags.tlsCert && !flags.tlsCa) return undefined;
+  const config: TLSConfig = {};
+  if (flags.tlsServerName) config.serverNameOverride = flags.tlsServerName;
+  if (flags.tlsCa) config.serverRootCACertificate = await readFile(flags.tlsCa);
+  if (flags.tlsCert || flags.tlsKey) {
+    if (!flags.tlsCert || !flags.tlsKey) throw new CliError('--tls-cert and --tls-key go together');
+    config.clientCertPair = { crt: await readFile(flags.tlsCert), key: await readFile(flags.tlsKey) };
+  }
+  return Object.keys(config).length > 0 ? config : true;
+}
+
+export async function resolveTarget(flags: TargetFlags): Promise<Target> {
+  const env = process.env;
+  const dev = readDevState(flags);
+  const address = flags.address ?? env.TEMPORAL_ADDRESS ?? dev?.address;
+  if (!address) {
+    throw new CliError('no Temporal server: start one with `infinity-temporal dev`, or pass --address (or set TEMPORAL_ADDRESS)');
+  }
+  const fromDev = dev && address === dev.address ? dev : undefined;
+  const target: Target = {
+    address,
+    namespace: flags.namespace ?? env.TEMPORAL_NAMESPACE ?? fromDev?.namespace ?? 'default',
+    taskQueue: flags.taskQueue ?? env.INFINITY_TASK_QUEUE ?? fromDev?.taskQueue ?? DEFAULT_TASK_QUEUE,
+  };
+  const store = flags.store ?? env.INFINITY_STORE ?? fromDev?.store;
+  if (store) target.store = store;
+  const eventsUrl = flags.eventsUrl ?? env.INFINITY_EVENTS_URL ?? fromDev?.eventsUrl;
+  if (eventsUrl) target.eventsUrl = eventsUrl;
+  const eventsToken = flags.eventsToken ?? env.INFINITY_EVENTS_TOKEN;
+  if (eventsToken) target.eventsToken = eventsToken;
+  if (fromDev?.uiUrl) target.uiUrl = fromDev.uiUrl;
+  const tls = await tlsOf(flags);
+  if (tls !== undefined) target.tls = tls;
+  return target;
+}
+
+/** An {@link AgentClient} for the target; `close` releases the connection and the store. */
+export async function openClient(target: Target): Promise<{ client: AgentClient; close(): Promise<void> }> {
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address: target.address, ...(target.tls !== undefined && { tls: target.tls }) });
+  } catch (e) {
+    throw new CliError(`cannot reach Temporal at ${target.address}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const store = target.store && existsSync(target.store) ? new SqliteConversationStore(target.store, { readonly: true }) : undefined;
+  const client = new AgentClient({
+    client: new Client({ connection, namespace: target.namespace }),
+    taskQueue: target.taskQueue,
+    ...(store && { store }),
+    ...(target.eventsUrl && { eventsUrl: target.eventsUrl }),
+    ...(target.eventsToken && { eventsToken: target.eventsToken }),
+  });
+  return {
+    client,
+    close: async () => {
+      await store?.close();
+      await connection.close();
+    },
+  };
+}

@@ -1,0 +1,158 @@
+/** The CLI's client commands: start, send, deliver, history, status, threads, compact. */
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import type { AgentClient } from '../client/agent-client';
+import type { AgentStatus, InputMessage, ThreadKind } from '../core/types';
+import { subscriptionEvent, toolResult } from '../tools/messages';
+import { historyLine, statusLines } from './format';
+import { CliError, openClient, resolveTarget, type Target, type TargetFlags } from './target';
+
+export type Out = (line: string) => void;
+
+/** Runs `fn` with a client for the command's target, always releasing it. */
+export async function withClient<T>(cmd: Command, fn: (client: AgentClient, target: Target) => Promise<T>): Promise<T> {
+  const target = await resolveTarget(cmd.optsWithGlobals<TargetFlags>());
+  const { client, close } = await openClient(target);
+  try {
+    return await fn(client, target);
+  } finally {
+    await close();
+  }
+}
+
+function parseJson(what: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new CliError(`${what} is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+/** `-` reads standard input. */
+const readSource = (path: string) => readFileSync(path === '-' ? 0 : path, 'utf8');
+
+const uiLink = (target: Target, threadId: string) =>
+  target.uiUrl ? `${target.uiUrl}/namespaces/${encodeURIComponent(target.namespace)}/workflows/${encodeURIComponent(threadId)}` : undefined;
+
+export function registerThreadCommands(program: Command, out: Out): void {
+  program
+    .command('start')
+    .description('start a root thread, optionally with a first user message; prints its id')
+    .argument('[message]', 'first user message')
+    .option('--thread-id <id>', 'thread id (default: a new UUID)')
+    .option('--metadata <json>', 'root metadata object')
+    .action(async (message: string | undefined, opts: { threadId?: string; metadata?: string }, cmd: Command) => {
+      await withClient(cmd, async (client, target) => {
+        const metadata = opts.metadata === undefined ? undefined : parseJson('--metadata', opts.metadata);
+        if (metadata !== undefined && (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))) {
+          throw new CliError('--metadata must be a JSON object');
+        }
+        const thread = await client.startThread({ threadId: opts.threadId, ...(metadata !== undefined && { metadata: metadata as Record<string, unknown> }) });
+        if (message !== undefined) await thread.sendUserText(message);
+        out(thread.threadId);
+        const link = uiLink(target, thread.threadId);
+        if (link) process.stderr.write(`Temporal UI: ${link}\n`);
+      });
+    });
+
+  program
+    .command('send')
+    .description('send user text to a thread (creates the thread if it does not exist)')
+    .argument('<thread>', 'thread id')
+    .argument('<text...>', 'the text')
+    .option('--id <id>', 'message id, to make a resend idempotent')
+    .action(async (threadId: string, words: string[], opts: { id?: string }, cmd: Command) => {
+      await withClient(cmd, async (client) => {
+        out(await client.sendUserText(threadId, words.join(' '), opts.id));
+      });
+    });
+
+  program
+    .command('deliver')
+    .description('deliver a tool result or subscription event (never creates a thread)')
+    .argument('<thread>', 'thread id')
+    .option('--call <toolCallId>', 'the tool call it answers (or the subscription call of an event)')
+    .option('--text <text>', 'the result or event text')
+    .option('--event', 'a later event of a subscription, not the call result')
+    .option('--associative', 'with --event: inline the event instead of a child thread')
+    .option('--final', 'with --event: the last event of the subscription')
+    .option('--subscription', 'the result starts a subscription')
+    .option('--id <id>', 'message id (dedup)')
+    .option('--message <file>', 'a whole InputMessage as JSON (`-` reads stdin); other options are ignored')
+    .action(async (threadId: string, opts: Record<string, string | boolean | undefined>, cmd: Command) => {
+      let message: InputMessage;
+      if (typeof opts.message === 'string') {
+        message = { ...(parseJson('--message', readSource(opts.message)) as InputMessage), threadId };
+      } else {
+        if (typeof opts.call !== 'string' || typeof opts.text !== 'string') throw new CliError('deliver needs --call and --text (or --message)');
+        const call = { threadId, toolCallId: opts.call };
+        message = opts.event
+          ? subscriptionEvent(call, opts.text, { associative: opts.associative === true, final: opts.final === true })
+          : toolResult(call, opts.text, { subscription: opts.subscription === true, ...(typeof opts.id === 'string' && { id: opts.id }) });
+      }
+      await withClient(cmd, async (client) => {
+        const r = await client.deliver(message);
+        if (!r.delivered) throw new CliError(`thread ${threadId} is closed; the input was not delivered`);
+        out(`delivered ${message.id}`);
+      });
+    });
+
+  program
+    .command('history')
+    .description('the committed history of a thread (needs the conversation store: --store)')
+    .argument('<thread>', 'thread id')
+    .option('--json', 'one JSON item per line')
+    .option('--full', 'do not shorten long texts')
+    .action(async (threadId: string, opts: { json?: boolean; full?: boolean }, cmd: Command) => {
+      await withClient(cmd, async (client, target) => {
+        if (!target.store) throw new CliError('history reads the conversation store: pass --store <sqlite file> (or run next to `dev`)');
+        const items = await client.thread(threadId).history();
+        if (items.length === 0) throw new CliError(`thread ${threadId} has no committed history in ${target.store}`);
+        for (const item of items) out(opts.json ? JSON.stringify(item) : historyLine(item, opts.full));
+      });
+    });
+
+  program
+    .command('status')
+    .description('the state of a thread: status, pending call, children, usage, ...')
+    .argument('<thread>', 'thread id')
+    .option('--json', 'as JSON')
+    .action(async (threadId: string, opts: { json?: boolean }, cmd: Command) => {
+      await withClient(cmd, async (client) => {
+        const s = await client.thread(threadId).status();
+        if (opts.json) out(JSON.stringify(s, null, 2));
+        else statusLines(s).forEach((l) => out(l));
+      });
+    });
+
+  program
+    .command('threads')
+    .description('list threads, optionally filtered')
+    .option('--status <status>', 'idle | waiting_tool | closed')
+    .option('--parent <threadId>', 'children of this thread')
+    .option('--kind <kind>', 'root | child | event | compaction')
+    .option('--json', 'one JSON object per line')
+    .action(async (opts: { status?: string; parent?: string; kind?: string; json?: boolean }, cmd: Command) => {
+      await withClient(cmd, async (client) => {
+        const filter = {
+          ...(opts.status && { status: opts.status as AgentStatus }),
+          ...(opts.kind && { kind: opts.kind as ThreadKind }),
+          ...(opts.parent && { parentThreadId: opts.parent }),
+        };
+        for await (const t of client.listThreads(filter)) {
+          out(opts.json ? JSON.stringify(t) : [t.threadId, t.kind ?? '-', t.status ?? '-', t.parentThreadId ?? ''].join('\t').trimEnd());
+        }
+      });
+    });
+
+  program
+    .command('compact')
+    .description('compact a thread now: a compaction thread summarizes its history')
+    .argument('<thread>', 'thread id')
+    .action(async (threadId: string, _opts: unknown, cmd: Command) => {
+      await withClient(cmd, async (client) => {
+        await client.thread(threadId).compact();
+        out(`compaction requested for ${threadId}`);
+      });
+    });
+}
