@@ -1,0 +1,123 @@
+/**
+ * The worker's live events endpoint over real HTTP: replay-then-live for late attachers, resumption after an event
+ * id, and a connection dropped mid-stream that the client rides out without losing or repeating an event.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { type LiveEvent, remoteThreadEvents, EventStreamError } from '../src/client/live-events';
+import type { ThreadEvent } from '../src/core/types';
+import { LocalEventHub } from '../src/worker/event-hub';
+import { EventLog } from '../src/worker/event-log';
+import { buildEventApp, startEventServer, type EventServer } from '../src/worker/event-server';
+
+const delta = (threadId: string, n: number): ThreadEvent => ({ threadId, type: 'text_delta', text: `t${n} ` });
+
+/** The next `n` events, leaving the stream open. */
+async function take(it: AsyncGenerator<LiveEvent>, n: number): Promise<LiveEvent[]> {
+  const got: LiveEvent[] = [];
+  while (got.length < n) {
+    const next = await it.next();
+    if (next.done) break;
+    got.push(next.value);
+  }
+  return got;
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+
+/** A subscription that the test's cleanup closes (an open EventSource would keep reconnecting). */
+function subscribe(...args: Parameters<typeof remoteThreadEvents>): AsyncGenerator<LiveEvent> {
+  const it = remoteThreadEvents(...args);
+  cleanups.push(async () => void (await it.return(undefined)));
+  return it;
+}
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function serve(token?: string): Promise<{ hub: LocalEventHub; server: EventServer }> {
+  const hub = new LocalEventHub();
+  const server = await startEventServer(new EventLog(hub), token === undefined ? {} : { token });
+  cleanups.push(() => server.close());
+  return { hub, server };
+}
+
+describe('live events endpoint', () => {
+  it('replays the slice in progress to a late subscriber, then streams live, per thread', async () => {
+    const { hub, server } = await serve();
+    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's0' });
+    hub.emit({ threadId: 'a', type: 'completion_finished', sliceId: 's0' });
+    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's1' });
+    hub.emit(delta('a', 1));
+    hub.emit(delta('b', 1)); // another thread
+    const events = subscribe(server.url, 'a');
+    const first = await take(events, 2); // the replay: the running slice so far
+    expect(first.map((e) => e.type)).toEqual(['completion_started', 'text_delta']);
+    expect(first[0]).toMatchObject({ sliceId: 's1' });
+    hub.emit(delta('a', 2));
+    hub.emit({ threadId: 'a', type: 'completion_finished', sliceId: 's1' });
+    const live = await take(events, 2);
+    await events.return(undefined);
+    expect(live.map((e) => (e.type === 'text_delta' ? e.text : e.type))).toEqual(['t2 ', 'completion_finished']);
+    const ids = [...first, ...live].map((e) => Number(e.eventId!.split('.')[1]));
+    expect(ids).toEqual([...ids].sort((x, y) => x - y));
+  });
+
+  it('resumes after an event id with exactly the events that came later', async () => {
+    const { hub, server } = await serve();
+    for (let i = 0; i < 5; i++) hub.emit(delta('a', i));
+    const { epoch } = (await (await fetch(`${server.url}/health`)).json()) as { epoch: string };
+    const all = await take(subscribe(server.url, 'a', { after: `${epoch}.0` }), 5);
+    expect(all.map((e) => (e as { text: string }).text)).toEqual(['t0 ', 't1 ', 't2 ', 't3 ', 't4 ']);
+    const rest = await take(subscribe(server.url, 'a', { after: all[2]!.eventId! }), 2);
+    expect(rest.map((e) => e.eventId)).toEqual([all[3]!.eventId, all[4]!.eventId]);
+  });
+
+  it('reports a gap when asked to resume from a position it no longer has', async () => {
+    const { hub, server } = await serve();
+    hub.emit(delta('a', 1));
+    const events = subscribe(server.url, 'a', { after: 'oldepoch.7' });
+    const got = await take(events, 2);
+    expect(got.map((e) => e.type)).toEqual(['replay_gap', 'text_delta']);
+  });
+
+  it('rides out a dropped connection without losing or repeating an event', async () => {
+    const hub = new LocalEventHub();
+    const app = buildEventApp(new EventLog(hub));
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    cleanups.push(async () => {
+      app.server.closeAllConnections();
+      await app.close();
+    });
+    const { port } = app.server.address() as { port: number };
+    const events = subscribe(`http://127.0.0.1:${port}`, 'a');
+    const received: LiveEvent[] = [];
+    const consumer = (async () => {
+      for await (const e of events) {
+        received.push(e);
+        if (received.length === 200) return;
+      }
+    })();
+    // Wait until the subscription is installed, then stream, cutting every connection halfway.
+    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's' });
+    await expect.poll(() => received.length, { timeout: 5000 }).toBe(1);
+    for (let i = 1; i < 100; i++) hub.emit(delta('a', i));
+    await expect.poll(() => received.length, { timeout: 5000 }).toBeGreaterThan(50);
+    app.server.closeAllConnections();
+    for (let i = 100; i < 200; i++) hub.emit(delta('a', i)); // emitted while the client is disconnected
+    await consumer;
+    expect(received.map((e) => (e.type === 'text_delta' ? e.text : e.type))).toEqual([
+      'completion_started',
+      ...Array.from({ length: 199 }, (_, i) => `t${i + 1} `),
+    ]);
+    expect(new Set(received.map((e) => e.eventId)).size).toBe(200);
+  });
+
+  it('refuses a wrong token, and the client says so instead of retrying forever', async () => {
+    const { server } = await serve('s3cret');
+    expect((await fetch(`${server.url}/threads/a/events`)).status).toBe(401);
+    await expect(take(subscribe(server.url, 'a', { token: 'wrong' }), 1)).rejects.toBeInstanceOf(EventStreamError);
+    const { hub, server: open } = await serve('s3cret');
+    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's' });
+    expect((await take(subscribe(open.url, 'a', { token: 's3cret' }), 1))[0]?.type).toBe('completion_started');
+  });
+});
