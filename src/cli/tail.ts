@@ -54,7 +54,9 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
           const s = await thread.status();
           return s.status === 'closed' || (s.status === 'idle' && s.queued === 0);
         };
-        if (opts.untilIdle && (status.status === 'closed' || (status.status === 'idle' && status.queued === 0))) return;
+        // Resuming (--after) replays what followed, which ends with the thread's own idle status if it got there.
+        const idleNow = status.status === 'closed' || (status.status === 'idle' && status.queued === 0);
+        if (opts.untilIdle && idleNow && opts.after === undefined) return;
         const fallback = async (why: string) => {
           if (!target.store) throw new Error(`${why}, and no conversation store to follow instead (--store)`);
           process.stderr.write(colour.yellow(`${why}; following committed history instead\n`));

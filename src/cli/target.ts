@@ -114,7 +114,7 @@ export async function resolveTarget(flags: TargetFlags): Promise<Target> {
 export async function openClient(target: Target): Promise<{ client: AgentClient; close(): Promise<void> }> {
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address: target.address, ...(target.tls !== undefined && { tls: target.tls }) });
+    connection = await Connection.connect({ address: target.address, connectTimeout: '5s', ...(target.tls !== undefined && { tls: target.tls }) });
   } catch (e) {
     throw new CliError(`cannot reach Temporal at ${target.address}: ${e instanceof Error ? e.message : String(e)}`);
   }

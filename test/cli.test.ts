@@ -1,0 +1,159 @@
+/**
+ * The CLI binary, spawned as real processes against the suite's dev server: a `worker` process serving threads and
+ * live events, and the client commands in other processes, including `tail` following tokens live and resuming
+ * after a kill without dropping or repeating an event.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import type { HistoryItem, ThreadStatus } from '../src/core/types';
+import type { LiveEvent } from '../src/client/live-events';
+import { eventually } from './helpers';
+
+const BIN = join(__dirname, '..', 'bin', 'infinity-temporal.cjs');
+const taskQueue = `cli-${randomUUID()}`;
+const store = join(inject('scratchDir'), `cli-${randomUUID()}.sqlite`);
+let eventsUrl = '';
+let worker: ChildProcess;
+
+const globals = () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store, ...(eventsUrl ? ['--events-url', eventsUrl] : [])];
+const env = { ...process.env, NO_COLOR: '1', INFINITY_SIMULATED_DELAY_MS: '10' };
+
+function start(args: string[]): ChildProcess {
+  return spawn(process.execPath, [BIN, ...globals(), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = start(args);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? -1)));
+  return { code, stdout, stderr };
+}
+
+/** Lines of a running process's stdout, as they come. */
+function lines(child: ChildProcess): AsyncIterableIterator<string> {
+  return createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+}
+
+const json = <T>(s: string) => s.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
+
+beforeAll(async () => {
+  worker = start(['worker', '--model', 'simulated', '--tools', join(__dirname, 'fixtures', 'cli-tools.ts')]);
+  let stderr = '';
+  worker.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  for await (const line of lines(worker)) {
+    const m = /^events (\S+)$/.exec(line);
+    if (m) {
+      eventsUrl = m[1]!;
+      break;
+    }
+  }
+  if (!eventsUrl) throw new Error(`the worker process did not start:\n${stderr}`);
+}, 60_000);
+
+afterAll(async () => {
+  worker?.kill('SIGTERM');
+  await new Promise((r) => worker?.once('close', r));
+});
+
+describe('infinity-temporal CLI', () => {
+  it('has --help on every command', async () => {
+    const commands = ['dev', 'worker', 'start', 'send', 'deliver', 'history', 'status', 'threads', 'compact', 'tail'];
+    const results = await Promise.all(commands.map((c) => cli(c, '--help')));
+    results.forEach((r, i) => {
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(`Usage: infinity-temporal ${commands[i]}`);
+    });
+  });
+
+  it('starts a thread, then shows its status, history and listing', async () => {
+    const threadId = `cli-${randomUUID().slice(0, 8)}`;
+    const started = await cli('start', 'Is build 42 green?', '--thread-id', threadId);
+    expect(started).toMatchObject({ code: 0, stdout: `${threadId}\n` });
+    const tail = await cli('tail', threadId, '--until-idle');
+    expect(tail.code).toBe(0);
+    // Committed history first, then live events (how much of each depends on timing).
+    expect(tail.stdout).toMatch(/(call|→) get_build_status \{"build_id":"42"\}/);
+    expect(tail.stdout).toMatch(/(result \(\S+\)|←):? Build 42: green \(all 318 tests passed\)/);
+
+    const status = await cli('status', threadId, '--json');
+    expect(JSON.parse(status.stdout) as ThreadStatus).toMatchObject({ threadId, status: 'idle', historyLength: 5, slices: 2, pendingCall: null });
+    const history = json<HistoryItem>((await cli('history', threadId, '--json')).stdout);
+    expect(history.map((h) => h.kind)).toEqual(['user', 'assistant', 'tool_call', 'tool_result', 'assistant']);
+    expect(history[3]).toMatchObject({ kind: 'tool_result', content: [{ type: 'text', text: 'Build 42: green (all 318 tests passed)' }] });
+    const listed = json<{ threadId: string; status: string; kind: string }>((await cli('threads', '--json')).stdout);
+    expect(listed).toContainEqual(expect.objectContaining({ threadId, kind: 'root' }));
+    const plain = await cli('status', threadId);
+    expect(plain.stdout.split('\n')[0]).toBe(`${threadId} root idle`);
+  });
+
+  it('tails tokens live from another process and resumes after a kill without drops or repeats', async () => {
+    const threadId = `tail-${randomUUID().slice(0, 8)}`;
+    await cli('start', '--thread-id', threadId);
+    // An observer that sees everything, and a follower we kill halfway through the first completion.
+    const observer = start(['tail', threadId, '--json', '--no-history']);
+    const follower = start(['tail', threadId, '--json', '--no-history']);
+    const observed: LiveEvent[] = [];
+    const observing = (async () => {
+      for await (const l of lines(observer)) observed.push(JSON.parse(l) as LiveEvent);
+    })();
+    await new Promise((r) => setTimeout(r, 1500)); // both subscribed (process start + connect)
+    expect((await cli('send', threadId, 'Is build 42 green?')).code).toBe(0);
+
+    const before: LiveEvent[] = [];
+    for await (const l of lines(follower)) {
+      before.push(JSON.parse(l) as LiveEvent);
+      if (before.filter((e) => e.type === 'text_delta').length === 5) break;
+    }
+    follower.kill('SIGKILL');
+    const resumed = await cli('tail', threadId, '--json', '--after', before.at(-1)!.eventId!, '--until-idle');
+    expect(resumed.code).toBe(0);
+    const after = json<LiveEvent>(resumed.stdout);
+    const joined = [...before, ...after];
+    await expect.poll(() => observed.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(joined.length);
+    observer.kill('SIGTERM');
+    await observing;
+    expect(joined.map((e) => e.eventId)).toEqual(observed.map((e) => e.eventId));
+    expect(new Set(joined.map((e) => e.eventId)).size).toBe(joined.length);
+    // Tokens arrived in order: each completion's deltas spell out the committed assistant text.
+    const texts: string[] = [];
+    for (const e of observed) {
+      if (e.type === 'completion_started') texts.push('');
+      if (e.type === 'text_delta') texts[texts.length - 1] += e.text;
+    }
+    const committed = json<HistoryItem>((await cli('history', threadId, '--json')).stdout).filter((h) => h.kind === 'assistant');
+    expect(texts).toEqual(committed.map((h) => (h as { text: string }).text));
+    expect(observed.filter((e) => e.type === 'text_delta').length).toBeGreaterThan(20);
+  });
+
+  it('delivers inputs, compacts, and fails clearly on bad targets', async () => {
+    const threadId = `deliver-${randomUUID().slice(0, 8)}`;
+    await cli('start', 'Is build 7 green?', '--thread-id', threadId);
+    await cli('tail', threadId, '--until-idle');
+    const stale = await cli('deliver', threadId, '--call', 'no-such-call', '--text', 'late');
+    expect(stale).toMatchObject({ code: 0 });
+    await eventually(async () => (JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus).dropped.wrong_call === 1 || undefined);
+
+    expect((await cli('compact', threadId)).code).toBe(0);
+    const compacted = await eventually(async () => {
+      const s = JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus;
+      return s.compaction.completed === 1 ? s : undefined;
+    }, 60_000);
+    expect(compacted.children).toHaveLength(1);
+
+    const unknown = await cli('deliver', 'no-such-thread', '--call', 'c', '--text', 'x');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/no-such-thread/);
+    const missing = await cli('status', 'no-such-thread');
+    expect(missing.code).toBe(2);
+    const usage = await cli('deliver', threadId, '--text', 'no call');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('deliver needs --call and --text');
+  });
+});
