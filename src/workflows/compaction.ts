@@ -25,7 +25,7 @@ async function startCompaction(ctx: ActionContext, safePoint: number): Promise<v
   };
   // Marked before the start completes: the thread reads as compacting (and idle) while the child starts.
   ctx.st.compaction.running = childId;
-  await startThread(ctx, childId, 'compaction', { parentThreadId: ctx.args.threadId, toolCallId: callId, order: safePoint }, seed);
+  await startThread(ctx, childId, 'compaction', { parentThreadId: ctx.args.threadId, toolCallId: callId, order: safePoint }, seed, `compaction of ${ctx.args.threadId} up to item ${safePoint}`);
 }
 
 /**

@@ -17,6 +17,7 @@ import * as T from '../core/texts';
 import type { InputMessage, ThreadKind } from '../core/types';
 import { inputSignal, searchAttributes, THREAD_WORKFLOW_TYPE } from './definitions';
 import type { SleepTimer, ThreadSeed, ThreadState, ThreadWorkflowArgs } from './state';
+import { titleOf } from './ui-text';
 
 export interface ActionContext {
   args: ThreadWorkflowArgs;
@@ -38,7 +39,7 @@ async function signalThread(threadId: string, message: InputMessage): Promise<bo
   }
 }
 
-export async function startThread(ctx: ActionContext, childId: string, kind: ThreadKind, spawn: SpawnPoint, seed: ThreadSeed): Promise<void> {
+export async function startThread(ctx: ActionContext, childId: string, kind: ThreadKind, spawn: SpawnPoint, seed: ThreadSeed, title: string): Promise<void> {
   const args: ThreadWorkflowArgs = { threadId: childId, kind, spawn, seed };
   if (ctx.args.options) args.options = ctx.args.options;
   await startChild(THREAD_WORKFLOW_TYPE, {
@@ -53,6 +54,7 @@ export async function startThread(ctx: ActionContext, childId: string, kind: Thr
       { key: searchAttributes.AgentStatus, value: 'idle' },
     ],
     staticSummary: `${kind} thread of ${ctx.args.threadId}`,
+    memo: { title },
   });
   ctx.st.children.set(childId, spawn.toolCallId);
 }
@@ -82,7 +84,7 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
         inbox: [resultInput(childId, action.callId, T.childSeed(childId, action.instructions), action.callId)],
         eventTargets: [[action.callId, 'spawn_thread']],
       };
-      await startThread(ctx, childId, 'child', { parentThreadId: self, toolCallId: action.callId, order: st.length }, seed);
+      await startThread(ctx, childId, 'child', { parentThreadId: self, toolCallId: action.callId, order: st.length }, seed, titleOf(action.instructions));
       st.prep.eventTargets.set(action.callId, 'spawn_thread');
       answer(ctx, action.callId, T.childSpawned(childId));
       return false;
@@ -164,5 +166,6 @@ export async function spawnEventChild(ctx: ActionContext, req: EventChildRequest
     inbox: [resultInput(childId, eventCallId, req.content, eventCallId)],
     eventTargets: [],
   };
-  await startThread(ctx, childId, 'event', { parentThreadId: ctx.args.threadId, toolCallId: req.subscriptionCallId, order }, seed);
+  const source = ctx.st.prep.subscriptions.get(req.subscriptionCallId) ?? req.subscriptionCallId;
+  await startThread(ctx, childId, 'event', { parentThreadId: ctx.args.threadId, toolCallId: req.subscriptionCallId, order }, seed, `event of ${source}`);
 }

@@ -11,6 +11,7 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
   ActivityCancellationType,
@@ -22,6 +23,7 @@ import type { SliceInput, SliceResult } from '../core/slice-protocol';
 import { addUsage, type AgentStatus, type DropReason, type StoredItem, type ThreadStatus } from '../core/types';
 import { compactionInput } from '../core/inputs';
 import { handleCompactionInputs } from './compaction';
+import { sliceSummary, titleOf } from './ui-text';
 import { isUserText, validateInputMessage } from '../core/validate';
 import { inputSignal, searchAttributes, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
 import { carryOut, spawnEventChild, startTimer, type ActionContext } from './runtime-actions';
@@ -52,6 +54,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   });
 
   let sliceRunning = false;
+  let retrying = false;
   let interruptNext = false;
   // The status the search attribute already holds (set at start, or by the previous run): no redundant upsert.
   let shownStatus = workflowInfo().typedSearchAttributes.get(searchAttributes.AgentStatus) as AgentStatus | undefined;
@@ -127,10 +130,18 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     return snapshot();
   });
 
-  const summarize = (append: StoredItem[]): string => {
-    const kinds = append.map((s) => (s.item.kind === 'tool_result' ? `result ${s.item.id}` : s.item.kind));
-    return `slice ${st.slices + 1}: ${kinds.join(', ') || 'retry'}`;
+  // The last async call a slice dispatched: names the result that answers it in the next slice's summary.
+  let lastCall = st.prep.pendingCall;
+  const toolName = (id: string) => (lastCall?.id === id ? lastCall.name : (st.prep.subscriptions.get(id) ?? st.prep.eventTargets.get(id)));
+  /** The thread's title in its memo, from the first user text (children get theirs when they start). */
+  const maybeTitle = (append: StoredItem[]) => {
+    if (workflowInfo().memo?.title !== undefined || titled) return;
+    const first = append.find((s) => s.item.kind === 'user');
+    if (first?.item.kind !== 'user') return;
+    upsertMemo({ title: titleOf(first.item.text) });
+    titled = true;
   };
+  let titled = false;
 
   /** Runs one slice; a user text arriving meanwhile cancels it (the slice commits what it streamed). */
   const runOneSlice = async (append: StoredItem[]): Promise<SliceOutcome> => {
@@ -145,7 +156,8 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     if (args.spawn) input.spawn = args.spawn;
     const scope = new CancellationScope();
     let done = false;
-    const promise = scope.run(() => runSlice.executeWithOptions({ summary: summarize(append) }, [input]));
+    const summary = sliceSummary(st.slices + 1, append, toolName, retrying);
+    const promise = scope.run(() => runSlice.executeWithOptions({ summary }, [input]));
     void promise.then(
       () => (done = true),
       () => (done = true),
@@ -171,6 +183,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     st.length = r.length;
     st.slices += 1;
     st.prep.pendingCall = r.pendingCall;
+    if (r.pendingCall) lastCall = r.pendingCall;
     for (const id of r.answeredCallIds) st.prep.processedToolCalls.add(id);
     for (const id of r.cancelledSubscriptions ?? []) st.prep.subscriptions.delete(id);
     // Results produced by dispatch (failures, validation) go ahead of anything that arrived meanwhile.
@@ -189,6 +202,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   for (;;) {
     await condition(() => st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked));
     let append: StoredItem[];
+    retrying = st.carry.length > 0;
     if (st.carry.length > 0) {
       // Retry exactly what the failed slice was given, under the same slice id, before anything new.
       st.blocked = false;
@@ -212,6 +226,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
         continue;
       }
       append = [...st.prefix.splice(0), ...prep.append];
+      maybeTitle(append);
     }
     st.carry = append;
     sliceRunning = true;

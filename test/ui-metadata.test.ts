@@ -1,0 +1,53 @@
+/**
+ * What the Temporal UI shows of a thread, read back through the Temporal API: the memo title, activity summaries
+ * that name what each slice was given, current details with the pending call, and titled children.
+ */
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { describe, expect, it } from 'vitest';
+import { ScriptedModel } from '../src/model/scripted';
+import { eventually, greenBuildTool, recordingTool, startTestSystem, uid } from './helpers';
+import type { ToolContext } from '../src/tools/tool';
+
+const decode = (p: temporal.api.common.v1.IPayload | null | undefined) => (p ? defaultPayloadConverter.fromPayload<string>(p) : undefined);
+
+describe('Temporal UI metadata', () => {
+  it('titles the thread, summarizes each slice, and shows the pending call in the current details', async () => {
+    const waits: ToolContext[] = [];
+    const model = new ScriptedModel((req) => {
+      const last = req.messages[req.messages.length - 1]!;
+      if (last.role === 'user' && last.text.startsWith('Is build')) return { toolCall: { name: 'get_build_status', args: { build_id: '42' } } };
+      if (last.role === 'user') return { toolCall: { name: 'spawn_thread', args: { instructions: 'Collect the flaky tests of build 42', child_of: [/`([^`]+)`/.exec(req.system)![1]] } } };
+      if (last.role === 'tool_result' && last.name === 'spawn_thread') return { toolCall: { name: 'wait_here', args: {} } };
+      return { text: 'Build 42 is green.' };
+    });
+    const sys = await startTestSystem({ model, tools: [greenBuildTool(), recordingTool('wait_here', waits)] });
+    try {
+      const thread = await sys.client.startThread({ threadId: uid('ui') });
+      await thread.sendUserText('Is build 42 green?\nPlease check.');
+      await thread.waitForIdle({ settled: true });
+      await thread.sendUserText('spawn a helper');
+      await eventually(() => waits.find((w) => w.threadId === thread.threadId));
+
+      const description = await thread.workflow.describe();
+      expect(description.memo?.title).toBe('Is build 42 green? Please check.');
+      const history = await thread.workflow.fetchHistory();
+      const summaries = (history.events ?? [])
+        .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+        .map((e) => decode(e.userMetadata?.summary));
+      expect(summaries.slice(0, 3)).toEqual(['slice 1: user "Is build 42 green? Please check."', 'slice 2: result of get_build_status', 'slice 3: user "spawn a helper"']);
+      expect(summaries[3]).toBe('slice 4: result of spawn_thread');
+
+      const metadata = (await thread.workflow.query('__temporal_workflow_metadata')) as { currentDetails?: string };
+      expect(metadata.currentDetails).toMatch(/^\*\*waiting_tool\*\* · \d+ items · 4 slices/);
+      expect(metadata.currentDetails).toContain('waiting for `wait_here`');
+
+      const [child] = (await thread.status()).children;
+      const childDescription = await sys.temporal.workflow.getHandle(child!).describe();
+      expect(childDescription.memo?.title).toBe('Collect the flaky tests of build 42');
+      expect(await childDescription.staticSummary()).toBe(`child thread of ${thread.threadId}`);
+    } finally {
+      await sys.shutdown();
+    }
+  });
+});
