@@ -62,5 +62,11 @@ export { THREAD_WORKFLOW_TYPE, searchAttributes } from './workflows/definitions'
 export type { ThreadOptions } from './workflows/state';
 
 export { startDevServer, type DevServer, type DevServerOptions } from './devserver/server';
+export { EncryptionCodec, ENCRYPTED_ENCODING, type EncryptionKeys } from './codec/encryption-codec';
+export { startCodecServer, loopbackOrigins, type CodecServer, type CodecServerOptions } from './codec/codec-server';
+export { EventLog, type LoggedEvent, type Replay } from './worker/event-log';
+export { startEventServer, type EventServer, type EventServerOptions } from './worker/event-server';
+export { remoteThreadEvents, EventStreamError, type LiveEvent, type RemoteEventsOptions } from './client/live-events';
+export { buildStatusDemoTool } from './tools/demo';
 export { findTemporalCli, TemporalCliNotFoundError } from './devserver/cli';
 export { startLocalSystem, type LocalSystem, type LocalSystemOptions } from './local-system';

@@ -9,6 +9,8 @@ import { NativeConnection } from '@temporalio/worker';
 import type { CompletionPolicy } from './activities/completion';
 import { AgentClient } from './client/agent-client';
 import { type DevServer, type DevServerOptions, startDevServer } from './devserver/server';
+import type { PayloadCodec } from '@temporalio/common';
+import { loopbackOrigins, startCodecServer } from './codec/codec-server';
 import type { ModelProvider } from './model/provider';
 import { modelFromEnv } from './model/registry';
 import type { ConversationStore } from './store/conversation-store';
@@ -37,6 +39,13 @@ export interface LocalSystemOptions {
   maxCachedWorkflows?: number;
   workflowBundle?: AgentWorkerOptions['workflowBundle'];
   workerOptions?: AgentWorkerOptions['workerOptions'];
+  /** Encrypts (or otherwise encodes) every payload in Temporal; see `AgentWorkerOptions.payloadCodec`. */
+  payloadCodec?: PayloadCodec;
+  /**
+   * With `payloadCodec`: serve it as the Web UI's codec endpoint, so the UI shows payloads decoded for those who pass
+   * `token` (configure the same bearer token in the UI's codec settings).
+   */
+  codecEndpoint?: { token?: string; port?: number };
   /** Also serve live events over HTTP for clients in other processes (see `AgentWorkerOptions.eventsEndpoint`). */
   eventsEndpoint?: AgentWorkerOptions['eventsEndpoint'];
 }
@@ -51,6 +60,8 @@ export interface LocalSystem {
   events: LocalEventHub;
   /** Live events over HTTP, with `eventsEndpoint`. */
   eventsUrl?: string;
+  /** The Web UI's codec endpoint, with `codecEndpoint`. */
+  codecUrl?: string;
   /** Link to a thread in the Temporal Web UI. */
   threadUrl(threadId: string): string | undefined;
   shutdown(): Promise<void>;
@@ -65,16 +76,26 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
   const model = options.model ?? modelFromEnv();
   const dataDir = resolve(options.dataDir ?? join('.temporal', 'local'));
   mkdirSync(dataDir, { recursive: true });
-  const ownServer = !isRunning(options.devServer);
-  const devServer = isRunning(options.devServer)
-    ? options.devServer
-    : await startDevServer({ dbFilename: join(dataDir, 'temporal.sqlite'), ...options.devServer });
   const cleanups: (() => Promise<void>)[] = [];
   const cleanup = async () => {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   };
-  if (ownServer) cleanups.push(() => devServer.stop());
+  const codec = options.payloadCodec;
+  const codecServer =
+    codec && options.codecEndpoint
+      ? await startCodecServer({ codec, ...options.codecEndpoint, origins: loopbackOrigins })
+      : undefined;
+  if (codecServer) cleanups.push(() => codecServer.close());
+  const ownServer = !isRunning(options.devServer);
   try {
+    const devServer = isRunning(options.devServer)
+      ? options.devServer
+      : await startDevServer({
+          dbFilename: join(dataDir, 'temporal.sqlite'),
+          ...(codecServer && { uiCodecEndpoint: codecServer.url }),
+          ...options.devServer,
+        });
+    if (ownServer) cleanups.push(() => devServer.stop());
     const storePath = options.store ? undefined : join(dataDir, 'conversations.sqlite');
     const store = options.store ?? new SqliteConversationStore(storePath!);
     if (!options.store) cleanups.push(() => store.close());
@@ -97,12 +118,13 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       workflowBundle: options.workflowBundle,
       workerOptions: options.workerOptions,
       eventsEndpoint: options.eventsEndpoint,
+      ...(codec && { payloadCodec: codec }),
     });
     const running = worker.run();
     cleanups.push(() => worker.shutdown());
     running.catch((e) => console.error('agent worker stopped:', e));
     const client = new AgentClient({
-      client: new Client({ connection, namespace: devServer.namespace }),
+      client: new Client({ connection, namespace: devServer.namespace, ...(codec && { dataConverter: { payloadCodecs: [codec] } }) }),
       taskQueue,
       store,
       events,
@@ -116,6 +138,7 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       ...(storePath && { storePath }),
       events,
       ...(worker.eventsUrl && { eventsUrl: worker.eventsUrl }),
+      ...(codecServer && { codecUrl: codecServer.url }),
       threadUrl: (id) => devServer.workflowUrl(id),
       shutdown: cleanup,
     };

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { findTemporalCli } from '../src/devserver/cli';
@@ -49,6 +50,8 @@ export interface TestSystemOptions {
   storePath?: string;
   /** Another dev server than the suite's. */
   address?: string;
+  /** Worker and client encode payloads with it; `temporal` stays a plain client that sees them encoded. */
+  payloadCodec?: PayloadCodec;
 }
 
 /** Fast retries for tests; the reference waits (1 s / 5 s / 30 s) are kept small but nonzero. */
@@ -81,10 +84,12 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
         compactionThreshold: options.compactionThreshold,
         maxCachedWorkflows: options.maxCachedWorkflows,
         workflowBundle: { codePath: inject('workflowBundlePath') },
+        ...(options.payloadCodec && { payloadCodec: options.payloadCodec }),
       });
   void worker?.run();
   const temporal = new Client({ connection });
-  const client = new AgentClient({ client: temporal, taskQueue, store, events, threadOptions: options.threadOptions });
+  const agentTemporal = options.payloadCodec ? new Client({ connection, dataConverter: { payloadCodecs: [options.payloadCodec] } }) : temporal;
+  const client = new AgentClient({ client: agentTemporal, taskQueue, store, events, threadOptions: options.threadOptions });
   return {
     client,
     temporal,

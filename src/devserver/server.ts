@@ -20,6 +20,8 @@ export interface DevServerOptions {
   /** Web UI port (default: a free port). */
   uiPort?: number;
   namespace?: string;
+  /** A remote codec endpoint for the Web UI (see `startCodecServer`): encrypted payloads then read as JSON. */
+  uiCodecEndpoint?: string;
   /** Extra dynamic config, e.g. `{ 'limit.historyCount.suggestContinueAsNew': 40 }`. */
   dynamicConfig?: Record<string, unknown>;
   /** Path of the CLI; found or installed when omitted. */
@@ -95,6 +97,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL', '--log-level', 'error');
   if (namespace !== 'default') args.push('--namespace', namespace);
   if (ui) args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
+  if (ui && options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   else args.push('--headless');
   for (const [k, v] of Object.entries(THREAD_SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${k}=${v}`);
   for (const [k, v] of Object.entries({ ...DEFAULT_DYNAMIC_CONFIG, ...options.dynamicConfig })) {

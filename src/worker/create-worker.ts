@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createSliceActivities } from '../activities/slice';
 import type { CompletionPolicy } from '../activities/completion';
@@ -40,6 +41,11 @@ export interface AgentWorkerOptions {
   maxCachedWorkflows?: number;
   /** A prebuilt workflow bundle (see `bundleThreadWorkflows`); bundling on start otherwise. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /**
+   * Encodes every payload this worker writes to Temporal and decodes what it reads (e.g. an {@link EncryptionCodec});
+   * clients need the same codec in their `Client`'s `dataConverter`.
+   */
+  payloadCodec?: PayloadCodec;
   /** Any other Temporal worker option. */
   workerOptions?: Partial<WorkerOptions>;
   /**
@@ -67,7 +73,8 @@ export function threadWorkflowsPath(): string {
 
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const namespace = options.namespace ?? 'default';
-  const client = new Client({ connection: options.connection, namespace });
+  const dataConverter = options.payloadCodec ? { payloadCodecs: [options.payloadCodec] } : undefined;
+  const client = new Client({ connection: options.connection, namespace, ...(dataConverter && { dataConverter }) });
   let onEvent = options.onEvent ?? (() => {});
   let events: EventServer | undefined;
   if (options.eventsEndpoint) {
@@ -101,6 +108,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       activities,
       ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: threadWorkflowsPath() }),
       maxCachedWorkflows: options.maxCachedWorkflows ?? 100,
+      ...(dataConverter && { dataConverter }),
       ...options.workerOptions,
     });
   } catch (e) {
