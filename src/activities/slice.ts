@@ -11,7 +11,7 @@ import { firstText } from '../model/projection';
 import type { ModelProvider } from '../model/provider';
 import { CommitConflictError, type ConversationStore, type NewSummary, type ThreadRecord } from '../store/conversation-store';
 import { toolResult } from '../tools/messages';
-import type { Tool, ToolContext } from '../tools/tool';
+import type { Tool, ToolContext, ToolLifecycle } from '../tools/tool';
 import { BUILTIN_TOOL_NAMES } from '../core/builtin-tools';
 import { type AsyncCall, type CompletionOutput, type CompletionPolicy, DEFAULT_COMPLETION_POLICY, runCompletion } from './completion';
 import { inheritedHistory, modelView, resolveInjected, threadChain } from './history';
@@ -32,6 +32,8 @@ export interface SliceDependencies {
    * (default 0.75; 0 turns automatic compaction off).
    */
   compactionThreshold?: number;
+  /** Told about interrupted calls, cancelled subscriptions and closed threads (RAP servers). */
+  lifecycle?: readonly ToolLifecycle[];
   /** How often the slice heartbeats (default 1 s); heartbeats carry crash detection and cancellation. */
   heartbeatIntervalMs?: number;
 }
@@ -84,21 +86,33 @@ export function createSliceActivities(deps: SliceDependencies) {
     }
   };
 
-  const toolContext = (threadId: string, rootThreadId: string) => (toolCallId: string, toolName: string): ToolContext => ({
+  /** Fire and forget: a notice never delays or fails a slice. */
+  const notify = (fn: (l: ToolLifecycle) => Promise<void> | void | undefined) => {
+    for (const l of deps.lifecycle ?? []) {
+      try {
+        void Promise.resolve(fn(l)).catch(() => undefined);
+      } catch {
+        // ignored: best effort
+      }
+    }
+  };
+
+  const toolContext = (threadId: string, rootThreadId: string, ancestors: string[] = []) => (toolCallId: string, toolName: string): ToolContext => ({
     threadId,
     rootThreadId,
+    ancestors,
     toolCallId,
     toolName,
     send: deps.send,
   });
 
   /** Starts an async tool; failures become an error result for the same call (reference spec §2.7). */
-  async function dispatch(threadId: string, rootThreadId: string, call: AsyncCall): Promise<InputMessage[]> {
+  async function dispatch(threadId: string, rootThreadId: string, call: AsyncCall, ancestors: string[]): Promise<InputMessage[]> {
     if (BUILTIN_TOOL_NAMES.has(call.name)) return []; // carried out by the workflow
     const tool = tools.get(call.name);
     try {
       if (!tool) throw new Error(`tool '${call.name}' is no longer registered on this worker`);
-      await tool.execute(call.args, toolContext(threadId, rootThreadId)(call.id, call.name));
+      await tool.execute(call.args, toolContext(threadId, rootThreadId, ancestors)(call.id, call.name));
       return [];
     } catch (e) {
       emit({ threadId, type: 'info', text: `Error: ${e instanceof Error ? e.message : String(e)}` });
@@ -113,7 +127,8 @@ export function createSliceActivities(deps: SliceDependencies) {
     if (last?.kind !== 'tool_call' || last.id !== prior.pendingCall.id) return prior;
     const record = await deps.store.getThread(input.threadId);
     const call = { ...prior.pendingCall, args: last.args };
-    const followUps = await dispatch(input.threadId, record?.rootThreadId ?? input.threadId, call);
+    const chain = await threadChain(deps.store, input.threadId);
+    const followUps = await dispatch(input.threadId, record?.rootThreadId ?? input.threadId, call, chain.slice(0, -1).map((r) => r.threadId));
     return { ...prior, followUps: [...prior.followUps, ...followUps] };
   }
 
@@ -141,6 +156,8 @@ export function createSliceActivities(deps: SliceDependencies) {
       );
     }
     const chain = await threadChain(deps.store, threadId);
+    const ancestors = chain.slice(0, -1).map((r) => r.threadId);
+    for (const callId of input.interruptedCalls ?? []) notify((l) => l.callCancelled?.(threadId, callId));
     const inherited = await inheritedHistory(deps.store, chain);
     // Original calls are looked up in the full history: a summary must not orphan a late report or event.
     const append = resolveInjected([...inherited, ...committed].map((s) => s.item), input.append);
@@ -163,7 +180,7 @@ export function createSliceActivities(deps: SliceDependencies) {
         policy,
         signal: ctx.cancellationSignal,
         emit,
-        toolContext: toolContext(threadId, record.rootThreadId),
+        toolContext: toolContext(threadId, record.rootThreadId, ancestors),
         runtime: {
           threadId,
           kind: record.kind,
@@ -213,9 +230,13 @@ export function createSliceActivities(deps: SliceDependencies) {
         // A zombie attempt of this slice committed first: its result is the one that counts.
         return replayCommitted(input, (await deps.store.findSlice(threadId, sliceId))!);
       }
-      if (result.action?.type === 'close') await deps.store.markClosed(threadId);
+      if (result.action?.type === 'close') {
+        await deps.store.markClosed(threadId);
+        notify((l) => l.threadClosed?.(threadId));
+      }
+      for (const callId of out.cancelledSubscriptions) notify((l) => l.callCancelled?.(threadId, callId));
       emit({ threadId, type: 'completion_finished', sliceId, usage: out.usage });
-      if (out.asyncCall) result.followUps = await dispatch(threadId, record.rootThreadId, out.asyncCall);
+      if (out.asyncCall) result.followUps = await dispatch(threadId, record.rootThreadId, out.asyncCall, ancestors);
       emit({ threadId, type: 'status', status: result.pendingCall ? 'waiting_tool' : 'idle' });
       return result;
     } finally {

@@ -17,6 +17,8 @@ export interface SliceInput {
   spawn?: SpawnPoint;
   /** Active subscriptions (tool call ids), for `cancel_subscription`. */
   subscriptions?: string[];
+  /** Pending calls this slice's inputs interrupted: their tools are told (RAP `/cancel_tool_call`). */
+  interruptedCalls?: string[];
 }
 
 /** Where a child thread attaches to its parent: it inherits the parent's first `order` own items. */

@@ -21,7 +21,14 @@ export type SyntheticKind =
   | { type: 'thread_report'; toolCallId: string; childThreadId: string }
   | { type: 'parent_message'; toolCallId: string }
   | { type: 'compaction' }
-  | { type: 'compaction_complete' };
+  | { type: 'compaction_complete' }
+  /** A tool asks the user something about its pending call (RAP `oauth` / `user_choice`); shown, never in history. */
+  | { type: 'prompt'; toolCallId: string; prompt: PendingPrompt };
+
+/** What a tool waits for from the user while its call stays pending (RAP §5). */
+export type PendingPrompt =
+  | { kind: 'oauth'; authUrl: string }
+  | { kind: 'user_choice'; id: string; prompt: string; choices: string[]; default: number; responseUrl: string };
 
 /** UI-only rendering of a tool result; the model always sees the full text. */
 export type DisplaySegment =
@@ -146,6 +153,8 @@ export interface ThreadStatus {
   usage?: TokenUsage;
   /** Compactions finished so far, and the compaction thread at work now (reference spec §6). */
   compaction: { completed: number; running?: string };
+  /** What the pending call's tool asks of the user (an OAuth link, a choice), until the call is answered. */
+  prompts: (PendingPrompt & { toolCallId: string })[];
   /** Set when the last slice failed for good; cleared by the next successful one. */
   lastError?: string;
 }
@@ -165,4 +174,8 @@ export type ThreadEvent = { threadId: string } & (
   | { type: 'status'; status: AgentStatus }
   /** A remote subscriber missed events that are no longer buffered: committed history fills the gap. */
   | { type: 'replay_gap' }
+  /** A tool asks the user to authorize (open `authUrl`) or to choose (answer with `thread.answerChoice`). */
+  | { type: 'prompt'; toolCallId: string; prompt: PendingPrompt }
+  /** A tool's display-only view of the thread changed (RAP `view_update`); never in history. */
+  | { type: 'view_update'; viewType: string; content: unknown }
 );

@@ -46,6 +46,10 @@ function validateSynthetic(v: unknown): string | undefined {
     case 'compaction':
     case 'compaction_complete':
       return undefined;
+    case 'prompt':
+      return isNonEmptyString(v.toolCallId) && isObject(v.prompt) && (v.prompt.kind === 'oauth' || v.prompt.kind === 'user_choice')
+        ? undefined
+        : 'synthetic prompt needs toolCallId and a prompt of kind oauth or user_choice';
     default:
       return `unknown synthetic type ${JSON.stringify(v.type)}`;
   }

@@ -86,6 +86,20 @@ async function waitUntilServing(address: string, namespace: string, deadline: nu
   throw new Error(`temporal dev server did not become ready at ${address}: ${String(lastError)}\n${tail()}`);
 }
 
+async function waitForUi(uiUrl: string, deadline: number, tail: () => string): Promise<void> {
+  for (;;) {
+    try {
+      const res = await fetch(uiUrl, { signal: AbortSignal.timeout(2000) });
+      await res.body?.cancel();
+      if (res.status < 500) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`the dev server's Web UI did not answer at ${uiUrl}\n${tail()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const cli = options.cliPath ?? findTemporalCli({ log: options.log });
   const namespace = options.namespace ?? 'default';
@@ -96,9 +110,11 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', dbFilename];
   args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL', '--log-level', 'error');
   if (namespace !== 'default') args.push('--namespace', namespace);
-  if (ui) args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
-  if (ui && options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
-  else args.push('--headless');
+  if (!ui) args.push('--headless');
+  else {
+    args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
+    if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
+  }
   for (const [k, v] of Object.entries(THREAD_SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${k}=${v}`);
   for (const [k, v] of Object.entries({ ...DEFAULT_DYNAMIC_CONFIG, ...options.dynamicConfig })) {
     args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
@@ -123,13 +139,16 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     await exited;
     clearTimeout(timer);
   };
+  const uiUrl = ui ? `http://127.0.0.1:${uiPort}` : undefined;
+  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
   try {
-    await waitUntilServing(address, namespace, Date.now() + (options.startTimeoutMs ?? 60_000), child, tail);
+    await waitUntilServing(address, namespace, deadline, child, tail);
+    // The UI comes up a moment after the frontend; a link printed before it answers would not open.
+    if (uiUrl) await waitForUi(uiUrl, deadline, tail);
   } catch (e) {
     await stop();
     throw e;
   }
-  const uiUrl = ui ? `http://127.0.0.1:${uiPort}` : undefined;
   return {
     address,
     namespace,

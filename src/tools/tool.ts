@@ -11,10 +11,21 @@ import type { ToolSpec } from '../model/provider';
 export interface ToolContext {
   threadId: string;
   rootThreadId: string;
+  /** Ancestor thread ids, root first, parent last (empty for a root). */
+  ancestors: string[];
   toolCallId: string;
   toolName: string;
   /** Delivers a message into a thread's input queue (a Temporal signal). Rejects with `ThreadNotFoundError`. */
   send(message: InputMessage): Promise<void>;
+}
+
+/**
+ * Lifecycle notices for tools that run elsewhere (RAP servers): a pending call was interrupted or a subscription
+ * cancelled, or a thread closed. Best effort: called without waiting, failures ignored.
+ */
+export interface ToolLifecycle {
+  callCancelled?(threadId: string, toolCallId: string): Promise<void> | void;
+  threadClosed?(threadId: string): Promise<void> | void;
 }
 
 export type JsonSchemaObject = Record<string, unknown> & { type: 'object' };

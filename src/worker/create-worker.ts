@@ -13,7 +13,7 @@ import type { ThreadEvent } from '../core/types';
 import type { ModelProvider } from '../model/provider';
 import type { ConversationStore } from '../store/conversation-store';
 import { deliverInput } from '../client/deliver';
-import type { Tool } from '../tools/tool';
+import type { Tool, ToolLifecycle } from '../tools/tool';
 import { LocalEventHub } from './event-hub';
 import { EventLog } from './event-log';
 import { type EventServer, type EventServerOptions, startEventServer } from './event-server';
@@ -25,6 +25,8 @@ export interface AgentWorkerOptions {
   store: ConversationStore;
   model: ModelProvider;
   tools?: readonly Tool[];
+  /** Told about interrupted calls, cancelled subscriptions and closed threads (e.g. RAP toolsets). */
+  toolLifecycle?: readonly ToolLifecycle[];
   /** Receives live events of the slices this worker runs (e.g. a {@link LocalEventHub}'s `emit`). */
   onEvent?: (event: ThreadEvent) => void;
   systemPrompt?: string;
@@ -98,6 +100,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     systemPrompt: options.systemPrompt,
     completionPolicy: options.completionPolicy,
     compactionThreshold: options.compactionThreshold,
+    ...(options.toolLifecycle && { lifecycle: options.toolLifecycle }),
   });
   let worker: Worker;
   try {

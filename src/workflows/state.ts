@@ -3,7 +3,7 @@
  */
 import type { PrepareState } from '../core/prepare';
 import type { SpawnPoint } from '../core/slice-protocol';
-import type { DropReason, InputMessage, PendingCall, StoredItem, ThreadKind, TokenUsage } from '../core/types';
+import type { DropReason, InputMessage, PendingCall, PendingPrompt, StoredItem, ThreadKind, TokenUsage } from '../core/types';
 
 /** Tuning of a thread's slices; set by the client that starts threads, inherited by children. */
 export interface ThreadOptions {
@@ -72,6 +72,7 @@ export interface CarriedState {
   lastUsage?: TokenUsage;
   usage?: TokenUsage;
   compaction?: CompactionState;
+  prompts?: ThreadState['prompts'];
   lastText?: string;
   lastError?: string;
   runs: number;
@@ -103,6 +104,8 @@ export interface ThreadState {
   /** Tokens used by all slices of this thread, across continue-as-new. */
   usage?: TokenUsage;
   compaction: CompactionState;
+  /** What the pending call's tool asks of the user; cleared when the call is answered or interrupted. */
+  prompts: (PendingPrompt & { toolCallId: string })[];
   lastText?: string;
   lastError?: string;
   runs: number;
@@ -134,6 +137,7 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     lastUsage: c?.lastUsage,
     usage: c?.usage,
     compaction: c?.compaction ?? { completed: 0 },
+    prompts: c?.prompts ?? [],
     lastText: c?.lastText,
     lastError: c?.lastError,
     runs: (c?.runs ?? 0) + 1,
@@ -167,6 +171,7 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     lastUsage: s.lastUsage,
     usage: s.usage,
     compaction: s.compaction,
+    prompts: s.prompts,
     lastText: s.lastText,
     lastError: s.lastError,
     runs: s.runs,

@@ -22,7 +22,7 @@ import { applyDeferral, prepareBatch, splitInterruptBatch } from '../core/prepar
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
 import { addUsage, type AgentStatus, type DropReason, type StoredItem, type ThreadStatus } from '../core/types';
 import { compactionInput } from '../core/inputs';
-import { handleCompactionInputs } from './compaction';
+import { handleControlInputs } from './control-inputs';
 import { sliceSummary, titleOf } from './ui-text';
 import { isUserText, validateInputMessage } from '../core/validate';
 import { inputSignal, searchAttributes, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
@@ -81,6 +81,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       subscriptions: Object.fromEntries(st.prep.subscriptions),
       children: [...st.children.keys()],
       compaction: { ...st.compaction },
+      prompts: [...st.prompts],
     };
     if (args.spawn) s.parentThreadId = args.spawn.parentThreadId;
     if (st.lastUsage) s.lastUsage = st.lastUsage;
@@ -105,6 +106,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     const details = [
       `**${s}** · ${st.length} items · ${st.slices} slices`,
       pending ? `waiting for \`${pending.name}\` (call ${pending.id})` : '',
+      ...st.prompts.map((p) => (p.kind === 'oauth' ? `needs authorization: ${p.authUrl}` : `asks the user: ${p.prompt} [${p.choices.join(' / ')}]`)),
       st.lastText ? `last reply: ${st.lastText}` : '',
       st.lastError ? `last error: ${st.lastError}` : '',
     ]
@@ -142,9 +144,13 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     titled = true;
   };
   let titled = false;
+  /** Prompts live as long as their call is the pending one. */
+  const dropStalePrompts = () => {
+    if (st.prompts.length > 0) st.prompts = st.prompts.filter((p) => p.toolCallId === st.prep.pendingCall?.id);
+  };
 
   /** Runs one slice; a user text arriving meanwhile cancels it (the slice commits what it streamed). */
-  const runOneSlice = async (append: StoredItem[]): Promise<SliceOutcome> => {
+  const runOneSlice = async (append: StoredItem[], interruptedCalls: string[]): Promise<SliceOutcome> => {
     const input: SliceInput = {
       threadId,
       kind: args.kind,
@@ -154,6 +160,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       subscriptions: [...st.prep.subscriptions.keys()],
     };
     if (args.spawn) input.spawn = args.spawn;
+    if (interruptedCalls.length > 0) input.interruptedCalls = interruptedCalls;
     const scope = new CancellationScope();
     let done = false;
     const summary = sliceSummary(st.slices + 1, append, toolName, retrying);
@@ -184,6 +191,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     st.slices += 1;
     st.prep.pendingCall = r.pendingCall;
     if (r.pendingCall) lastCall = r.pendingCall;
+    dropStalePrompts();
     for (const id of r.answeredCallIds) st.prep.processedToolCalls.add(id);
     for (const id of r.cancelledSubscriptions ?? []) st.prep.subscriptions.delete(id);
     // Results produced by dispatch (failures, validation) go ahead of anything that arrived meanwhile.
@@ -202,6 +210,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   for (;;) {
     await condition(() => st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked));
     let append: StoredItem[];
+    let interruptedCalls: string[] = [];
     retrying = st.carry.length > 0;
     if (st.carry.length > 0) {
       // Retry exactly what the failed slice was given, under the same slice id, before anything new.
@@ -217,8 +226,9 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       }
       // Event and compaction children inherit the committed history, without a trailing unanswered call.
       const safePoint = st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
-      batch = await handleCompactionInputs(actx, batch, safePoint, count);
+      batch = await handleControlInputs(actx, batch, safePoint, count);
       const prep = prepareBatch(st.prep, applyDeferral(st.prep, batch), uuid4);
+      dropStalePrompts();
       for (const d of prep.dropped) count(d.reason);
       for (const req of prep.eventChildren) await spawnEventChild(actx, req, safePoint);
       if (!prep.ready) {
@@ -226,12 +236,13 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
         continue;
       }
       append = [...st.prefix.splice(0), ...prep.append];
+      interruptedCalls = prep.interruptedCalls;
       maybeTitle(append);
     }
     st.carry = append;
     sliceRunning = true;
     publish();
-    const outcome = await runOneSlice(append);
+    const outcome = await runOneSlice(append, interruptedCalls);
     sliceRunning = false;
     if ('ok' in outcome) {
       apply(outcome.ok);

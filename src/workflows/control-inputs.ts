@@ -1,5 +1,5 @@
 /**
- * Compaction, the workflow's half (reference spec §6.2–6.4): a `compaction` input starts a compaction child that
+ * Control inputs: compaction and tool prompts. Compaction, the workflow's half (reference spec §6.2–6.4): a `compaction` input starts a compaction child that
  * inherits the history up to the safe spawn point and summarizes it; its closing slice saves the summary in the store
  * (which every later load of this thread applies), and its `compaction_complete` input ends the round here.
  * No completion runs in this thread for either input.
@@ -11,8 +11,9 @@ import type { InputMessage } from '../core/types';
 import { startThread, type ActionContext } from './runtime-actions';
 import type { ThreadSeed } from './state';
 
-export const isCompactionInput = (m: InputMessage): boolean =>
-  m.synthetic?.type === 'compaction' || m.synthetic?.type === 'compaction_complete';
+/** Inputs the workflow handles itself: no history, no completion. */
+export const isControlInput = (m: InputMessage): boolean =>
+  m.synthetic?.type === 'compaction' || m.synthetic?.type === 'compaction_complete' || m.synthetic?.type === 'prompt';
 
 async function startCompaction(ctx: ActionContext, safePoint: number): Promise<void> {
   const childId = uuid4();
@@ -29,17 +30,32 @@ async function startCompaction(ctx: ActionContext, safePoint: number): Promise<v
 }
 
 /**
- * Handles the compaction inputs of a batch; returns the rest. A request while a compaction runs is dropped as a
- * duplicate (the reference would start a second child for a redelivered request).
+ * Handles the control inputs of a batch; returns the rest. A compaction request while a compaction runs is dropped
+ * as a duplicate (the reference would start a second child for a redelivered request). A prompt counts only for the
+ * call now pending; it lasts until that call is answered or interrupted.
  */
-export async function handleCompactionInputs(ctx: ActionContext, batch: InputMessage[], safePoint: number, drop: (reason: 'duplicate' | 'closed') => void): Promise<InputMessage[]> {
+export async function handleControlInputs(
+  ctx: ActionContext,
+  batch: InputMessage[],
+  safePoint: number,
+  drop: (reason: 'duplicate' | 'closed' | 'wrong_call') => void,
+): Promise<InputMessage[]> {
   const rest: InputMessage[] = [];
   for (const m of batch) {
-    if (!isCompactionInput(m)) {
+    const syn = m.synthetic;
+    if (!isControlInput(m)) {
       rest.push(m);
     } else if (ctx.st.prep.closed) {
       drop('closed');
-    } else if (m.synthetic?.type === 'compaction') {
+    } else if (syn?.type === 'prompt') {
+      if (ctx.st.prep.pendingCall?.id !== syn.toolCallId) {
+        drop('wrong_call');
+        continue;
+      }
+      const same = (p: (typeof ctx.st.prompts)[number]) =>
+        p.kind === syn.prompt.kind && (p.kind !== 'user_choice' || (syn.prompt.kind === 'user_choice' && p.id === syn.prompt.id));
+      ctx.st.prompts = [...ctx.st.prompts.filter((p) => !same(p)), { ...syn.prompt, toolCallId: syn.toolCallId }];
+    } else if (syn?.type === 'compaction') {
       if (ctx.st.compaction.running) drop('duplicate');
       else await startCompaction(ctx, safePoint);
     } else if (ctx.st.compaction.running) {

@@ -1,0 +1,70 @@
+/**
+ * Callback tokens: every invocation's `callback_url` ends in a token bound to one (thread, tool call), signed with
+ * HMAC-SHA256. Only the tool that received the invocation knows it; a token for one call cannot deliver to another,
+ * a changed byte breaks the signature, and tokens expire. Keys carry ids so they rotate without breaking calls in
+ * flight: new tokens use the current key, and every listed key still verifies.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export interface CallbackKeys {
+  current: string;
+  /** Key id → secret (at least 32 bytes). */
+  keys: Record<string, Buffer>;
+}
+
+export interface TokenClaims {
+  /** Thread (RAP `group_id`). */
+  threadId: string;
+  /** Tool call (RAP `id`; for subscription events, `tool_call_id`). */
+  callId: string;
+  /** Expiry, epoch ms. */
+  expiresAt: number;
+}
+
+export type TokenCheck = { ok: true; claims: TokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'unknown_key' | 'expired' };
+
+const b64 = (b: Buffer) => b.toString('base64url');
+
+export class CallbackTokens {
+  constructor(private readonly keys: CallbackKeys) {
+    for (const [id, k] of Object.entries(keys.keys)) {
+      if (k.length < 32) throw new TypeError(`callback key '${id}' must have at least 32 bytes`);
+      if (!/^[A-Za-z0-9_-]+$/.test(id)) throw new TypeError(`callback key id '${id}' must be [A-Za-z0-9_-]`);
+    }
+    if (!keys.keys[keys.current]) throw new TypeError(`the current callback key '${keys.current}' is not among the keys`);
+  }
+
+  private sign(keyId: string, body: string): Buffer {
+    return createHmac('sha256', this.keys.keys[keyId]!).update(`${keyId}.${body}`).digest();
+  }
+
+  /** `<keyId>.<claims>.<signature>`, URL-safe. A random nonce makes two tokens for the same call differ. */
+  mint(claims: TokenClaims): string {
+    const keyId = this.keys.current;
+    const body = b64(Buffer.from(JSON.stringify({ t: claims.threadId, c: claims.callId, e: claims.expiresAt, n: b64(randomBytes(9)) })));
+    return `${keyId}.${body}.${b64(this.sign(keyId, body))}`;
+  }
+
+  verify(token: string, now = Date.now()): TokenCheck {
+    const parts = token.split('.');
+    if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) return { ok: false, reason: 'malformed' };
+    const [keyId, body, signature] = parts as [string, string, string];
+    if (!this.keys.keys[keyId]) return { ok: false, reason: 'unknown_key' };
+    const expected = this.sign(keyId, body);
+    const given = Buffer.from(signature, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
+    let raw: unknown;
+    try {
+      raw = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+    } catch {
+      return { ok: false, reason: 'malformed' };
+    }
+    const c = raw as { t?: unknown; c?: unknown; e?: unknown };
+    if (typeof c.t !== 'string' || typeof c.c !== 'string' || typeof c.e !== 'number') return { ok: false, reason: 'malformed' };
+    if (c.e <= now) return { ok: false, reason: 'expired' };
+    return { ok: true, claims: { threadId: c.t, callId: c.c, expiresAt: c.e } };
+  }
+}
+
+/** A fresh random key, for tests and first setups (store it; tokens die with it). */
+export const newCallbackKey = () => randomBytes(32);

@@ -1,0 +1,152 @@
+/**
+ * The runtime side of RAP: load toolsets from tool servers and expose their tools to agents as async tools. A call
+ * is one POST that the server acknowledges at once; the result comes back later through the callback gateway into
+ * the thread's input queue, while no activity runs for it.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BUILTIN_TOOL_NAMES } from '../core/builtin-tools';
+import { toolResult } from '../tools/messages';
+import { defineTool, type JsonSchemaObject, type Tool, type ToolContext, type ToolLifecycle } from '../tools/tool';
+import { checkManifest, type RapInvocation, type RapManifest, trimBase } from './wire';
+
+export interface RapServerConfig {
+  /** Base URL of the tool server (lifecycle paths hang off it; invocations go to the manifest's endpoint). */
+  url: string;
+  /** Headers for every request to this server (e.g. `authorization`). */
+  headers?: Record<string, string>;
+}
+
+export interface RapToolsetsOptions {
+  servers: RapServerConfig[];
+  /** Mints the callback URL of one call (a {@link RapGateway}). */
+  gateway: { callbackUrl(threadId: string, callId: string): string };
+  /** Invocation attempts on 5xx or an unreachable server (default 3); 4xx is never retried (RAP §2.2). */
+  attempts?: number;
+  /** First backoff between attempts (default 250 ms, doubling). */
+  backoffMs?: number;
+  /** Per-request timeout (default 10 s). */
+  timeoutMs?: number;
+}
+
+export interface RapToolsetLoadError {
+  server: string;
+  error: string;
+}
+
+export interface RapToolsets extends ToolLifecycle {
+  /** Tools of every toolset that loaded, minus names that collided (exposed by none). */
+  tools: Tool[];
+  manifests: { server: string; manifest: RapManifest }[];
+  /** Toolsets rejected whole, and name collisions. */
+  errors: RapToolsetLoadError[];
+}
+
+/** The error result of a call the server refused (RAP §2.2, exact text of the reference runtime). */
+export const rapRefusedText = (op: string, endpoint: string, status: number) =>
+  `Error: RAP tool '${op}' failed: the server at ${endpoint} responded with HTTP ${status}. No result will arrive for this call.`;
+
+async function post(url: string, body: unknown, headers: Record<string, string> | undefined, timeoutMs: number): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+}
+
+async function loadManifest(server: RapServerConfig, timeoutMs: number): Promise<RapManifest> {
+  const url = `${trimBase(server.url)}/.well-known/rap-toolset`;
+  const res = await fetch(url, { headers: { accept: 'application/json', ...server.headers }, signal: AbortSignal.timeout(timeoutMs) });
+  if (!res.ok) throw new Error(`GET ${url} answered HTTP ${res.status}`);
+  let json: unknown;
+  try {
+    json = await res.json();
+  } catch {
+    throw new Error(`GET ${url} did not return JSON`);
+  }
+  const checked = checkManifest(json);
+  if (!checked.ok) throw new Error(checked.error);
+  return checked.value;
+}
+
+export async function loadRapToolsets(options: RapToolsetsOptions): Promise<RapToolsets> {
+  const attempts = options.attempts ?? 3;
+  const backoffMs = options.backoffMs ?? 250;
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const errors: RapToolsetLoadError[] = [];
+  const loaded: { server: RapServerConfig; manifest: RapManifest; tools: Tool[] }[] = [];
+
+  for (const server of options.servers) {
+    try {
+      const manifest = await loadManifest(server, timeoutMs);
+      // A schema our validator cannot compile rejects the toolset whole, like any other manifest error.
+      const tools = manifest.tools.map((def) => rapTool(server, manifest, def.name, def.description, def.inputSchema));
+      loaded.push({ server, manifest, tools });
+    } catch (e) {
+      errors.push({ server: server.url, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
+  // Names must be unique across toolsets (and apart from the runtime's own tools): a collision exposes neither.
+  const count = new Map<string, number>();
+  for (const l of loaded) for (const t of l.tools) count.set(t.name, (count.get(t.name) ?? 0) + 1);
+  for (const [name, n] of count) {
+    if (n > 1) errors.push({ server: '*', error: `tool '${name}' is defined by ${n} toolsets; none of them is exposed` });
+    if (BUILTIN_TOOL_NAMES.has(name)) errors.push({ server: '*', error: `tool '${name}' is a runtime tool name; not exposed` });
+  }
+  const tools = loaded.flatMap((l) => l.tools).filter((t) => count.get(t.name) === 1 && !BUILTIN_TOOL_NAMES.has(t.name));
+
+  /** Every configured server, concurrently, once; failures ignored (RAP §4.1, §4.2). */
+  const notifyAll = async (path: string, body: unknown) => {
+    await Promise.allSettled(options.servers.map((s) => post(`${trimBase(s.url)}${path}`, body, s.headers, timeoutMs).then((r) => r.body?.cancel())));
+  };
+
+  function rapTool(server: RapServerConfig, manifest: RapManifest, name: string, description: string, inputSchema: Record<string, unknown>): Tool {
+    const parameters = { ...inputSchema, type: 'object' } as JsonSchemaObject;
+    return defineTool({
+      name,
+      description,
+      parameters,
+      async execute(args: unknown, ctx: ToolContext) {
+        const body: RapInvocation = {
+          operation: name,
+          arguments: (args ?? {}) as Record<string, unknown>,
+          id: ctx.toolCallId,
+          call_id: null,
+          callback_url: options.gateway.callbackUrl(ctx.threadId, ctx.toolCallId),
+          group_id: ctx.threadId,
+          thread_ancestors: ctx.ancestors.length > 0 ? ctx.ancestors : null,
+        };
+        for (let attempt = 1; ; attempt++) {
+          let res: Response | undefined;
+          let failure: unknown;
+          try {
+            res = await post(manifest.endpoint, body, server.headers, timeoutMs);
+            await res.body?.cancel();
+          } catch (e) {
+            failure = e;
+          }
+          if (res && res.status >= 200 && res.status < 300) return;
+          const retryable = !res || res.status >= 500;
+          if (retryable && attempt < attempts) {
+            await sleep(backoffMs * 2 ** (attempt - 1));
+            continue;
+          }
+          if (res) {
+            await ctx.send(toolResult(ctx, rapRefusedText(name, manifest.endpoint, res.status)));
+            return;
+          }
+          throw failure; // unreachable: the slice answers `Error: Tool call failed`
+        }
+      },
+    });
+  }
+
+  return {
+    tools,
+    manifests: loaded.map((l) => ({ server: l.server.url, manifest: l.manifest })),
+    errors,
+    callCancelled: (threadId, toolCallId) => notifyAll('/cancel_tool_call', { thread_id: threadId, tool_call_id: toolCallId }),
+    threadClosed: (threadId) => notifyAll('/close_thread', { thread_id: threadId }),
+  };
+}
