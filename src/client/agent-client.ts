@@ -186,6 +186,27 @@ export class ThreadHandle {
   }
 
   /**
+   * Answers a tool's pending choice (RAP `user_choice`): POSTs `{id, selected}` to the tool's `response_url`.
+   * Without `selected`, the choice is dismissed and the tool gets its default (RAP §5.2). The tool then sends the
+   * call's result. Throws when the thread has no such pending choice or the tool refuses the answer.
+   */
+  async answerChoice(choiceId: string, selected?: number): Promise<number> {
+    const choice = (await this.status()).prompts.find((p) => p.kind === 'user_choice' && p.id === choiceId);
+    if (!choice || choice.kind !== 'user_choice') throw new Error(`thread ${this.threadId} has no pending choice '${choiceId}'`);
+    const index = selected ?? choice.default;
+    if (!Number.isInteger(index) || index < 0 || index >= choice.choices.length) throw new RangeError(`choice ${index} is not one of 0..${choice.choices.length - 1}`);
+    const res = await fetch(choice.responseUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: choice.id, selected: index }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.body?.cancel();
+    if (!res.ok) throw new Error(`the tool refused the answer: HTTP ${res.status}`);
+    return index;
+  }
+
+  /**
    * Compacts the history now (reference spec §6): a compaction thread summarizes it, and later completions see the
    * summary instead of what it covers. Ignored while a compaction is already running. Throws
    * {@link ThreadNotFoundError} or {@link ThreadClosedError} when the thread cannot take it.
