@@ -17,7 +17,7 @@ import type { HistoryItem, ThreadEvent } from '../src/core/types';
 import type { ModelProvider } from '../src/model/provider';
 import type { ConversationStore } from '../src/store/conversation-store';
 import { SqliteConversationStore } from '../src/store/sqlite';
-import { defineTool, type Tool, type ToolContext } from '../src/tools/tool';
+import { defineTool, type Tool, type ToolContext, type ToolLifecycle } from '../src/tools/tool';
 import { toolResult } from '../src/tools/messages';
 import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
 import { LocalEventHub } from '../src/worker/event-hub';
@@ -50,6 +50,8 @@ export interface TestSystemOptions {
   storePath?: string;
   /** Another dev server than the suite's. */
   address?: string;
+  /** Lifecycle notices for remote tools (RAP). */
+  toolLifecycle?: ToolLifecycle[];
   /** Worker and client encode payloads with it; `temporal` stays a plain client that sees them encoded. */
   payloadCodec?: PayloadCodec;
 }
@@ -85,6 +87,7 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
         maxCachedWorkflows: options.maxCachedWorkflows,
         workflowBundle: { codePath: inject('workflowBundlePath') },
         ...(options.payloadCodec && { payloadCodec: options.payloadCodec }),
+        ...(options.toolLifecycle && { toolLifecycle: options.toolLifecycle }),
       });
   void worker?.run();
   const temporal = new Client({ connection });

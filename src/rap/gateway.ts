@@ -93,7 +93,8 @@ function toInput(cb: RapCallback): InputMessage | undefined {
 }
 
 export async function startRapGateway(options: RapGatewayOptions): Promise<RapGateway> {
-  const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? 1024 * 1024 });
+  // Tokens carry the thread and call ids: longer than Fastify's default parameter limit.
+  const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? 1024 * 1024, routerOptions: { maxParamLength: 4096 } });
   const ttl = options.tokenTtlMs ?? 30 * 24 * 3600_000;
   // Calls whose result was delivered, and subscriptions that ended: later callbacks for them are replays. Bounded
   // by expiry: a token is useless after it, so its entry can go.
