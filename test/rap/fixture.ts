@@ -70,15 +70,16 @@ export interface RapSystem {
 
 export async function startRapSystem(handlers: RapToolHandler[], extraServers: RapServerConfig[] = []): Promise<RapSystem> {
   const tokens = new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } });
-  let sys: TestSystem | undefined;
+  // The gateway starts first (tools need its URLs); the system it delivers to comes after.
+  const ref: { sys?: TestSystem } = {};
   const gateway = await startRapGateway({
     tokens,
-    deliver: (m) => sys!.client.deliver(m),
-    onEvent: (e) => sys?.events.emit(e),
+    deliver: (m) => ref.sys!.client.deliver(m),
+    onEvent: (e) => ref.sys?.events.emit(e),
   });
   const toolServer = await createRapToolServer({ name: 'test-tools', tools: handlers });
   const toolsets = await loadRapToolsets({ servers: [{ url: toolServer.url }, ...extraServers], gateway, backoffMs: 20 });
-  sys = await startTestSystem({ model: obedientModel(), tools: toolsets.tools, toolLifecycle: [toolsets] });
+  const sys = (ref.sys = await startTestSystem({ model: obedientModel(), tools: toolsets.tools, toolLifecycle: [toolsets] }));
   return {
     sys,
     gateway,
@@ -86,7 +87,7 @@ export async function startRapSystem(handlers: RapToolHandler[], extraServers: R
     toolServer,
     toolsets,
     close: async () => {
-      await sys!.shutdown();
+      await sys.shutdown();
       await toolServer.close();
       await gateway.close();
     },
