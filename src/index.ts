@@ -10,6 +10,7 @@ export type {
   InputContent,
   InputMessage,
   PendingCall,
+  PendingPrompt,
   StoredItem,
   SyntheticKind,
   ThreadEvent,
@@ -68,5 +69,22 @@ export { EventLog, type LoggedEvent, type Replay } from './worker/event-log';
 export { startEventServer, type EventServer, type EventServerOptions } from './worker/event-server';
 export { remoteThreadEvents, EventStreamError, type LiveEvent, type RemoteEventsOptions } from './client/live-events';
 export { buildStatusDemoTool } from './tools/demo';
+export { type ToolLifecycle } from './tools/tool';
+export * from './rap/wire';
+export { CallbackTokens, newCallbackKey, type CallbackKeys, type TokenClaims, type TokenCheck } from './rap/tokens';
+export { startRapGateway, type RapGateway, type RapGatewayOptions } from './rap/gateway';
+export { loadRapToolsets, rapRefusedText, type RapServerConfig, type RapToolsets, type RapToolsetsOptions, type RapToolsetLoadError } from './rap/toolsets';
+export {
+  createRapToolServer,
+  RapCallbackError,
+  type RapCallContext,
+  type RapResult,
+  type RapSubscription,
+  type RapToolHandler,
+  type RapToolServer,
+  type RapToolServerOptions,
+} from './rap/tool-server';
+export { startRemoteTools, callbackKeysFromEnv, type RemoteTools, type RemoteToolsOptions } from './rap/remote-tools';
+export { connectMcpTools, formatMcpResult, type McpServerConfig, type McpTools, type McpToolsOptions } from './mcp/mcp-tools';
 export { findTemporalCli, TemporalCliNotFoundError } from './devserver/cli';
 export { startLocalSystem, type LocalSystem, type LocalSystemOptions } from './local-system';

@@ -46,6 +46,8 @@ export interface LocalSystemOptions {
    * `token` (configure the same bearer token in the UI's codec settings).
    */
   codecEndpoint?: { token?: string; port?: number };
+  /** Told about interrupted calls, cancelled subscriptions and closed threads (RAP toolsets). */
+  toolLifecycle?: AgentWorkerOptions['toolLifecycle'];
   /** Also serve live events over HTTP for clients in other processes (see `AgentWorkerOptions.eventsEndpoint`). */
   eventsEndpoint?: AgentWorkerOptions['eventsEndpoint'];
 }
@@ -119,6 +121,7 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       workerOptions: options.workerOptions,
       eventsEndpoint: options.eventsEndpoint,
       ...(codec && { payloadCodec: codec }),
+      ...(options.toolLifecycle && { toolLifecycle: options.toolLifecycle }),
     });
     const running = worker.run();
     cleanups.push(() => worker.shutdown());

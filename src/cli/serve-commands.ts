@@ -1,8 +1,12 @@
 /** `dev` (dev server + worker + events, the embedded default) and `worker` (serve any Temporal cluster). */
 import { join, resolve } from 'node:path';
+import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { Command } from 'commander';
+import { deliverInput, type DeliveryResult } from '../client/deliver';
+import type { InputMessage } from '../core/types';
 import { modelFromEnv, modelFromSpec } from '../model/registry';
+import { callbackKeysFromEnv, startRemoteTools } from '../rap/remote-tools';
 import { SqliteConversationStore } from '../store/sqlite';
 import { buildStatusDemoTool } from '../tools/demo';
 import type { Tool } from '../tools/tool';
@@ -18,6 +22,10 @@ interface ServeOptions {
   eventsHost?: string;
   events?: boolean;
   verbose?: boolean;
+  rap?: string[];
+  mcp?: string[];
+  gatewayPort?: string;
+  publicUrl?: string;
 }
 
 /** A module exporting `tools` (or a default export) as an array of tools made with `defineTool`. */
@@ -55,7 +63,37 @@ function serveOptions(cmd: Command): Command {
     .option('--tools <module>', 'a module exporting `tools` (default for dev: the demo get_build_status tool)')
     .option('--events-port <port>', 'port of the live events endpoint (default: any free port)')
     .option('--events-host <host>', 'host of the live events endpoint (default 127.0.0.1)')
-    .option('--no-events', 'no live events endpoint');
+    .option('--no-events', 'no live events endpoint')
+    .option('--rap <url...>', 'RAP tool servers (base URLs); their callbacks come through a gateway in this process')
+    .option('--mcp <server...>', 'MCP servers: name=https://host/mcp (Streamable HTTP) or "name=command arg..." (stdio)')
+    .option('--gateway-port <port>', 'port of the RAP callback gateway (default: any free port)')
+    .option('--public-url <url>', 'the URL tool servers reach the gateway at (default: its loopback address)');
+}
+
+/** `name=url` or `name=command args` → an MCP server config. */
+function mcpServer(spec: string) {
+  const eq = spec.indexOf('=');
+  if (eq <= 0) throw new CliError(`--mcp ${spec}: write name=url or name=command`);
+  const name = spec.slice(0, eq);
+  const rest = spec.slice(eq + 1).trim();
+  if (/^https?:\/\//.test(rest)) return { name, url: rest };
+  const [command, ...args] = rest.split(/\s+/);
+  return { name, command: command!, args };
+}
+
+async function remoteTools(opts: ServeOptions, deliver: (m: InputMessage) => Promise<DeliveryResult>, out: (line: string) => void) {
+  if (!opts.rap?.length && !opts.mcp?.length) return undefined;
+  const remote = await startRemoteTools({
+    ...(opts.rap && { rapServers: opts.rap.map((url) => ({ url })) }),
+    ...(opts.mcp && { mcpServers: opts.mcp.map(mcpServer) }),
+    deliver,
+    ...(callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS) && { keys: callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS)! }),
+    gateway: { port: Number(opts.gatewayPort ?? 0), ...(opts.publicUrl && { publicUrl: opts.publicUrl }) },
+  });
+  for (const e of remote.errors) out(colour.yellow(`tool server ${e.server}: ${e.error}`));
+  if (remote.gatewayUrl) out(`gateway ${remote.gatewayUrl}`);
+  if (remote.gatewayUrl && !process.env.INFINITY_CALLBACK_KEYS) out(colour.dim('(random callback key: set INFINITY_CALLBACK_KEYS for callback URLs that survive a restart)'));
+  return remote;
 }
 
 export function registerServeCommands(program: Command, out: (line: string) => void): void {
@@ -65,13 +103,18 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       const flags = cmd.optsWithGlobals<TargetFlags>();
       quietRuntime(opts.verbose);
       const model = modelOf(opts);
+      // The gateway starts before the system it delivers to: tools need its callback URLs.
+      const ref: { deliver?: (m: InputMessage) => Promise<DeliveryResult> } = {};
+      const remote = await remoteTools(opts, (m) => ref.deliver!(m), out);
       const system = await startLocalSystem({
         model,
-        tools: loadTools(opts.tools) ?? [buildStatusDemoTool()],
+        tools: [...(loadTools(opts.tools) ?? [buildStatusDemoTool()]), ...(remote?.tools ?? [])],
         dataDir: dataDirOf(flags),
         taskQueue: flags.taskQueue ?? DEFAULT_TASK_QUEUE,
         eventsEndpoint: eventsEndpoint(opts),
+        ...(remote && { toolLifecycle: remote.lifecycle }),
       });
+      ref.deliver = (m) => system.client.deliver(m);
       const removeState = writeDevState(flags, {
         address: system.devServer.address,
         namespace: system.devServer.namespace,
@@ -91,6 +134,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       await until(['SIGINT', 'SIGTERM']);
       removeState();
       await system.shutdown();
+      await remote?.close();
     });
 
   serveOptions(program.command('worker'))
@@ -103,14 +147,17 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       const connection = await NativeConnection.connect({ address: target.address, ...(target.tls !== undefined && { tls: target.tls }) });
       const store = new SqliteConversationStore(storePath);
       const model = modelOf(opts);
+      const temporal = new Client({ connection, namespace: target.namespace });
+      const remote = await remoteTools(opts, (m) => deliverInput(temporal, m), out);
       const worker = await createAgentWorker({
         connection,
         namespace: target.namespace,
         taskQueue: target.taskQueue,
         store,
         model,
-        tools: loadTools(opts.tools) ?? [],
+        tools: [...(loadTools(opts.tools) ?? []), ...(remote?.tools ?? [])],
         eventsEndpoint: eventsEndpoint(opts),
+        ...(remote && { toolLifecycle: remote.lifecycle }),
       });
       const running = worker.run();
       // Machine-readable first lines: tests and scripts wait for them.
@@ -119,6 +166,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       out(`store ${storePath}`);
       await Promise.race([until(['SIGINT', 'SIGTERM']), running]);
       await worker.shutdown();
+      await remote?.close();
       await store.close();
       await connection.close();
     });

@@ -63,6 +63,8 @@ export interface RapToolServerOptions {
   callbackBackoffMs?: number;
   /** Headers on every callback (e.g. authorization for a gateway that wants it). */
   callbackHeaders?: Record<string, string>;
+  /** Adds routes of your own (webhooks, OAuth redirects) before the server starts listening. */
+  routes?(app: FastifyInstance): void;
 }
 
 export interface RapToolServer {
@@ -156,6 +158,7 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
     const abort = new AbortController();
     running.set(id, { threadId: groupId, abort });
     let answered = false;
+    let subscribed = false;
     const result = async (r: string | RapResult, subscription = false) => {
       if (answered) throw new Error(`call ${id} already has its result`);
       const res = typeof r === 'string' ? { text: r } : r;
@@ -182,14 +185,18 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
       subscribe: async (text) => {
         await result(text, true);
         let active = true;
-        abort.signal.addEventListener('abort', () => (active = false), { once: true });
+        subscribed = true; // the call stays cancellable after its handler returns, until the subscription ends
+        abort.signal.addEventListener('abort', () => ((active = false), running.delete(id)), { once: true });
         return {
           get active() {
             return active;
           },
           event: async (t, o = {}) => {
             if (!active) throw new Error(`subscription ${id} has ended`);
-            if (o.final) active = false;
+            if (o.final) {
+              active = false;
+              running.delete(id);
+            }
             await callback(callbackUrl, {
               type: 'subscription_event',
               group_id: groupId,
@@ -224,7 +231,7 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
         } catch (e) {
           if (!answered && !(e instanceof RapCallbackError)) await ctx.error(e instanceof Error ? e.message : String(e)).catch(() => undefined);
         } finally {
-          running.delete(id);
+          if (!subscribed) running.delete(id);
         }
       })();
     });
@@ -256,6 +263,7 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
     return reply.code(200).send('');
   });
 
+  options.routes?.(app);
   await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('RAP tool server: no TCP address');

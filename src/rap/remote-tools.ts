@@ -1,0 +1,78 @@
+/**
+ * Everything a worker needs for tools in other processes, in one call: the callback gateway, RAP toolsets and MCP
+ * servers. Used by the CLI's `worker` and `dev`; any embedding can use it the same way.
+ */
+import type { DeliveryResult } from '../client/deliver';
+import type { InputMessage, ThreadEvent } from '../core/types';
+import { connectMcpTools, type McpServerConfig } from '../mcp/mcp-tools';
+import type { Tool, ToolLifecycle } from '../tools/tool';
+import { startRapGateway } from './gateway';
+import { type CallbackKeys, CallbackTokens, newCallbackKey } from './tokens';
+import { loadRapToolsets, type RapServerConfig } from './toolsets';
+
+export interface RemoteToolsOptions {
+  rapServers?: RapServerConfig[];
+  mcpServers?: McpServerConfig[];
+  deliver(message: InputMessage): Promise<DeliveryResult>;
+  onEvent?(event: ThreadEvent): void;
+  /** Callback signing keys; a random key when absent (callback URLs then die with the process). */
+  keys?: CallbackKeys;
+  gateway?: { host?: string; port?: number; publicUrl?: string };
+}
+
+export interface RemoteTools {
+  tools: Tool[];
+  lifecycle: ToolLifecycle[];
+  gatewayUrl?: string;
+  errors: { server: string; error: string }[];
+  close(): Promise<void>;
+}
+
+/** `INFINITY_CALLBACK_KEYS=k2:<base64>,k1:<base64>`: the first key signs, all verify. */
+export function callbackKeysFromEnv(value: string | undefined): CallbackKeys | undefined {
+  if (!value) return undefined;
+  const entries = value.split(',').map((e) => {
+    const [id, secret] = e.split(':');
+    if (!id || !secret) throw new TypeError('INFINITY_CALLBACK_KEYS must look like id:base64[,id:base64...]');
+    return [id.trim(), Buffer.from(secret.trim(), 'base64')] as const;
+  });
+  return { current: entries[0]![0], keys: Object.fromEntries(entries) };
+}
+
+export async function startRemoteTools(options: RemoteToolsOptions): Promise<RemoteTools> {
+  const closers: (() => Promise<void>)[] = [];
+  const tools: Tool[] = [];
+  const lifecycle: ToolLifecycle[] = [];
+  const errors: RemoteTools['errors'] = [];
+  let gatewayUrl: string | undefined;
+  try {
+    if (options.rapServers?.length) {
+      const tokens = new CallbackTokens(options.keys ?? { current: 'k0', keys: { k0: newCallbackKey() } });
+      const gateway = await startRapGateway({ tokens, deliver: options.deliver, ...(options.onEvent && { onEvent: options.onEvent }), ...options.gateway });
+      closers.push(gateway.close);
+      gatewayUrl = gateway.url;
+      const rap = await loadRapToolsets({ servers: options.rapServers, gateway });
+      tools.push(...rap.tools);
+      lifecycle.push(rap);
+      errors.push(...rap.errors);
+    }
+    if (options.mcpServers?.length) {
+      const mcp = await connectMcpTools(options.mcpServers);
+      closers.push(mcp.close);
+      tools.push(...mcp.tools);
+      errors.push(...mcp.errors);
+    }
+  } catch (e) {
+    for (const c of closers.reverse()) await c().catch(() => undefined);
+    throw e;
+  }
+  return {
+    tools,
+    lifecycle,
+    ...(gatewayUrl && { gatewayUrl }),
+    errors,
+    close: async () => {
+      for (const c of closers.reverse()) await c().catch(() => undefined);
+    },
+  };
+}
