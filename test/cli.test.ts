@@ -3,58 +3,32 @@
  * live events, and the client commands in other processes, including `tail` following tokens live and resuming
  * after a kill without dropping or repeating an event.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { HistoryItem, ThreadStatus } from '../src/core/types';
 import type { LiveEvent } from '../src/client/live-events';
+import { cliRunner, jsonLines, lines, waitForLine } from './cli-process';
 import { eventually } from './helpers';
 
-const BIN = join(__dirname, '..', 'bin', 'infinity-temporal.cjs');
 const taskQueue = `cli-${randomUUID()}`;
 const store = join(inject('scratchDir'), `cli-${randomUUID()}.sqlite`);
 let eventsUrl = '';
 let worker: ChildProcess;
 
-const globals = () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store, ...(eventsUrl ? ['--events-url', eventsUrl] : [])];
-const env = { ...process.env, NO_COLOR: '1', INFINITY_SIMULATED_DELAY_MS: '10' };
-
-function start(args: string[]): ChildProcess {
-  return spawn(process.execPath, [BIN, ...globals(), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = start(args);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? -1)));
-  return { code, stdout, stderr };
-}
-
-/** Lines of a running process's stdout, as they come. */
-function lines(child: ChildProcess): AsyncIterableIterator<string> {
-  return createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-}
-
-const json = <T>(s: string) => s.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
+const runner = cliRunner(
+  () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store, ...(eventsUrl ? ['--events-url', eventsUrl] : [])],
+  { INFINITY_SIMULATED_DELAY_MS: '10' },
+);
+const start = runner.start;
+const cli = runner.run;
+const json = jsonLines;
 
 beforeAll(async () => {
   worker = start(['worker', '--model', 'simulated', '--tools', join(__dirname, 'fixtures', 'cli-tools.ts')]);
-  let stderr = '';
-  worker.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  for await (const line of lines(worker)) {
-    const m = /^events (\S+)$/.exec(line);
-    if (m) {
-      eventsUrl = m[1]!;
-      break;
-    }
-  }
-  if (!eventsUrl) throw new Error(`the worker process did not start:\n${stderr}`);
+  eventsUrl = await waitForLine(worker, /^events (\S+)$/);
 }, 60_000);
 
 afterAll(async () => {
@@ -64,7 +38,7 @@ afterAll(async () => {
 
 describe('infinity-temporal CLI', () => {
   it('has --help on every command', async () => {
-    const commands = ['dev', 'worker', 'start', 'send', 'deliver', 'history', 'status', 'threads', 'compact', 'tail'];
+    const commands = ['dev', 'worker', 'gateway', 'start', 'send', 'deliver', 'history', 'status', 'threads', 'compact', 'tail'];
     const results = await Promise.all(commands.map((c) => cli(c, '--help')));
     results.forEach((r, i) => {
       expect(r.code).toBe(0);

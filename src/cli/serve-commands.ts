@@ -6,14 +6,16 @@ import type { Command } from 'commander';
 import { deliverInput, type DeliveryResult } from '../client/deliver';
 import type { InputMessage } from '../core/types';
 import { modelFromEnv, modelFromSpec } from '../model/registry';
+import { startRapGateway } from '../rap/gateway';
 import { callbackKeysFromEnv, startRemoteTools } from '../rap/remote-tools';
+import { CallbackTokens } from '../rap/tokens';
 import { SqliteConversationStore } from '../store/sqlite';
 import { buildStatusDemoTool } from '../tools/demo';
 import type { Tool } from '../tools/tool';
 import { startLocalSystem } from '../local-system';
 import { createAgentWorker } from '../worker/create-worker';
 import { colour } from './format';
-import { CliError, dataDirOf, DEFAULT_TASK_QUEUE, resolveTarget, type TargetFlags, writeDevState } from './target';
+import { CliError, dataDirOf, DEFAULT_TASK_QUEUE, openClient, resolveTarget, type TargetFlags, writeDevState } from './target';
 
 interface ServeOptions {
   model?: string;
@@ -26,6 +28,7 @@ interface ServeOptions {
   mcp?: string[];
   gatewayPort?: string;
   publicUrl?: string;
+  gatewayUrl?: string;
 }
 
 /** A module exporting `tools` (or a default export) as an array of tools made with `defineTool`. */
@@ -67,7 +70,8 @@ function serveOptions(cmd: Command): Command {
     .option('--rap <url...>', 'RAP tool servers (base URLs); their callbacks come through a gateway in this process')
     .option('--mcp <server...>', 'MCP servers: name=https://host/mcp (Streamable HTTP) or "name=command arg..." (stdio)')
     .option('--gateway-port <port>', 'port of the RAP callback gateway (default: any free port)')
-    .option('--public-url <url>', 'the URL tool servers reach the gateway at (default: its loopback address)');
+    .option('--public-url <url>', 'the URL tool servers reach the gateway at (default: its loopback address)')
+    .option('--gateway-url <url>', 'use a gateway running on its own (`infinity-temporal gateway`, same INFINITY_CALLBACK_KEYS)');
 }
 
 /** `name=url` or `name=command args` → an MCP server config. */
@@ -89,6 +93,7 @@ async function remoteTools(opts: ServeOptions, deliver: (m: InputMessage) => Pro
     deliver,
     ...(callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS) && { keys: callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS)! }),
     gateway: { port: Number(opts.gatewayPort ?? 0), ...(opts.publicUrl && { publicUrl: opts.publicUrl }) },
+    ...(opts.gatewayUrl && { externalGatewayUrl: opts.gatewayUrl }),
   });
   for (const e of remote.errors) out(colour.yellow(`tool server ${e.server}: ${e.error}`));
   if (remote.gatewayUrl) out(`gateway ${remote.gatewayUrl}`);
@@ -97,6 +102,30 @@ async function remoteTools(opts: ServeOptions, deliver: (m: InputMessage) => Pro
 }
 
 export function registerServeCommands(program: Command, out: (line: string) => void): void {
+  program
+    .command('gateway')
+    .description('run the RAP callback gateway on its own; workers mint its URLs with the same INFINITY_CALLBACK_KEYS')
+    .option('--port <port>', 'listening port', '8787')
+    .option('--host <host>', 'listening address', '127.0.0.1')
+    .option('--public-url <url>', 'the URL tool servers reach it at')
+    .action(async (opts: { port: string; host: string; publicUrl?: string }, cmd: Command) => {
+      const keys = callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS);
+      if (!keys) throw new CliError('the gateway needs INFINITY_CALLBACK_KEYS (id:base64[,id:base64...]), shared with the workers');
+      const target = await resolveTarget(cmd.optsWithGlobals<TargetFlags>());
+      const { client, close } = await openClient(target);
+      const gateway = await startRapGateway({
+        tokens: new CallbackTokens(keys),
+        deliver: (m) => client.deliver(m),
+        host: opts.host,
+        port: Number(opts.port),
+        ...(opts.publicUrl && { publicUrl: opts.publicUrl }),
+      });
+      out(`gateway ${gateway.url} · delivering to ${target.address}`);
+      await until(['SIGINT', 'SIGTERM']);
+      await gateway.close();
+      await close();
+    });
+
   serveOptions(program.command('dev'))
     .description('run a Temporal dev server, a worker and the live events endpoint here; prints the UI link')
     .action(async (opts: ServeOptions, cmd: Command) => {

@@ -92,10 +92,21 @@ function toInput(cb: RapCallback): InputMessage | undefined {
   }
 }
 
+const DEFAULT_TTL_MS = 30 * 24 * 3600_000;
+
+/**
+ * Callback URLs for a gateway that runs elsewhere (its own process, behind a load balancer): the worker mints them
+ * with the same keys the gateway verifies with.
+ */
+export function callbackUrlMinter(tokens: CallbackTokens, gatewayUrl: string, tokenTtlMs = DEFAULT_TTL_MS) {
+  const base = gatewayUrl.replace(/\/+$/, '');
+  return { callbackUrl: (threadId: string, callId: string) => `${base}/rap/callback/${tokens.mint({ threadId, callId, expiresAt: Date.now() + tokenTtlMs })}` };
+}
+
 export async function startRapGateway(options: RapGatewayOptions): Promise<RapGateway> {
   // Tokens carry the thread and call ids: longer than Fastify's default parameter limit.
   const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? 1024 * 1024, routerOptions: { maxParamLength: 4096 } });
-  const ttl = options.tokenTtlMs ?? 30 * 24 * 3600_000;
+  const ttl = options.tokenTtlMs ?? DEFAULT_TTL_MS;
   // Calls whose result was delivered, and subscriptions that ended: later callbacks for them are replays. Bounded
   // by expiry: a token is useless after it, so its entry can go.
   const spent = new Map<string, number>();
@@ -159,7 +170,7 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
   return {
     url,
     app,
-    callbackUrl: (threadId, callId) => `${url}/rap/callback/${options.tokens.mint({ threadId, callId, expiresAt: Date.now() + ttl })}`,
+    callbackUrl: callbackUrlMinter(options.tokens, url, ttl).callbackUrl,
     views: (threadId) => Object.fromEntries(views.get(threadId) ?? []),
     close: () => app.close(),
   };

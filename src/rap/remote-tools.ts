@@ -6,7 +6,7 @@ import type { DeliveryResult } from '../client/deliver';
 import type { InputMessage, ThreadEvent } from '../core/types';
 import { connectMcpTools, type McpServerConfig } from '../mcp/mcp-tools';
 import type { Tool, ToolLifecycle } from '../tools/tool';
-import { startRapGateway } from './gateway';
+import { callbackUrlMinter, startRapGateway } from './gateway';
 import { type CallbackKeys, CallbackTokens, newCallbackKey } from './tokens';
 import { loadRapToolsets, type RapServerConfig } from './toolsets';
 
@@ -18,6 +18,8 @@ export interface RemoteToolsOptions {
   /** Callback signing keys; a random key when absent (callback URLs then die with the process). */
   keys?: CallbackKeys;
   gateway?: { host?: string; port?: number; publicUrl?: string };
+  /** A gateway running on its own at this URL (same keys): none is started here. */
+  externalGatewayUrl?: string;
 }
 
 export interface RemoteTools {
@@ -48,9 +50,17 @@ export async function startRemoteTools(options: RemoteToolsOptions): Promise<Rem
   try {
     if (options.rapServers?.length) {
       const tokens = new CallbackTokens(options.keys ?? { current: 'k0', keys: { k0: newCallbackKey() } });
-      const gateway = await startRapGateway({ tokens, deliver: options.deliver, ...(options.onEvent && { onEvent: options.onEvent }), ...options.gateway });
-      closers.push(gateway.close);
-      gatewayUrl = gateway.url;
+      let gateway: { callbackUrl(threadId: string, callId: string): string };
+      if (options.externalGatewayUrl) {
+        if (!options.keys) throw new TypeError('an external gateway needs the shared callback keys (INFINITY_CALLBACK_KEYS)');
+        gateway = callbackUrlMinter(tokens, options.externalGatewayUrl);
+        gatewayUrl = options.externalGatewayUrl;
+      } else {
+        const started = await startRapGateway({ tokens, deliver: options.deliver, ...(options.onEvent && { onEvent: options.onEvent }), ...options.gateway });
+        closers.push(started.close);
+        gateway = started;
+        gatewayUrl = started.url;
+      }
       const rap = await loadRapToolsets({ servers: options.rapServers, gateway });
       tools.push(...rap.tools);
       lifecycle.push(rap);

@@ -1,0 +1,49 @@
+/** Spawning the CLI binary in tests: one-shot commands, long-running processes, and their output lines. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const BIN = join(__dirname, '..', 'bin', 'infinity-temporal.cjs');
+
+export interface CliRunner {
+  /** A running CLI process (`worker`, `tail`, `gateway`...). */
+  start(args: string[], extraEnv?: Record<string, string>): ChildProcess;
+  /** Runs a command to its end. */
+  run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+}
+
+/** `globals()` is read at each spawn, so it can name endpoints learned after the runner was made. */
+export function cliRunner(globals: () => string[], env: Record<string, string | undefined>): CliRunner {
+  const start = (args: string[], extraEnv: Record<string, string> = {}) =>
+    spawn(process.execPath, [BIN, ...globals(), ...args], { env: { ...process.env, NO_COLOR: '1', ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return {
+    start,
+    async run(...args) {
+      const child = start(args);
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? -1)));
+      return { code, stdout, stderr };
+    },
+  };
+}
+
+/** Lines of a running process's stdout, as they come. */
+export function lines(child: ChildProcess): AsyncIterableIterator<string> {
+  return createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+}
+
+/** Reads stdout until a line matches; the first group of the match, or an error with what stderr said. */
+export async function waitForLine(child: ChildProcess, pattern: RegExp): Promise<string> {
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  for await (const line of lines(child)) {
+    const m = pattern.exec(line);
+    if (m) return m[1] ?? line;
+  }
+  throw new Error(`the process ended before printing ${pattern}:\n${stderr}`);
+}
+
+export const jsonLines = <T>(s: string) => s.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
