@@ -4,32 +4,16 @@
  * while no activity is running for it.
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { defineTool, SimulatedModel, startLocalSystem, toolResult } from '../src';
+// The tool (src/tools/demo.ts) starts its work and returns at once; its result arrives 2 s later as a signal.
+import { buildStatusDemoTool, SimulatedModel, startLocalSystem } from '../src';
 import { show } from './show-events';
-
-const builds = {
-  async status(id: string): Promise<string> {
-    await new Promise((r) => setTimeout(r, 2000)); // a CI system that takes its time
-    return id === '42' ? 'green (all 318 tests passed)' : 'unknown build';
-  },
-};
-
-const getBuildStatus = defineTool<{ build_id: string }>({
-  name: 'get_build_status',
-  description: 'Look up a CI build',
-  parameters: { type: 'object', properties: { build_id: { type: 'string' } }, required: ['build_id'] },
-  execute(args, ctx) {
-    // Start the work and return at once: the slice ends, the result arrives later as a signal.
-    void builds.status(args.build_id).then((s) => ctx.send(toolResult(ctx, `Build ${args.build_id}: ${s}`)));
-  },
-});
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') }); // keep the worker's own logs out of the conversation
   console.log('Starting the Temporal dev server and a worker (the first run installs the Temporal CLI)...');
   const system = await startLocalSystem({
     model: new SimulatedModel({ completionBytes: 400, chunkDelayMs: 15 }),
-    tools: [getBuildStatus],
+    tools: [buildStatusDemoTool()],
   });
   try {
     const threadId = `demo-${Date.now()}`;

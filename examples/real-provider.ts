@@ -5,7 +5,7 @@
  * The agent looks up a CI build through an async tool whose result arrives 2 s later through the input queue.
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { defineTool, MODEL_PROVIDERS, ModelConfigError, modelFromSpec, PROVIDER_ENV, startLocalSystem, toolResult } from '../src';
+import { buildStatusDemoTool, MODEL_PROVIDERS, ModelConfigError, modelFromSpec, PROVIDER_ENV, startLocalSystem } from '../src';
 import { show } from './show-events';
 
 function explain(problem: string): void {
@@ -16,15 +16,6 @@ function explain(problem: string): void {
   console.log('\nExample: INFINITY_MODEL=anthropic:claude-sonnet-4-5 ANTHROPIC_API_KEY=... npm run example:provider');
   console.log('Without a key, `npm start` runs the same kind of agent on the simulated model.');
 }
-
-const getBuildStatus = defineTool<{ build_id: string }>({
-  name: 'get_build_status',
-  description: 'Look up the status of a CI build by its id. The result arrives later.',
-  parameters: { type: 'object', properties: { build_id: { type: 'string' } }, required: ['build_id'], additionalProperties: false },
-  execute(args, ctx) {
-    setTimeout(() => void ctx.send(toolResult(ctx, `Build ${args.build_id}: green (all 318 tests passed)`)), 2000);
-  },
-});
 
 async function main(): Promise<number> {
   const spec = process.env.INFINITY_MODEL;
@@ -42,7 +33,7 @@ async function main(): Promise<number> {
   }
   Runtime.install({ logger: new DefaultLogger('WARN') });
   console.log(`Model: ${model.id}${model.contextWindow ? ` (context window ${model.contextWindow} tokens)` : ''}`);
-  const system = await startLocalSystem({ model, tools: [getBuildStatus] });
+  const system = await startLocalSystem({ model, tools: [buildStatusDemoTool()] });
   try {
     const threadId = `provider-${Date.now()}`;
     const thread = await system.client.startThread({ threadId });

@@ -313,3 +313,43 @@ describe('a compacted conversation on Bedrock', () => {
     }
   });
 });
+
+describe('image results', () => {
+  it('reach an image model as images and a text-only model as the placeholder', async () => {
+    const history: HistoryItem[] = [
+      { kind: 'user', text: 'show me the chart' },
+      { kind: 'tool_call', id: 'call_img', name: 'run_tests', args: { suite: 'ui' } },
+      { kind: 'tool_result', id: 'call_img', content: [{ type: 'text', text: 'chart:' }, { type: 'image', data: 'iVBORw0KGgoAAAANSUhEUg==', mediaType: 'image/png' }] },
+    ];
+    const bodies: string[] = [];
+    for (const [dialect, spec, env] of [
+      [anthropicDialect, 'anthropic:claude-test', (url: string) => ({ ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: `${url}/v1` })],
+      [openAiChatDialect, 'openai-compatible:local-model', (url: string) => ({ INFINITY_BASE_URL: `${url}/v1` })],
+    ] as const) {
+      const server = await startWireServer(dialect);
+      try {
+        server.reply({ kind: 'turn', turn: { text: ['seen'] } });
+        await runCompletion({
+          threadId: 't-3',
+          sliceId: 's-3',
+          system: 'sys',
+          history,
+          tools,
+          model: modelFromSpec(spec, { env: env(server.url) }),
+          policy: { ...DEFAULT_COMPLETION_POLICY, ...FAST_POLICY },
+          signal: new AbortController().signal,
+          emit: () => undefined,
+          toolContext: () => {
+            throw new Error('unused');
+          },
+        });
+        bodies.push(JSON.stringify(server.requests[0]!.body));
+      } finally {
+        await server.close();
+      }
+    }
+    expect(bodies[0]).toContain('iVBORw0KGgoAAAANSUhEUg==');
+    expect(bodies[1]).not.toContain('iVBORw0KGgoAAAANSUhEUg==');
+    expect(bodies[1]).toContain('[image omitted: the current model does not support image inputs]');
+  });
+});

@@ -276,7 +276,7 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
       const request = {
         threadId: input.threadId,
         system: input.system,
-        messages: projectHistory([...input.history, ...buffer.flushed.map((s) => s.item)]),
+        messages: projectHistory([...input.history, ...buffer.flushed.map((s) => s.item)], { images: input.model.supportsImages !== false }),
         tools: specs,
       };
       const iterator = input.model.stream(request, attempt.signal)[Symbol.asyncIterator]();

@@ -127,3 +127,6 @@ export function compactedSummary(summary: string): string {
 export const COMPACTION_COMPLETE = 'Compaction complete';
 
 export const AUTO_COMPACTION_TRIGGERED = '✦ Auto-compaction triggered (context > 75%)';
+
+/** Stands in for an image in a tool result when the model cannot take images (reference spec §1.4). */
+export const IMAGE_OMITTED = '[image omitted: the current model does not support image inputs]';

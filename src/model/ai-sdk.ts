@@ -20,6 +20,8 @@ import { ModelStreamEndedError, type ModelMessage, type ModelProvider, type Mode
 
 export interface AiSdkModelOptions {
   contextWindow?: number;
+  /** False for models without image input (default true). */
+  supportsImages?: boolean;
   /** Passed as `providerOptions` on every call, e.g. `{ anthropic: { disableParallelToolUse: true } }`. */
   providerOptions?: SharedV3ProviderOptions;
 }
@@ -29,7 +31,7 @@ function toOutput(content: readonly ToolResultContent[]): LanguageModelV3ToolRes
   return {
     type: 'content',
     value: content.map((c) =>
-      c.type === 'text' ? { type: 'text' as const, text: c.text } : { type: 'file-data' as const, data: c.data, mediaType: c.mediaType },
+      c.type === 'text' ? { type: 'text' as const, text: c.text } : { type: 'image-data' as const, data: c.data, mediaType: c.mediaType },
     ),
   };
 }
@@ -81,6 +83,7 @@ export function toAiSdkPrompt(request: ModelRequest): LanguageModelV3Prompt {
 class AiSdkModel implements ModelProvider {
   readonly id: string;
   readonly contextWindow?: number;
+  readonly supportsImages: boolean;
 
   constructor(
     private readonly model: LanguageModelV3,
@@ -88,6 +91,7 @@ class AiSdkModel implements ModelProvider {
   ) {
     this.id = `${model.provider}:${model.modelId}`;
     this.contextWindow = options.contextWindow;
+    this.supportsImages = options.supportsImages ?? true;
   }
 
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {

@@ -1,9 +1,18 @@
 /** Projects committed history onto the provider-neutral messages a model sees (reference spec §1.4). */
-import { INJECTED_TOOL_NAME } from '../core/texts';
-import type { HistoryItem } from '../core/types';
+import { IMAGE_OMITTED, INJECTED_TOOL_NAME } from '../core/texts';
+import type { HistoryItem, ToolResultContent } from '../core/types';
 import type { ModelMessage } from './provider';
 
-export function projectHistory(items: readonly HistoryItem[]): ModelMessage[] {
+const withoutImages = (content: readonly ToolResultContent[]): ToolResultContent[] =>
+  content.map((c) => (c.type === 'image' ? { type: 'text', text: IMAGE_OMITTED } : c));
+
+/**
+ * The messages a model sees. History keeps images; a model without image input gets the reference's placeholder
+ * text instead, at request time only.
+ */
+export function projectHistory(items: readonly HistoryItem[], options: { images?: boolean } = {}): ModelMessage[] {
+  const images = options.images ?? true;
+  const shown = (content: readonly ToolResultContent[]) => (images ? [...content] : withoutImages(content));
   const callNames = new Map<string, string>();
   const out: ModelMessage[] = [];
   for (const item of items) {
@@ -22,12 +31,12 @@ export function projectHistory(items: readonly HistoryItem[]): ModelMessage[] {
         out.push({ role: 'tool_call', id: item.id, name: item.name, args: item.args });
         break;
       case 'tool_result':
-        out.push({ role: 'tool_result', id: item.id, name: callNames.get(item.id) ?? 'unknown', content: item.content });
+        out.push({ role: 'tool_result', id: item.id, name: callNames.get(item.id) ?? 'unknown', content: shown(item.content) });
         break;
       case 'subscription_event':
         // Self-contained: the synthetic call and its result, so the model sees a well-formed pair.
         out.push({ role: 'tool_call', id: item.invocation.id, name: INJECTED_TOOL_NAME, args: item.invocation.args });
-        out.push({ role: 'tool_result', id: item.result.id, name: INJECTED_TOOL_NAME, content: item.result.content });
+        out.push({ role: 'tool_result', id: item.result.id, name: INJECTED_TOOL_NAME, content: shown(item.result.content) });
         break;
     }
   }

@@ -39,7 +39,7 @@ export const PROVIDER_ENV: Record<Exclude<ModelProviderName, 'simulated'>, { key
     key: ['AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY', 'AWS_BEARER_TOKEN_BEDROCK'],
     optional: ['AWS_REGION', 'AWS_SESSION_TOKEN', 'BEDROCK_BASE_URL', 'INFINITY_THINKING_BUDGET'],
   },
-  'openai-compatible': { key: ['INFINITY_BASE_URL'], optional: ['INFINITY_API_KEY'] },
+  'openai-compatible': { key: ['INFINITY_BASE_URL'], optional: ['INFINITY_API_KEY', 'INFINITY_MODEL_IMAGES'] },
 };
 
 function parseSpec(spec: string): { provider: ModelProviderName; modelId: string } {
@@ -134,7 +134,8 @@ export function modelFromSpec(spec: string, options: ModelFromSpecOptions = {}):
         includeUsage: true,
         fetch,
       });
-      return withWindow(compatible.chatModel(modelId), {});
+      // Unknown models behind a compatible endpoint: images only when the deployment says so.
+      return aiSdkModel(compatible.chatModel(modelId), { contextWindow, supportsImages: env.INFINITY_MODEL_IMAGES === '1' });
     }
   }
 }
