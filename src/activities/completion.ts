@@ -14,40 +14,13 @@ import {
 } from '../core/texts';
 import { addUsage, type HistoryItem, type ThreadEvent, type TokenUsage, type ToolResultContent } from '../core/types';
 import { projectHistory } from '../model/projection';
-import { ModelStreamEndedError, type ModelProvider, type ModelStreamPart, type ToolSpec } from '../model/provider';
+import type { ModelProvider, ModelStreamPart, ToolSpec } from '../model/provider';
 import type { Tool, ToolContext } from '../tools/tool';
 import { BUILTIN_TOOLS } from '../core/builtin-tools';
 import type { RuntimeAction } from '../core/slice-protocol';
+import { classifyFailure, type CompletionPolicy, messageOf, within } from './retry';
 import { runRuntimeTool, type RuntimeToolContext } from './runtime-tools';
 import { TurnBuffer } from './turn-buffer';
-
-/** Retry and timeout settings of a completion; defaults follow the reference runtime. */
-export interface CompletionPolicy {
-  /** Attempts allowed after a failure before giving up (default 10). */
-  maxRetries: number;
-  /** No first part within this time: the request is retried (default 60 s). */
-  initiateTimeoutMs: number;
-  /** No part for this long mid-stream: the attempt is discarded and retried (default 120 s). */
-  chunkTimeoutMs: number;
-  /** Wait after a rate-limit error (default 30 s). */
-  rateLimitWaitMs: number;
-  /** Wait after a transient provider error (default 5 s). */
-  transientWaitMs: number;
-  /** Wait after a stream that ended early (default 1 s). */
-  unexpectedEndWaitMs: number;
-  /** Model rounds one slice may run through sync loop-backs before it stops (default 25). */
-  maxRounds: number;
-}
-
-export const DEFAULT_COMPLETION_POLICY: CompletionPolicy = {
-  maxRetries: 10,
-  initiateTimeoutMs: 60_000,
-  chunkTimeoutMs: 120_000,
-  rateLimitWaitMs: 30_000,
-  transientWaitMs: 5_000,
-  unexpectedEndWaitMs: 1_000,
-  maxRounds: 25,
-};
 
 export interface CompletionInput {
   threadId: string;
@@ -90,85 +63,7 @@ export interface CompletionOutput {
 type Distributive<T> = T extends unknown ? Omit<T, 'threadId'> : never;
 type EventBody = Distributive<ThreadEvent>;
 
-class StreamTimeout extends Error {}
-
-const RATE_LIMIT = ['please wait before trying again', 'please try again'];
-const TRANSIENT = ['unexpected end of stream', 'unexpected error when processing the request', 'is unable to process your request'];
-const TRANSIENT_CHUNK = ['unexpected end of stream', 'unexpected error when processing the request', 'overloaded'];
-
-function statusOf(e: unknown): number | undefined {
-  const s = (e as { statusCode?: unknown } | null)?.statusCode;
-  return typeof s === 'number' ? s : undefined;
-}
-
-function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
-const includesAny = (msg: string, needles: string[]) => needles.some((n) => msg.toLowerCase().includes(n));
-
-/** Races `p` against a timeout and the abort signal. */
-async function within<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new StreamTimeout()), ms);
-        onAbort = () => reject(signal.reason);
-        signal.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) signal.removeEventListener('abort', onAbort);
-  }
-}
-
-interface RetryDecision {
-  /** False: give up at once with `giveUpError`. */
-  retry: boolean;
-  info: string;
-  waitMs: number;
-  giveUpError: string;
-}
-
-/** `Retry-After` in seconds or as an HTTP date, capped; undefined when absent or unreadable. */
-function retryAfterMs(e: unknown): number | undefined {
-  const headers = (e as { responseHeaders?: Record<string, string> } | null)?.responseHeaders;
-  const raw = headers?.['retry-after'] ?? headers?.['Retry-After'];
-  if (raw === undefined) return undefined;
-  const seconds = Number(raw);
-  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(raw) - Date.now();
-  return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS) : undefined;
-}
-
-const MAX_RETRY_AFTER_MS = 5 * 60_000;
-
-/** The reference's retry table (§2.6), plus HTTP status codes and `Retry-After` where the provider gives them. */
-function classifyFailure(failure: unknown, received: boolean, policy: CompletionPolicy): RetryDecision {
-  const unexpectedEnd = { retry: true, info: 'Stream error (unexpected end), retrying...', waitMs: policy.unexpectedEndWaitMs };
-  if (failure === undefined || failure instanceof ModelStreamEndedError) return { ...unexpectedEnd, giveUpError: 'Stream timed out' };
-  if (failure instanceof StreamTimeout) {
-    return received
-      ? { retry: true, info: 'Stream error (timeout), retrying...', waitMs: 0, giveUpError: 'Stream timed out' }
-      : { retry: true, info: 'Stream error (timeout initiating request), retrying...', waitMs: 0, giveUpError: 'Timed out initiating request' };
-  }
-  const msg = messageOf(failure);
-  const status = statusOf(failure);
-  if (received) {
-    return includesAny(msg, TRANSIENT_CHUNK) ? { ...unexpectedEnd, giveUpError: msg } : { retry: false, info: '', waitMs: 0, giveUpError: msg };
-  }
-  if (status === 429 || includesAny(msg, RATE_LIMIT)) {
-    const waitMs = retryAfterMs(failure) ?? policy.rateLimitWaitMs;
-    return { retry: true, info: `Stream error (rate limit), retrying after ${Math.ceil(waitMs / 1000)} seconds...`, waitMs, giveUpError: msg };
-  }
-  if ((status !== undefined && (status >= 500 || status === 408)) || includesAny(msg, TRANSIENT)) {
-    return { retry: true, info: `Stream error (${msg}), retrying...`, waitMs: retryAfterMs(failure) ?? policy.transientWaitMs, giveUpError: msg };
-  }
-  return { retry: false, info: '', waitMs: 0, giveUpError: msg };
-}
+export { type CompletionPolicy, DEFAULT_COMPLETION_POLICY } from './retry';
 
 export async function runCompletion(input: CompletionInput): Promise<CompletionOutput> {
   const { policy, signal } = input;
