@@ -3,7 +3,7 @@
  * id, and a connection dropped mid-stream that the client rides out without losing or repeating an event.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type LiveEvent, remoteThreadEvents, EventStreamError } from '../src/client/live-events';
+import { type LiveEvent, mergedThreadEvents, remoteThreadEvents, EventStreamError } from '../src/client/live-events';
 import type { ThreadEvent } from '../src/core/types';
 import { LocalEventHub } from '../src/worker/event-hub';
 import { EventLog } from '../src/worker/event-log';
@@ -27,6 +27,12 @@ const cleanups: (() => Promise<void>)[] = [];
 /** A subscription that the test's cleanup closes (an open EventSource would keep reconnecting). */
 function subscribe(...args: Parameters<typeof remoteThreadEvents>): AsyncGenerator<LiveEvent> {
   const it = remoteThreadEvents(...args);
+  cleanups.push(async () => void (await it.return(undefined)));
+  return it;
+}
+
+function merged(...args: Parameters<typeof mergedThreadEvents>): AsyncGenerator<LiveEvent> {
+  const it = mergedThreadEvents(...args);
   cleanups.push(async () => void (await it.return(undefined)));
   return it;
 }
@@ -119,5 +125,33 @@ describe('live events endpoint', () => {
     const { hub, server: open } = await serve('s3cret');
     hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's' });
     expect((await take(subscribe(open.url, 'a', { token: 's3cret' }), 1))[0]?.type).toBe('completion_started');
+  });
+});
+
+describe('several workers', () => {
+  it('merges their streams and resumes every one of them from a single cursor', async () => {
+    const a = await serve();
+    const b = await serve();
+    const urls = [a.server.url, b.server.url];
+    const first = merged(urls, 'th');
+    a.hub.emit({ threadId: 'th', type: 'completion_started', sliceId: 's1' }); // slice 1 on worker A
+    const got = await take(first, 1);
+    a.hub.emit(delta('th', 1));
+    b.hub.emit({ threadId: 'th', type: 'completion_started', sliceId: 's2' }); // slice 2 on worker B
+    b.hub.emit(delta('th', 2));
+    got.push(...(await take(first, 3)));
+    await first.return(undefined);
+    // Each worker's events keep their order; between workers, arrival order is the network's.
+    const shown = got.map((e) => (e.type === 'text_delta' ? e.text : `${e.type}:${(e as { sliceId?: string }).sliceId}`));
+    expect([...shown].sort()).toEqual(['completion_started:s1', 'completion_started:s2', 't1 ', 't2 ']);
+    expect(shown.indexOf('t1 ')).toBeGreaterThan(shown.indexOf('completion_started:s1'));
+    expect(shown.indexOf('t2 ')).toBeGreaterThan(shown.indexOf('completion_started:s2'));
+    const cursor = got.at(-1)!.eventId!;
+    expect(cursor.split('~')).toHaveLength(2);
+    // Missed while away: one event on each worker.
+    a.hub.emit(delta('th', 3));
+    b.hub.emit(delta('th', 4));
+    const resumed = await take(merged(urls, 'th', { after: cursor }), 2);
+    expect(resumed.map((e) => (e as { text: string }).text).sort()).toEqual(['t3 ', 't4 ']);
   });
 });

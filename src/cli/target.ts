@@ -123,7 +123,7 @@ export async function openClient(target: Target): Promise<{ client: AgentClient;
     client: new Client({ connection, namespace: target.namespace }),
     taskQueue: target.taskQueue,
     ...(store && { store }),
-    ...(target.eventsUrl && { eventsUrl: target.eventsUrl }),
+    ...(target.eventsUrl && { eventsUrl: target.eventsUrl.split(',').map((u) => u.trim()).filter(Boolean) }),
     ...(target.eventsToken && { eventsToken: target.eventsToken }),
   });
   return {

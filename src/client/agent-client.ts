@@ -12,7 +12,7 @@ import { inputSignal, searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE, waitF
 import type { ThreadOptions, ThreadWorkflowArgs } from '../workflows/state';
 import { checkInput, DEFAULT_MAX_INPUT_BYTES, deliverInput, type DeliveryResult } from './deliver';
 import { ThreadClosedError, ThreadNotFoundError, ThreadTimeoutError } from './errors';
-import { type LiveEvent, remoteThreadEvents } from './live-events';
+import { type LiveEvent, mergedThreadEvents } from './live-events';
 
 export interface AgentClientOptions {
   /** A Temporal client connected to the cluster the workers serve. */
@@ -22,8 +22,11 @@ export interface AgentClientOptions {
   store?: ConversationStore;
   /** The event hub of a worker in this process, for {@link ThreadHandle.events}. */
   events?: LocalEventHub;
-  /** Or a worker's events endpoint (`AgentWorker.eventsUrl`), for clients in other processes. */
-  eventsUrl?: string;
+  /**
+   * Or the events endpoints of the workers (`AgentWorker.eventsUrl`), for clients in other processes. With several
+   * workers on a task queue, list them all: a thread's next slice may run on any of them.
+   */
+  eventsUrl?: string | string[];
   /** Bearer token of that endpoint. */
   eventsToken?: string;
   /** Slice tuning for threads this client starts. */
@@ -250,8 +253,9 @@ export class ThreadHandle {
   async *events(options: { after?: string } = {}): AsyncGenerator<LiveEvent> {
     const hub = this.options.events;
     if (!hub) {
-      if (!this.options.eventsUrl) throw new Error('events() needs a worker: pass its `events` hub or its `eventsUrl` to AgentClient');
-      yield* remoteThreadEvents(this.options.eventsUrl, this.threadId, { after: options.after, token: this.options.eventsToken });
+      if (!this.options.eventsUrl || this.options.eventsUrl.length === 0) throw new Error('events() needs a worker: pass its `events` hub or its `eventsUrl` to AgentClient');
+      const urls = typeof this.options.eventsUrl === 'string' ? [this.options.eventsUrl] : this.options.eventsUrl;
+      yield* mergedThreadEvents(urls, this.threadId, { ...(options.after && { after: options.after }), ...(this.options.eventsToken && { token: this.options.eventsToken }) });
       return;
     }
     const queue: ThreadEvent[] = [];

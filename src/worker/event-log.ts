@@ -69,12 +69,17 @@ export class EventLog {
     };
   }
 
+  /**
+   * `after` is an event id, or several joined by `~` (a client following several workers keeps one position per
+   * worker): the one with this log's epoch counts. None of ours means we cannot know what the client saw: a gap,
+   * then everything buffered for the thread.
+   */
   private replay(threadId: string, after: string | undefined): Replay {
-    if (after !== undefined) {
-      const [epoch, seqText] = after.split('.');
-      const seq = Number(seqText);
+    if (after !== undefined && after !== '') {
+      const mine = after.split('~').find((id) => id.split('.')[0] === this.epoch);
+      const seq = Number(mine?.split('.')[1]);
       const oldest = this.ring[0]?.seq ?? this.seq + 1;
-      if (epoch === this.epoch && Number.isInteger(seq)) return { events: this.logged(threadId, seq), gap: seq < oldest - 1 };
+      if (mine && Number.isInteger(seq)) return { events: this.logged(threadId, seq), gap: seq < oldest - 1 };
       return { events: this.logged(threadId, 0), gap: true };
     }
     const all = this.logged(threadId, 0);
