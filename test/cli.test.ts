@@ -70,14 +70,15 @@ describe('infinity-temporal CLI', () => {
   it('tails tokens live from another process and resumes after a kill without drops or repeats', async () => {
     const threadId = `tail-${randomUUID().slice(0, 8)}`;
     await cli('start', '--thread-id', threadId);
-    // An observer that sees everything, and a follower we kill halfway through the first completion.
-    const observer = start(['tail', threadId, '--json', '--no-history']);
-    const follower = start(['tail', threadId, '--json', '--no-history']);
+    // An observer that sees everything, and a follower we kill halfway through the first completion. Both start from
+    // the beginning of the worker's log (`--after <epoch>.0`), so it does not matter when their processes attach.
+    const { epoch } = (await (await fetch(`${eventsUrl}/health`)).json()) as { epoch: string };
+    const observer = start(['tail', threadId, '--json', '--after', `${epoch}.0`]);
+    const follower = start(['tail', threadId, '--json', '--after', `${epoch}.0`]);
     const observed: LiveEvent[] = [];
     const observing = (async () => {
       for await (const l of lines(observer)) observed.push(JSON.parse(l) as LiveEvent);
     })();
-    await new Promise((r) => setTimeout(r, 1500)); // both subscribed (process start + connect)
     expect((await cli('send', threadId, 'Is build 42 green?')).code).toBe(0);
 
     const before: LiveEvent[] = [];
