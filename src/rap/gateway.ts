@@ -112,8 +112,12 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
   const spent = new Map<string, number>();
   const views = new Map<string, Map<string, unknown>>();
   const key = (threadId: string, callId: string, what: 'result' | 'events') => `${what}\u0000${threadId}\u0000${callId}`;
+  let pruned = Date.now();
+  /** Drops entries whose tokens expired, at most once a minute (the scan is linear). */
   const forget = () => {
     const now = Date.now();
+    if (now - pruned < 60_000) return;
+    pruned = now;
     for (const [k, expiry] of spent) if (expiry <= now) spent.delete(k);
   };
   const refuse = (reply: FastifyReply, code: number, error: string) => reply.code(code).send({ error });
