@@ -75,6 +75,16 @@ export class EventPrinter {
         return this.line(colour.dim(`(${e.status})`));
       case 'replay_gap':
         return this.line(colour.yellow('(some live events were missed; `history` has everything committed)'));
+      case 'prompt':
+        return this.line(
+          colour.yellow(
+            e.prompt.kind === 'oauth'
+              ? `authorization needed: open ${e.prompt.authUrl}`
+              : `the tool asks: ${e.prompt.prompt} ${e.prompt.choices.map((c, i) => `[${i}] ${c}`).join('  ')} (default ${e.prompt.default})`,
+          ),
+        );
+      case 'view_update':
+        return this.line(colour.dim(`(view ${e.viewType} updated)`));
     }
   }
 }
