@@ -38,7 +38,7 @@ afterAll(async () => {
 
 describe('infinity-temporal CLI', () => {
   it('has --help on every command', async () => {
-    const commands = ['dev', 'worker', 'gateway', 'start', 'send', 'deliver', 'history', 'status', 'threads', 'compact', 'tail'];
+    const commands = ['dev', 'worker', 'gateway', 'start', 'send', 'deliver', 'answer', 'history', 'status', 'threads', 'compact', 'tail'];
     const results = await Promise.all(commands.map((c) => cli(c, '--help')));
     results.forEach((r, i) => {
       expect(r.code).toBe(0);

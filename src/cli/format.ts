@@ -105,6 +105,9 @@ export function statusLines(s: ThreadStatus): string[] {
   }
   const dropped = Object.entries(s.dropped);
   if (dropped.length) lines.push(`dropped ${dropped.map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  for (const p of s.prompts) {
+    lines.push(colour.yellow(p.kind === 'oauth' ? `needs authorization: ${p.authUrl}` : `asks (choice ${p.id}): ${p.prompt} ${p.choices.map((c, i) => `[${i}] ${c}`).join('  ')}`));
+  }
   if (s.lastError) lines.push(colour.red(`last error: ${s.lastError}`));
   return lines;
 }

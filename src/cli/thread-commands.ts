@@ -146,6 +146,20 @@ export function registerThreadCommands(program: Command, out: Out): void {
     });
 
   program
+    .command('answer')
+    .description("answer a tool's pending choice (see `status`); without an index the choice is dismissed (its default)")
+    .argument('<thread>', 'thread id')
+    .argument('<choice>', 'choice id')
+    .argument('[index]', '0-based index of the chosen option')
+    .action(async (threadId: string, choiceId: string, index: string | undefined, _opts: unknown, cmd: Command) => {
+      const selected = index === undefined ? undefined : Number(index);
+      if (selected !== undefined && !Number.isInteger(selected)) throw new CliError(`index must be an integer, got '${index}'`);
+      await withClient(cmd, async (client) => {
+        out(`answered ${choiceId} with ${await client.thread(threadId).answerChoice(choiceId, selected)}`);
+      });
+    });
+
+  program
     .command('compact')
     .description('compact a thread now: a compaction thread summarizes its history')
     .argument('<thread>', 'thread id')
