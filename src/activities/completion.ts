@@ -18,7 +18,7 @@ import type { ModelProvider, ModelStreamPart, ToolSpec } from '../model/provider
 import type { Tool, ToolContext } from '../tools/tool';
 import { BUILTIN_TOOLS } from '../core/builtin-tools';
 import type { RuntimeAction } from '../core/slice-protocol';
-import { classifyFailure, type CompletionPolicy, messageOf, within } from './retry';
+import { classifyFailure, type CompletionPolicy, messageOf, StreamWatchdog } from './retry';
 import { runRuntimeTool, type RuntimeToolContext } from './runtime-tools';
 import { TurnBuffer } from './turn-buffer';
 
@@ -175,11 +175,12 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
         tools: specs,
       };
       const iterator = input.model.stream(request, attempt.signal)[Symbol.asyncIterator]();
+      const watchdog = new StreamWatchdog(signal, policy.initiateTimeoutMs);
       let received = false;
       let failure: unknown;
       try {
         for (;;) {
-          const next = await within(iterator.next(), received ? policy.chunkTimeoutMs : policy.initiateTimeoutMs, signal);
+          const next = await watchdog.next(iterator.next(), received ? policy.chunkTimeoutMs : policy.initiateTimeoutMs);
           if (next.done) break;
           received = true;
           retries = 0;
@@ -226,6 +227,7 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
       } catch (e) {
         failure = e;
       } finally {
+        watchdog.dispose();
         signal.removeEventListener('abort', onAbort);
         attempt.abort();
         void iterator.return?.()?.catch(() => undefined);

@@ -49,22 +49,42 @@ export function messageOf(e: unknown): string {
 
 const includesAny = (msg: string, needles: string[]) => needles.some((n) => msg.toLowerCase().includes(n));
 
-/** Races `p` against a timeout and the abort signal. */
-export async function within<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new StreamTimeout()), ms);
-        onAbort = () => reject(signal.reason);
-        signal.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) signal.removeEventListener('abort', onAbort);
+/**
+ * A watchdog for one streaming attempt: `next(p)` races `p` against the abort signal and a timeout that restarts at
+ * every call. One timer and one listener per attempt, not per chunk: a completion streams hundreds of parts.
+ */
+export class StreamWatchdog {
+  private timer: NodeJS.Timeout | undefined;
+  private ms: number;
+  private readonly tripped: Promise<never>;
+  private fail!: (e: unknown) => void;
+  private readonly onAbort = () => this.fail(this.signal.reason);
+
+  constructor(
+    private readonly signal: AbortSignal,
+    firstMs: number,
+  ) {
+    this.ms = firstMs;
+    this.tripped = new Promise<never>((_, reject) => (this.fail = reject));
+    this.tripped.catch(() => undefined); // observed through next()
+    signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  /** Waits for `p`, at most the current timeout; later calls may use another timeout (the chunk timeout). */
+  next<T>(p: Promise<T>, ms: number): Promise<T> {
+    if (this.timer === undefined || ms !== this.ms) {
+      clearTimeout(this.timer);
+      this.ms = ms;
+      this.timer = setTimeout(() => this.fail(new StreamTimeout()), ms);
+    } else {
+      this.timer.refresh();
+    }
+    return Promise.race([p, this.tripped]);
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.signal.removeEventListener('abort', this.onAbort);
   }
 }
 
