@@ -1,16 +1,21 @@
 #!/usr/bin/env node
-// Runs the compiled CLI when the package is built (`npm run build`), else the TypeScript sources through tsx.
+// Runs the TypeScript sources through tsx in a checkout (so edits take effect at once), else the compiled package.
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
-const built = join(__dirname, '..', 'dist', 'src', 'cli', 'main.js');
-let cli;
-if (existsSync(built)) {
-  cli = require(built);
-} else {
+function fromSources() {
+  const source = join(__dirname, '..', 'src', 'cli', 'main.ts');
+  if (!existsSync(source)) return undefined;
+  try {
+    require.resolve('tsx/cjs');
+  } catch {
+    return undefined;
+  }
   require('tsx/cjs');
-  cli = require('../src/cli/main.ts');
+  return require(source);
 }
+
+const cli = fromSources() ?? require(join(__dirname, '..', 'dist', 'src', 'cli', 'main.js'));
 cli.main(process.argv).then(
   (code) => process.exit(code),
   (e) => {
