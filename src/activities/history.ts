@@ -21,16 +21,6 @@ export async function threadChain(store: ConversationStore, threadId: string): P
   return chain;
 }
 
-/** The items a thread inherited from its ancestors, uncompacted (empty for a root). */
-export async function inheritedHistory(store: ConversationStore, chain: readonly ThreadRecord[]): Promise<StoredItem[]> {
-  const out: StoredItem[] = [];
-  for (let i = 0; i < chain.length - 1; i++) {
-    const cutoff = chain[i + 1]!.spawnOrder ?? 0;
-    out.push(...(await store.load(chain[i]!.threadId, 0, cutoff)));
-  }
-  return out;
-}
-
 const summaryItem = (summary: string): HistoryItem => ({ kind: 'assistant', text: compactedSummary(summary) });
 
 /**
@@ -40,10 +30,11 @@ const summaryItem = (summary: string): HistoryItem => ({ kind: 'assistant', text
  * - else everything inherited, then its own items.
  * A child spawned before its parent compacted has a cutoff below the summary's end, so it keeps its exact inheritance.
  */
-export async function modelView(store: ConversationStore, chain: readonly ThreadRecord[], own: readonly StoredItem[]): Promise<HistoryItem[]> {
+export async function modelView(store: ConversationStore, chain: readonly ThreadRecord[]): Promise<HistoryItem[]> {
   const self = chain[chain.length - 1]!;
   const mine = await store.latestSummary(self.threadId);
-  if (mine) return [summaryItem(mine.summary), ...own.slice(mine.upTo).map((s) => s.item)];
+  // Only what the model will see is read: after a compaction, the summary's tail.
+  if (mine) return [summaryItem(mine.summary), ...(await store.load(self.threadId, mine.upTo)).map((s) => s.item)];
   const out: HistoryItem[] = [];
   let start = 0;
   for (let i = chain.length - 2; i >= 0; i--) {
@@ -58,8 +49,29 @@ export async function modelView(store: ConversationStore, chain: readonly Thread
   for (let i = start; i < chain.length - 1; i++) {
     out.push(...(await store.load(chain[i]!.threadId, 0, chain[i + 1]!.spawnOrder ?? 0)).map((x) => x.item));
   }
-  out.push(...own.map((s) => s.item));
+  out.push(...(await store.load(self.threadId)).map((s) => s.item));
   return out;
+}
+
+export type CallLookup = (callId: string) => Promise<{ name: string; args: unknown } | undefined>;
+
+/**
+ * Finds a tool call in what the model sees, else in the thread's full stored history and what it inherited (a
+ * summary must not orphan a late report or event).
+ */
+export function callLookup(store: ConversationStore, chain: readonly ThreadRecord[], view: readonly HistoryItem[]): CallLookup {
+  const visible = new Map<string, { name: string; args: unknown }>();
+  for (const it of view) if (it.kind === 'tool_call') visible.set(it.id, { name: it.name, args: it.args });
+  return async (callId) => {
+    const seen = visible.get(callId);
+    if (seen) return seen;
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const before = i === chain.length - 1 ? undefined : (chain[i + 1]!.spawnOrder ?? 0);
+      const found = await store.findToolCall(chain[i]!.threadId, callId, before);
+      if (found) return { name: found.name, args: found.args };
+    }
+    return undefined;
+  };
 }
 
 interface InjectedArgs {
@@ -72,29 +84,31 @@ interface InjectedArgs {
  * The workflow names only the original call id of an injected event; the slice, which holds the history, adds the
  * original tool's name and arguments so the model sees `receive_event__injected(original_tool_name, ...)`.
  */
-export function resolveInjected(history: readonly HistoryItem[], append: StoredItem[]): StoredItem[] {
+export async function resolveInjected(lookup: CallLookup, append: readonly StoredItem[]): Promise<StoredItem[]> {
   const calls = new Map<string, { name: string; args: unknown }>();
-  for (const it of history) if (it.kind === 'tool_call') calls.set(it.id, { name: it.name, args: it.args });
-  const complete = (args: unknown): InjectedArgs => {
+  const complete = async (args: unknown): Promise<InjectedArgs> => {
     const a = (args ?? {}) as InjectedArgs;
-    const original = a.original_tool_call_id ? calls.get(a.original_tool_call_id) : undefined;
+    const id = a.original_tool_call_id;
+    const original = id ? (calls.get(id) ?? (await lookup(id))) : undefined;
     return {
       original_args: a.original_args ?? original?.args ?? null,
-      original_tool_call_id: a.original_tool_call_id,
+      original_tool_call_id: id,
       original_tool_name: a.original_tool_name ?? original?.name ?? 'unknown',
     };
   };
-  return append.map((s) => {
+  const out: StoredItem[] = [];
+  for (const s of append) {
     const it = s.item;
     if (it.kind === 'tool_call' && it.name === INJECTED_TOOL_NAME) {
-      const item: HistoryItem = { ...it, args: complete(it.args) };
+      const item: HistoryItem = { ...it, args: await complete(it.args) };
       calls.set(it.id, { name: it.name, args: item.args });
-      return { ...s, item };
+      out.push({ ...s, item });
+    } else if (it.kind === 'subscription_event') {
+      out.push({ ...s, item: { ...it, invocation: { ...it.invocation, args: await complete(it.invocation.args) } } });
+    } else {
+      if (it.kind === 'tool_call') calls.set(it.id, { name: it.name, args: it.args });
+      out.push(s);
     }
-    if (it.kind === 'subscription_event') {
-      return { ...s, item: { ...it, invocation: { ...it.invocation, args: complete(it.invocation.args) } } };
-    }
-    if (it.kind === 'tool_call') calls.set(it.id, { name: it.name, args: it.args });
-    return s;
-  });
+  }
+  return out;
 }

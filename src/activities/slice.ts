@@ -14,7 +14,7 @@ import { toolResult } from '../tools/messages';
 import type { Tool, ToolContext, ToolLifecycle } from '../tools/tool';
 import { BUILTIN_TOOL_NAMES } from '../core/builtin-tools';
 import { type AsyncCall, type CompletionOutput, type CompletionPolicy, DEFAULT_COMPLETION_POLICY, runCompletion } from './completion';
-import { inheritedHistory, modelView, resolveInjected, threadChain } from './history';
+import { callLookup, modelView, resolveInjected, threadChain } from './history';
 
 export interface SliceDependencies {
   store: ConversationStore;
@@ -148,20 +148,18 @@ export function createSliceActivities(deps: SliceDependencies) {
         spawnToolCallId: input.spawn.toolCallId,
       }),
     });
-    const committed = await deps.store.load(threadId);
-    if (committed.length !== input.expectedLength) {
+    const committedLength = await deps.store.length(threadId);
+    if (committedLength !== input.expectedLength) {
       throw ApplicationFailure.nonRetryable(
-        new CommitConflictError(threadId, input.expectedLength, committed.length).message,
+        new CommitConflictError(threadId, input.expectedLength, committedLength).message,
         'CommitConflictError',
       );
     }
     const chain = await threadChain(deps.store, threadId);
     const ancestors = chain.slice(0, -1).map((r) => r.threadId);
     for (const callId of input.interruptedCalls ?? []) notify((l) => l.callCancelled?.(threadId, callId));
-    const inherited = await inheritedHistory(deps.store, chain);
-    // Original calls are looked up in the full history: a summary must not orphan a late report or event.
-    const append = resolveInjected([...inherited, ...committed].map((s) => s.item), input.append);
-    const view = await modelView(deps.store, chain, committed);
+    const view = await modelView(deps.store, chain);
+    const append = await resolveInjected(callLookup(deps.store, chain, view), input.append);
 
     const ctx = Context.current();
     // No heartbeat at the start: most slices finish well within the interval, and each heartbeat is a server call.
@@ -199,7 +197,7 @@ export function createSliceActivities(deps: SliceDependencies) {
       const summary = compactionSummary(record, out, lastText?.kind === 'assistant' ? lastText.text : undefined);
       const result: SliceResult = {
         sliceId,
-        length: committed.length + items.length,
+        length: committedLength + items.length,
         pendingCall: out.asyncCall ? { id: out.asyncCall.id, name: out.asyncCall.name, passive: out.asyncCall.passive } : null,
         answeredCallIds: out.answeredCallIds,
         followUps: [],

@@ -3,7 +3,7 @@
  * Implementations: {@link InMemoryConversationStore} (tests) and {@link SqliteConversationStore} (embedded default).
  */
 import type { SliceResult } from '../core/slice-protocol';
-import type { StoredItem, ThreadKind } from '../core/types';
+import type { HistoryItem, StoredItem, ThreadKind } from '../core/types';
 
 export interface ThreadRecord {
   threadId: string;
@@ -71,6 +71,8 @@ export interface ConversationStore {
    * `'duplicate'`; a length mismatch throws {@link CommitConflictError}.
    */
   commit(request: CommitRequest): Promise<'committed' | 'duplicate'>;
+  /** The thread's tool call with this id among its first `before` items (default: all), if any. */
+  findToolCall(threadId: string, callId: string, before?: number): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined>;
   /** The most recently saved summary of the thread, optionally only among those with `upTo <= maxUpTo`. */
   latestSummary(threadId: string, maxUpTo?: number): Promise<Summary | undefined>;
   close(): Promise<void>;

@@ -1,5 +1,5 @@
 import type { SliceResult } from '../core/slice-protocol';
-import type { StoredItem } from '../core/types';
+import type { HistoryItem, StoredItem } from '../core/types';
 import {
   CommitConflictError,
   type CommitRequest,
@@ -65,6 +65,11 @@ export class InMemoryConversationStore implements ConversationStore {
       this.summaries.set(threadId, list);
     }
     return 'committed';
+  }
+
+  async findToolCall(threadId: string, callId: string, before?: number): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
+    const found = (this.items.get(threadId) ?? []).slice(0, before).find((s) => s.item.kind === 'tool_call' && s.item.id === callId)?.item;
+    return found?.kind === 'tool_call' ? structuredClone(found) : undefined;
   }
 
   async latestSummary(threadId: string, maxUpTo = Number.MAX_SAFE_INTEGER): Promise<Summary | undefined> {

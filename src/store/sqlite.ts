@@ -110,6 +110,10 @@ export class SqliteConversationStore implements ConversationStore {
         `INSERT INTO summaries (thread_id, source_thread_id, up_to, summary) VALUES (@threadId, @sourceThreadId, @upTo, @summary)
          ON CONFLICT (thread_id, source_thread_id) DO UPDATE SET up_to = excluded.up_to, summary = excluded.summary`,
       ),
+      findToolCall: this.db.prepare<[string, number, string], { item: string }>(
+        `SELECT item FROM items WHERE thread_id = ? AND position < ?
+           AND json_extract(item, '$.kind') = 'tool_call' AND json_extract(item, '$.id') = ? LIMIT 1`,
+      ),
       latestSummary: this.db.prepare<[string, number], { summary: string; up_to: number }>(
         'SELECT summary, up_to FROM summaries WHERE thread_id = ? AND up_to <= ? ORDER BY rowid DESC LIMIT 1',
       ),
@@ -178,6 +182,11 @@ export class SqliteConversationStore implements ConversationStore {
 
   async commit(req: CommitRequest): Promise<'committed' | 'duplicate'> {
     return this.commitTx(req);
+  }
+
+  async findToolCall(threadId: string, callId: string, before = Number.MAX_SAFE_INTEGER): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
+    const row = this.stmts.findToolCall.get(threadId, before, callId);
+    return row && (JSON.parse(row.item) as Extract<HistoryItem, { kind: 'tool_call' }>);
   }
 
   async latestSummary(threadId: string, maxUpTo = Number.MAX_SAFE_INTEGER): Promise<Summary | undefined> {

@@ -1,6 +1,6 @@
 /** What the model sees of a thread tree with compaction summaries (reference spec §6.5), on the in-memory store. */
 import { describe, expect, it } from 'vitest';
-import { modelView, threadChain } from '../../src/activities/history';
+import { callLookup, modelView, threadChain } from '../../src/activities/history';
 import type { HistoryItem } from '../../src/core/types';
 import { InMemoryConversationStore } from '../../src/store/memory';
 
@@ -29,9 +29,26 @@ async function tree() {
   await fill('root', ['r4'], { upTo: 3, summary: 'R', source: 'c-root' });
   await store.ensureThread({ threadId: 'grand', kind: 'child', parentThreadId: 'late', rootThreadId: 'root', spawnOrder: 2 });
   await fill('grand', ['g0']);
-  const view = async (id: string) => said(await modelView(store, await threadChain(store, id), await store.load(id)));
+  const view = async (id: string) => said(await modelView(store, await threadChain(store, id)));
   return { store, fill, view };
 }
+
+describe('callLookup', () => {
+  it('finds calls the view no longer shows: compacted away, or inherited up to the spawn point only', async () => {
+    const store = new InMemoryConversationStore();
+    await store.ensureThread({ threadId: 'root', kind: 'root' });
+    const call = (id: string) => ({ messageId: id, item: { kind: 'tool_call' as const, id, name: `tool_${id}`, args: {} } });
+    await store.commit({ threadId: 'root', sliceId: 'r0', expectedLength: 0, items: [call('old'), call('late')], result: { sliceId: 'r0', length: 2, pendingCall: null, answeredCallIds: [], followUps: [], interrupted: false }, summary: { threadId: 'root', sourceThreadId: 'c', upTo: 2, summary: 'S' } });
+    await store.ensureThread({ threadId: 'kid', kind: 'child', parentThreadId: 'root', rootThreadId: 'root', spawnOrder: 1 });
+    const rootChain = await threadChain(store, 'root');
+    const lookup = callLookup(store, rootChain, await modelView(store, rootChain));
+    expect(await lookup('old')).toEqual({ name: 'tool_old', args: {} }); // summarized, still found
+    const kidChain = await threadChain(store, 'kid');
+    const kidLookup = callLookup(store, kidChain, await modelView(store, kidChain));
+    expect(await kidLookup('old')).toEqual({ name: 'tool_old', args: {} });
+    expect(await kidLookup('late')).toBeUndefined(); // after the kid's spawn point: not its history
+  });
+});
 
 describe('modelView', () => {
   it('puts a thread’s own summary first, then its items from where the summary ends', async () => {

@@ -25,6 +25,19 @@ const stores: [string, () => ConversationStore][] = [
 ];
 
 describe.each(stores)('%s store', (_name, make) => {
+  it('finds a tool call by id, optionally only before a position', async () => {
+    const s = make();
+    await s.ensureThread({ threadId: 't', kind: 'root' });
+    const call = (id: string, name: string) => ({ messageId: `m-${id}`, item: { kind: 'tool_call' as const, id, name, args: { id } } });
+    await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [user('u', 'hi'), call('c1', 'first'), user('v', 'more'), call('c2', 'second')], result: result('s1', 4) });
+    expect(await s.findToolCall('t', 'c2')).toEqual({ kind: 'tool_call', id: 'c2', name: 'second', args: { id: 'c2' } });
+    expect(await s.findToolCall('t', 'c2', 3)).toBeUndefined();
+    expect(await s.findToolCall('t', 'c1', 2)).toMatchObject({ name: 'first' });
+    expect(await s.findToolCall('t', 'u')).toBeUndefined(); // a user item with that message id is not a call
+    expect(await s.findToolCall('nope', 'c1')).toBeUndefined();
+    await s.close();
+  });
+
   it('keeps compaction summaries: latest within a bound, a re-save from the same source replaces', async () => {
     const s = make();
     await s.ensureThread({ threadId: 'p', kind: 'root' });
