@@ -97,22 +97,23 @@ export function createSliceActivities(deps: SliceDependencies) {
     }
   };
 
-  const toolContext = (threadId: string, rootThreadId: string, ancestors: string[] = []) => (toolCallId: string, toolName: string): ToolContext => ({
+  const toolContext = (threadId: string, rootThreadId: string, ancestors: string[] = [], userId?: string) => (toolCallId: string, toolName: string): ToolContext => ({
     threadId,
     rootThreadId,
     ancestors,
+    ...(userId !== undefined && { userId }),
     toolCallId,
     toolName,
     send: deps.send,
   });
 
   /** Starts an async tool; failures become an error result for the same call (reference spec §2.7). */
-  async function dispatch(threadId: string, rootThreadId: string, call: AsyncCall, ancestors: string[]): Promise<InputMessage[]> {
+  async function dispatch(threadId: string, rootThreadId: string, call: AsyncCall, ancestors: string[], userId?: string): Promise<InputMessage[]> {
     if (BUILTIN_TOOL_NAMES.has(call.name)) return []; // carried out by the workflow
     const tool = tools.get(call.name);
     try {
       if (!tool) throw new Error(`tool '${call.name}' is no longer registered on this worker`);
-      await tool.execute(call.args, toolContext(threadId, rootThreadId, ancestors)(call.id, call.name));
+      await tool.execute(call.args, toolContext(threadId, rootThreadId, ancestors, userId)(call.id, call.name));
       return [];
     } catch (e) {
       emit({ threadId, type: 'info', text: `Error: ${e instanceof Error ? e.message : String(e)}` });
@@ -128,7 +129,7 @@ export function createSliceActivities(deps: SliceDependencies) {
     const record = await deps.store.getThread(input.threadId);
     const call = { ...prior.pendingCall, args: last.args };
     const chain = await threadChain(deps.store, input.threadId);
-    const followUps = await dispatch(input.threadId, record?.rootThreadId ?? input.threadId, call, chain.slice(0, -1).map((r) => r.threadId));
+    const followUps = await dispatch(input.threadId, record?.rootThreadId ?? input.threadId, call, chain.slice(0, -1).map((r) => r.threadId), input.userId);
     return { ...prior, followUps: [...prior.followUps, ...followUps] };
   }
 
@@ -178,7 +179,7 @@ export function createSliceActivities(deps: SliceDependencies) {
         policy,
         signal: ctx.cancellationSignal,
         emit,
-        toolContext: toolContext(threadId, record.rootThreadId, ancestors),
+        toolContext: toolContext(threadId, record.rootThreadId, ancestors, input.userId),
         runtime: {
           threadId,
           kind: record.kind,
@@ -234,7 +235,7 @@ export function createSliceActivities(deps: SliceDependencies) {
       }
       for (const callId of out.cancelledSubscriptions) notify((l) => l.callCancelled?.(threadId, callId));
       emit({ threadId, type: 'completion_finished', sliceId, usage: out.usage });
-      if (out.asyncCall) result.followUps = await dispatch(threadId, record.rootThreadId, out.asyncCall, ancestors);
+      if (out.asyncCall) result.followUps = await dispatch(threadId, record.rootThreadId, out.asyncCall, ancestors, input.userId);
       emit({ threadId, type: 'status', status: result.pendingCall ? 'waiting_tool' : 'idle' });
       return result;
     } finally {

@@ -38,7 +38,7 @@ export interface AgentClientOptions {
 export interface StartThreadOptions {
   /** The thread id (= workflow id); a UUID when omitted. Starting an existing thread returns it. */
   threadId?: string;
-  /** Root metadata, delivered with the first input. */
+  /** Root metadata (e.g. `user_id`, which remote tools receive); later inputs with `metadata` replace it. */
   metadata?: Record<string, unknown>;
 }
 
@@ -99,10 +99,9 @@ export class AgentClient {
   /** Starts a root thread (idempotent: an existing running thread is returned as is). */
   async startThread(options: StartThreadOptions = {}): Promise<ThreadHandle> {
     const threadId = options.threadId ?? randomUUID();
-    await this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
-      ...this.startOptions(threadId),
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    });
+    const start = this.startOptions(threadId);
+    if (options.metadata) start.args = [{ ...start.args[0], metadata: options.metadata }];
+    await this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' });
     return this.thread(threadId);
   }
 

@@ -19,6 +19,8 @@ export interface SliceInput {
   subscriptions?: string[];
   /** Pending calls this slice's inputs interrupted: their tools are told (RAP `/cancel_tool_call`). */
   interruptedCalls?: string[];
+  /** The end user of the thread tree, for remote tools (RAP `user_id`). */
+  userId?: string;
 }
 
 /** Where a child thread attaches to its parent: it inherits the parent's first `order` own items. */

@@ -115,6 +115,8 @@ export async function loadRapToolsets(options: RapToolsetsOptions): Promise<RapT
           call_id: null,
           callback_url: options.gateway.callbackUrl(ctx.threadId, ctx.toolCallId),
           group_id: ctx.threadId,
+          // Infinity's order: user_id (only when known) before thread_ancestors.
+          ...(ctx.userId !== undefined && { user_id: ctx.userId }),
           thread_ancestors: ctx.ancestors.length > 0 ? ctx.ancestors : null,
         };
         for (let attempt = 1; ; attempt++) {

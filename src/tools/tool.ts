@@ -13,6 +13,8 @@ export interface ToolContext {
   rootThreadId: string;
   /** Ancestor thread ids, root first, parent last (empty for a root). */
   ancestors: string[];
+  /** The end user of the thread tree, when the root's metadata names one (`user_id`). */
+  userId?: string;
   toolCallId: string;
   toolName: string;
   /** Delivers a message into a thread's input queue (a Temporal signal). Rejects with `ThreadNotFoundError`. */

@@ -24,6 +24,12 @@ export interface ActionContext {
   st: ThreadState;
 }
 
+/** The tree's end user: the root's metadata `user_id` (RAP §2.1), or what the parent handed down. */
+export function userIdOf(ctx: ActionContext): string | undefined {
+  const own = ctx.st.prep.metadata?.user_id;
+  return typeof own === 'string' ? own : ctx.args.userId;
+}
+
 /** A result for one of this thread's own calls, ahead of anything queued. */
 function answer(ctx: ActionContext, callId: string, text: string): void {
   ctx.st.inbox.unshift(resultInput(ctx.args.threadId, callId, text));
@@ -42,6 +48,8 @@ async function signalThread(threadId: string, message: InputMessage): Promise<bo
 export async function startThread(ctx: ActionContext, childId: string, kind: ThreadKind, spawn: SpawnPoint, seed: ThreadSeed, title: string): Promise<void> {
   const args: ThreadWorkflowArgs = { threadId: childId, kind, spawn, seed };
   if (ctx.args.options) args.options = ctx.args.options;
+  const userId = userIdOf(ctx);
+  if (userId !== undefined) args.userId = userId;
   await startChild(THREAD_WORKFLOW_TYPE, {
     workflowId: childId,
     args: [args],

@@ -40,6 +40,10 @@ export interface ThreadWorkflowArgs {
   spawn?: SpawnPoint;
   /** For spawned threads, first run only. */
   seed?: ThreadSeed;
+  /** The end user of the thread tree (the root's metadata `user_id`), handed down to children for remote tools. */
+  userId?: string;
+  /** Root metadata given at start (`startThread({ metadata })`). */
+  metadata?: Record<string, unknown>;
   /** Set by continue-as-new only. */
   carried?: CarriedState;
 }
@@ -123,7 +127,7 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
       subscriptions: new Map(c?.subscriptions),
       eventTargets: new Map(c?.eventTargets ?? seed?.eventTargets),
       deferred: c?.deferred ?? [],
-      metadata: c?.metadata,
+      metadata: c ? c.metadata : args.metadata,
     },
     length: c?.length ?? 0,
     slices: c?.slices ?? 0,

@@ -26,7 +26,7 @@ import { handleControlInputs } from './control-inputs';
 import { sliceSummary, titleOf } from './ui-text';
 import { isUserText, validateInputMessage } from '../core/validate';
 import { inputSignal, searchAttributes, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
-import { carryOut, spawnEventChild, startTimer, type ActionContext } from './runtime-actions';
+import { carryOut, spawnEventChild, startTimer, userIdOf, type ActionContext } from './runtime-actions';
 import { carryState, restoreState, type ThreadWorkflowArgs } from './state';
 
 /** The activity interface as the workflow sees it (implemented in `src/activities/slice.ts`). */
@@ -161,6 +161,8 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     };
     if (args.spawn) input.spawn = args.spawn;
     if (interruptedCalls.length > 0) input.interruptedCalls = interruptedCalls;
+    const userId = userIdOf(actx);
+    if (userId !== undefined) input.userId = userId;
     const scope = new CancellationScope();
     let done = false;
     const summary = sliceSummary(st.slices + 1, append, toolName, retrying);

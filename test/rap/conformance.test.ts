@@ -63,7 +63,8 @@ describe('runtime: discovery and invocation', () => {
     const ts = await loadRapToolsets({ servers: [{ url: p.url }], gateway: gatewayStub });
     await ts.tools[0]!.execute({ a: 1 }, ctx({ threadId: 'child', ancestors: ['root', 'parent'], toolCallId: 'toolu_1' }));
     await ts.tools[0]!.execute({}, ctx());
-    const [child, root] = p.requests.slice(1);
+    await ts.tools[0]!.execute({}, ctx({ toolCallId: 'toolu_2', userId: 'alice' }));
+    const [child, root, withUser] = p.requests.slice(1);
     expect(child!.headers['content-type']).toBe('application/json');
     const body = JSON.parse(child!.body) as Record<string, unknown>;
     expect(Object.keys(body)).toEqual(['operation', 'arguments', 'id', 'call_id', 'callback_url', 'group_id', 'thread_ancestors']);
@@ -77,6 +78,9 @@ describe('runtime: discovery and invocation', () => {
       thread_ancestors: ['root', 'parent'],
     });
     expect((JSON.parse(root!.body) as { thread_ancestors: unknown }).thread_ancestors).toBeNull();
+    // user_id only when known, before thread_ancestors (Infinity's order).
+    expect(Object.keys(JSON.parse(withUser!.body) as object)).toEqual(['operation', 'arguments', 'id', 'call_id', 'callback_url', 'group_id', 'user_id', 'thread_ancestors']);
+    expect((JSON.parse(withUser!.body) as { user_id: string }).user_id).toBe('alice');
   });
 
   it('7 · retries a 503 with backoff, then records the error result; a 4xx is not retried', async () => {

@@ -11,6 +11,7 @@ let rap: RapSystem;
 let releaseBuild: ((text: string) => void) | undefined;
 const subscriptions: RapSubscription[] = [];
 const cancelled: string[] = [];
+const users: (string | undefined)[] = [];
 const closed: string[] = [];
 
 beforeAll(async () => {
@@ -20,6 +21,7 @@ beforeAll(async () => {
       description: 'Runs a CI build; the result arrives when it finishes.',
       inputSchema: { type: 'object', properties: { ref: { type: 'string' } }, required: ['ref'], additionalProperties: false },
       handler: async (args, ctx) => {
+        users.push(ctx.userId);
         const text = await new Promise<string>((resolve) => {
           releaseBuild = resolve;
           ctx.signal.addEventListener('abort', () => {
@@ -123,6 +125,15 @@ describe('RAP tools in a thread', () => {
     await thread.waitForIdle({ settled: true });
     expect(render(await thread.history()).slice(-2)).toEqual(['result #1: 3 open issues', 'assistant: got: 3 open issues']);
     expect((await thread.status()).prompts).toEqual([]);
+  });
+
+  it("passes the root metadata's user_id to the tool", async () => {
+    const thread = await rap.sys.client.startThread({ threadId: uid('rap-user'), metadata: { user_id: 'alice' } });
+    await thread.sendUserText('call run_build {"ref":"feature"}');
+    await thread.waitForIdle();
+    await eventually(() => (users.includes('alice') ? true : undefined));
+    releaseBuild!('green');
+    await thread.waitForIdle({ settled: true });
   });
 
   it('tells the tool server when a pending call is interrupted', async () => {
