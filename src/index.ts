@@ -84,7 +84,7 @@ export {
   type RapToolServer,
   type RapToolServerOptions,
 } from './rap/tool-server';
-export { startRemoteTools, callbackKeysFromEnv, type RemoteTools, type RemoteToolsOptions } from './rap/remote-tools';
+export { startRemoteTools, callbackKeysFromEnv, type RemoteTools, type RemoteToolsOptions } from './worker/remote-tools';
 export { connectMcpTools, formatMcpResult, type McpServerConfig, type McpTools, type McpToolsOptions } from './mcp/mcp-tools';
 export { findTemporalCli, TemporalCliNotFoundError } from './devserver/cli';
 export { startLocalSystem, type LocalSystem, type LocalSystemOptions } from './local-system';

@@ -7,7 +7,7 @@ import { deliverInput, type DeliveryResult } from '../client/deliver';
 import type { InputMessage } from '../core/types';
 import { modelFromEnv, modelFromSpec } from '../model/registry';
 import { startRapGateway } from '../rap/gateway';
-import { callbackKeysFromEnv, startRemoteTools } from '../rap/remote-tools';
+import { callbackKeysFromEnv, startRemoteTools } from '../worker/remote-tools';
 import { CallbackTokens } from '../rap/tokens';
 import { SqliteConversationStore } from '../store/sqlite';
 import { buildStatusDemoTool } from '../tools/demo';
@@ -87,17 +87,18 @@ function mcpServer(spec: string) {
 
 async function remoteTools(opts: ServeOptions, deliver: (m: InputMessage) => Promise<DeliveryResult>, out: (line: string) => void) {
   if (!opts.rap?.length && !opts.mcp?.length) return undefined;
+  const keys = callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS);
   const remote = await startRemoteTools({
     ...(opts.rap && { rapServers: opts.rap.map((url) => ({ url })) }),
     ...(opts.mcp && { mcpServers: opts.mcp.map(mcpServer) }),
     deliver,
-    ...(callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS) && { keys: callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS)! }),
+    ...(keys && { keys }),
     gateway: { port: Number(opts.gatewayPort ?? 0), ...(opts.publicUrl && { publicUrl: opts.publicUrl }) },
     ...(opts.gatewayUrl && { externalGatewayUrl: opts.gatewayUrl }),
   });
   for (const e of remote.errors) out(colour.yellow(`tool server ${e.server}: ${e.error}`));
   if (remote.gatewayUrl) out(`gateway ${remote.gatewayUrl}`);
-  if (remote.gatewayUrl && !process.env.INFINITY_CALLBACK_KEYS) out(colour.dim('(random callback key: set INFINITY_CALLBACK_KEYS for callback URLs that survive a restart)'));
+  if (remote.gatewayUrl && !keys) out(colour.dim('(random callback key: set INFINITY_CALLBACK_KEYS for callback URLs that survive a restart)'));
   return remote;
 }
 

@@ -12,6 +12,7 @@ import { inputSignal, searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE, waitF
 import type { ThreadOptions, ThreadWorkflowArgs } from '../workflows/state';
 import { checkInput, DEFAULT_MAX_INPUT_BYTES, deliverInput, type DeliveryResult } from './deliver';
 import { ThreadClosedError, ThreadNotFoundError, ThreadTimeoutError } from './errors';
+import { AsyncQueue } from './async-queue';
 import { type LiveEvent, mergedThreadEvents } from './live-events';
 
 export interface AgentClientOptions {
@@ -257,18 +258,10 @@ export class ThreadHandle {
       yield* mergedThreadEvents(urls, this.threadId, { ...(options.after && { after: options.after }), ...(this.options.eventsToken && { token: this.options.eventsToken }) });
       return;
     }
-    const queue: ThreadEvent[] = [];
-    let wake: (() => void) | undefined;
-    const unsubscribe = hub.subscribe(this.threadId, (e) => {
-      queue.push(e);
-      wake?.();
-    });
+    const queue = new AsyncQueue<ThreadEvent>();
+    const unsubscribe = hub.subscribe(this.threadId, (e) => queue.push(e));
     try {
-      for (;;) {
-        while (queue.length > 0) yield queue.shift()!;
-        await new Promise<void>((r) => (wake = r));
-        wake = undefined;
-      }
+      yield* queue;
     } finally {
       unsubscribe();
     }

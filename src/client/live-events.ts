@@ -4,6 +4,7 @@
  */
 import { EventSource } from 'eventsource';
 import type { ThreadEvent } from '../core/types';
+import { AsyncQueue } from './async-queue';
 
 /** A live event; `eventId` (from a worker's endpoint) can resume a later subscription right after it. */
 export type LiveEvent = ThreadEvent & { eventId?: string };
@@ -29,31 +30,20 @@ export async function* remoteThreadEvents(baseUrl: string, threadId: string, opt
   const source = new EventSource(url, {
     fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, ...(token && { authorization: `Bearer ${token}` }) } }),
   });
-  const queue: (LiveEvent | EventStreamError)[] = [];
-  let wake: (() => void) | undefined;
-  const push = (e: LiveEvent | EventStreamError) => {
-    queue.push(e);
-    wake?.();
-  };
-  source.onmessage = (m) => push({ ...(JSON.parse(m.data as string) as ThreadEvent), eventId: m.lastEventId });
-  source.addEventListener('gap', () => push({ threadId, type: 'replay_gap' }));
+  const queue = new AsyncQueue<LiveEvent>();
+  source.onmessage = (m) => queue.push({ ...(JSON.parse(m.data as string) as ThreadEvent), eventId: m.lastEventId });
+  source.addEventListener('gap', () => queue.push({ threadId, type: 'replay_gap' }));
   source.onerror = (e) => {
     // A dropped connection is retried by EventSource; a refusal (status, content type) closes it for good.
-    if (source.readyState === EventSource.CLOSED) push(new EventStreamError(`events of ${threadId} at ${baseUrl}: ${e.message ?? 'closed'}${e.code ? ` (HTTP ${e.code})` : ''}`));
+    if (source.readyState === EventSource.CLOSED) {
+      queue.fail(new EventStreamError(`events of ${threadId} at ${baseUrl}: ${e.message ?? 'closed'}${e.code ? ` (HTTP ${e.code})` : ''}`));
+    }
   };
-  const onAbort = () => wake?.();
+  const onAbort = () => queue.close();
+  if (options.signal?.aborted) queue.close();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    while (!options.signal?.aborted) {
-      while (queue.length > 0) {
-        const next = queue.shift()!;
-        if (next instanceof EventStreamError) throw next;
-        yield next;
-      }
-      if (options.signal?.aborted) return;
-      await new Promise<void>((r) => (wake = r));
-      wake = undefined;
-    }
+    yield* queue;
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
     source.close();
@@ -75,30 +65,18 @@ export async function* mergedThreadEvents(baseUrls: readonly string[], threadId:
   // A generator waiting for its next event cannot be returned from outside: an abort signal ends them instead.
   const stop = new AbortController();
   const streams = baseUrls.map((url) => remoteThreadEvents(url, threadId, { ...options, signal: stop.signal }));
-  const queue: (LiveEvent | Error)[] = [];
-  let wake: (() => void) | undefined;
-  const pump = async (stream: AsyncGenerator<LiveEvent>) => {
+  const queue = new AsyncQueue<LiveEvent>();
+  const pumps = streams.map(async (stream) => {
     try {
-      for await (const e of stream) {
-        queue.push(e);
-        wake?.();
-      }
+      for await (const e of stream) queue.push(e);
     } catch (e) {
-      queue.push(e instanceof Error ? e : new Error(String(e)));
-      wake?.();
+      queue.fail(e);
     }
-  };
-  const pumps = streams.map(pump);
+  });
   try {
-    for (;;) {
-      while (queue.length > 0) {
-        const next = queue.shift()!;
-        if (next instanceof Error) throw next;
-        if (next.eventId) positions.set(next.eventId.split('.')[0]!, next.eventId);
-        yield { ...next, eventId: [...positions.values()].join('~') };
-      }
-      await new Promise<void>((r) => (wake = r));
-      wake = undefined;
+    for await (const next of queue) {
+      if (next.eventId) positions.set(next.eventId.split('.')[0]!, next.eventId);
+      yield { ...next, eventId: [...positions.values()].join('~') };
     }
   } finally {
     stop.abort();

@@ -86,11 +86,11 @@ function prepareOne(state: PrepareState, input: InputMessage, out: PrepareOutcom
   // Metadata is applied even when the input turns out to be a duplicate (reference spec §2.4 step 4).
   if (input.metadata) state.metadata = input.metadata;
   const syn = input.synthetic;
-  if (syn && (syn.type === 'compaction' || syn.type === 'compaction_complete')) return 'unsupported';
   if (state.processedInputIds.has(input.id)) return 'duplicate';
 
   if (syn) {
-    if (input.content.type !== 'tool_result') return 'malformed';
+    // Compaction and prompts are the workflow's own control inputs (workflows/control-inputs.ts); none reaches here.
+    if (!('toolCallId' in syn) || syn.type === 'prompt' || input.content.type !== 'tool_result') return 'malformed';
     const callId = syn.toolCallId;
     if (syn.type === 'subscription_event') {
       // Events of unknown or cancelled subscriptions are discarded (RAP); `final` ends the subscription.

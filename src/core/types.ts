@@ -121,8 +121,7 @@ export type DropReason =
   | 'wrong_call'
   | 'malformed'
   | 'unknown_subscription'
-  | 'unknown_call'
-  | 'unsupported';
+  | 'unknown_call';
 
 /** A thread's externally visible state (`thread.status()`). */
 export interface ThreadStatus {

@@ -137,13 +137,11 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   const toolName = (id: string) => (lastCall?.id === id ? lastCall.name : (st.prep.subscriptions.get(id) ?? st.prep.eventTargets.get(id)));
   /** The thread's title in its memo, from the first user text (children get theirs when they start). */
   const maybeTitle = (append: StoredItem[]) => {
-    if (workflowInfo().memo?.title !== undefined || titled) return;
+    // upsertMemo updates workflowInfo().memo too: one title per thread, across continue-as-new.
+    if (workflowInfo().memo?.title !== undefined) return;
     const first = append.find((s) => s.item.kind === 'user');
-    if (first?.item.kind !== 'user') return;
-    upsertMemo({ title: titleOf(first.item.text) });
-    titled = true;
+    if (first?.item.kind === 'user') upsertMemo({ title: titleOf(first.item.text) });
   };
-  let titled = false;
   /** Prompts live as long as their call is the pending one. */
   const dropStalePrompts = () => {
     if (st.prompts.length > 0) st.prompts = st.prompts.filter((p) => p.toolCallId === st.prep.pendingCall?.id);

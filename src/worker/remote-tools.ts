@@ -6,9 +6,9 @@ import type { DeliveryResult } from '../client/deliver';
 import type { InputMessage, ThreadEvent } from '../core/types';
 import { connectMcpTools, type McpServerConfig } from '../mcp/mcp-tools';
 import type { Tool, ToolLifecycle } from '../tools/tool';
-import { callbackUrlMinter, startRapGateway } from './gateway';
-import { type CallbackKeys, CallbackTokens, newCallbackKey } from './tokens';
-import { loadRapToolsets, type RapServerConfig } from './toolsets';
+import { callbackUrlMinter, startRapGateway } from '../rap/gateway';
+import { type CallbackKeys, CallbackTokens, newCallbackKey } from '../rap/tokens';
+import { loadRapToolsets, type RapServerConfig } from '../rap/toolsets';
 
 export interface RemoteToolsOptions {
   rapServers?: RapServerConfig[];
