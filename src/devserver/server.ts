@@ -48,10 +48,17 @@ export interface DevServer {
 /** Search attributes the thread workflow writes (DESIGN §4). */
 export const THREAD_SEARCH_ATTRIBUTES = { AgentStatus: 'Keyword', ParentThreadId: 'Keyword', ThreadKind: 'Keyword' } as const;
 
-/** Dynamic config we rely on: eager activities save a round trip per slice. */
+/**
+ * Dynamic config we rely on. Eager activities save a round trip per slice. The history service reads each queue
+ * (transfer: "dispatch this workflow task"; timer; visibility) at most 20 times a second by default, which holds a
+ * signal's workflow task for up to 50 ms before matching sees it: on one shard that is most of a turn's latency.
+ */
 export const DEFAULT_DYNAMIC_CONFIG: Record<string, unknown> = {
   'system.enableActivityEagerExecution': true,
   'system.enableEagerWorkflowStart': true,
+  'history.transferProcessorMaxPollRPS': 1000,
+  'history.timerProcessorMaxPollRPS': 1000,
+  'history.visibilityProcessorMaxPollRPS': 1000,
 };
 
 export async function freePort(): Promise<number> {

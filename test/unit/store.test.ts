@@ -2,6 +2,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { SliceResult } from '../../src/core/slice-protocol';
 import { CommitConflictError, type ConversationStore } from '../../src/store/conversation-store';
@@ -91,4 +92,39 @@ it('sqlite: survives reopening and is readable from a second connection', async 
   const b = new SqliteConversationStore(file);
   expect(await b.length('t')).toBe(1);
   await b.close();
+});
+
+it('sqlite: upgrades a store written by an older schema without losing items', async () => {
+  const file = join(dir, 'v2.sqlite');
+  const old = new Database(file);
+  old.exec(`CREATE TABLE threads (thread_id TEXT PRIMARY KEY, kind TEXT NOT NULL, parent_thread_id TEXT, root_thread_id TEXT NOT NULL,
+      spawn_order INTEGER, spawn_tool_call_id TEXT, closed INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL);
+    CREATE INDEX threads_parent ON threads(parent_thread_id);
+    CREATE TABLE items (thread_id TEXT NOT NULL, position INTEGER NOT NULL, message_id TEXT NOT NULL, slice_id TEXT NOT NULL,
+      item TEXT NOT NULL, PRIMARY KEY (thread_id, position)) WITHOUT ROWID;
+    CREATE TABLE slices (thread_id TEXT NOT NULL, slice_id TEXT NOT NULL, result TEXT NOT NULL, committed_at INTEGER NOT NULL,
+      PRIMARY KEY (thread_id, slice_id)) WITHOUT ROWID;
+    CREATE TABLE summaries (thread_id TEXT NOT NULL, source_thread_id TEXT NOT NULL, up_to INTEGER NOT NULL, summary TEXT NOT NULL,
+      UNIQUE (thread_id, source_thread_id));
+    INSERT INTO threads VALUES ('t', 'root', NULL, 't', NULL, NULL, 0, 0);
+    INSERT INTO items VALUES ('t', 0, 'a', 's1', '{"kind":"user","text":"before the upgrade"}');
+    INSERT INTO items VALUES ('t', 1, 'b', 's1', '{"kind":"user","text":"second"}');
+    INSERT INTO slices VALUES ('t', 's1', '{"sliceId":"s1","length":2,"pendingCall":null,"answeredCallIds":[],"followUps":[],"interrupted":false}', 0);
+    PRAGMA user_version = 2;`);
+  old.close();
+  const s = new SqliteConversationStore(file);
+  expect((await s.load('t')).map((x) => [x.messageId, x.item])).toEqual([
+    ['a', { kind: 'user', text: 'before the upgrade' }],
+    ['b', { kind: 'user', text: 'second' }],
+  ]);
+  expect(await s.length('t')).toBe(2);
+  expect(await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 2, items: [user('c', 'x')], result: result('s1', 3) })).toBe('duplicate');
+  expect(await s.commit({ threadId: 't', sliceId: 's2', expectedLength: 2, items: [user('c', 'after')], result: result('s2', 3) })).toBe('committed');
+  await expect(s.commit({ threadId: 't', sliceId: 's3', expectedLength: 2, items: [user('d', 'x')], result: result('s3', 3) })).rejects.toBeInstanceOf(CommitConflictError);
+  expect((await s.load('t', 2)).map((x) => x.item)).toEqual([{ kind: 'user', text: 'after' }]);
+  await s.close();
+  const check = new Database(file, { readonly: true });
+  expect(check.pragma('user_version', { simple: true })).toBe(3);
+  expect(check.prepare("SELECT sql FROM sqlite_master WHERE name = 'items'").pluck().get()).not.toMatch(/WITHOUT ROWID/);
+  check.close();
 });
