@@ -146,10 +146,11 @@ async function main(): Promise<void> {
   let ceilingThroughput = NaN;
   let blockingThroughput = NaN;
   const parkedWorkerRss: Partial<Record<Design, number>> = {};
+  const parkedWorkerDelta: Partial<Record<Design, number>> = {};
 
   try {
     for (const design of cfg.designs) {
-      const fleet = new Fleet({
+      const fleetOptions = {
         design,
         address: server.address,
         storePath: storeFile,
@@ -157,7 +158,8 @@ async function main(): Promise<void> {
         maxCachedWorkflows: cfg.maxCachedWorkflows,
         activitySlots: Math.max(200, cfg.parked + 50, cfg.agentsPerWave + 50),
         threadOptions: cfg.noStatusAttribute ? { statusSearchAttribute: false } : undefined,
-      });
+      };
+      let fleet = new Fleet(fleetOptions);
       current = fleet;
       await fleet.start();
       sampler.phase = `${design} waves`;
@@ -216,10 +218,15 @@ async function main(): Promise<void> {
       if (design === 'blocking') blockingThroughput = cps;
       throughputBars.push({ name: design, value: cps, color: COLORS[design] });
 
-      // Agents parked on a tool that answers much later (the 60 s tools of the issue): what the worker holds.
+      // Agents parked on a tool that answers much later (the 60 s tools of the issue): what the worker holds. A fresh
+      // worker process, so the heap the waves grew (V8 keeps it) is not counted as the parked agents' memory.
       let parked;
       if (design !== 'ceiling' && cfg.parked > 0) {
         sampler.phase = `${design} parked`;
+        await fleet.stop();
+        fleet = new Fleet(fleetOptions);
+        current = fleet;
+        await fleet.start();
         await fleet.gc();
         await sleep(1000);
         const before = sampler.sample();
@@ -240,6 +247,7 @@ async function main(): Promise<void> {
         progress = `releasing ${ids.length}`;
         await fleet.release(ids);
         parked = { agents: cfg.parked, before: before.rss, during: during.rss, workerDeltaBytes: (during.rss.worker ?? 0) - (before.rss.worker ?? 0) };
+        parkedWorkerDelta[design] = parked.workerDeltaBytes;
       }
       if (design === 'ours') memorySeries.push({ name: 'ours: idle agents after T turns', color: '#17becf', points });
       designs[design] = { waves, completionsPerSecond: cps, latency, parked, errors: fleet.errors };
@@ -349,6 +357,7 @@ async function main(): Promise<void> {
         oursOverCeilingThroughput: oursThroughput / ceilingThroughput,
         oursOverBlockingThroughput: oursThroughput / blockingThroughput,
         parkedWorkerRssOursOverBlocking: (parkedWorkerRss.ours ?? NaN) / (parkedWorkerRss.blocking ?? NaN),
+        parkedWorkerDeltaOursOverBlocking: (parkedWorkerDelta.ours ?? NaN) / (parkedWorkerDelta.blocking ?? NaN),
       },
       rssTimeline: sampler.samples,
     };
@@ -387,7 +396,7 @@ type Results = {
     agentsParkedPerSecond: number;
     wake: { sample: number; exact: number; latencyMs: { p50: number; p99: number } };
   };
-  ratios: { oursOverCeilingThroughput: number; oursOverBlockingThroughput: number; parkedWorkerRssOursOverBlocking: number };
+  ratios: { oursOverCeilingThroughput: number; oursOverBlockingThroughput: number; parkedWorkerRssOursOverBlocking: number; parkedWorkerDeltaOursOverBlocking: number };
   budget: { peakTotalRssBytes: number; withinBudget: boolean; mode: string };
 };
 
@@ -421,7 +430,8 @@ export function summary(r: Results): string {
     );
   }
   lines.push('', `Ratios: ours / ceiling throughput **${f(r.ratios.oursOverCeilingThroughput, 2)}**; ours / blocking throughput ${f(r.ratios.oursOverBlockingThroughput, 2)}; ` +
-    `worker RSS with parked agents, ours / blocking **${f(r.ratios.parkedWorkerRssOursOverBlocking, 3)}**.`);
+    `worker memory the parked agents added (Δ), ours / blocking **${f(r.ratios.parkedWorkerDeltaOursOverBlocking, 3)}**; ` +
+    `whole worker RSS with them, ours / blocking ${f(r.ratios.parkedWorkerRssOursOverBlocking, 3)}.`);
   const d = r.density;
   if (d) {
     lines.push(

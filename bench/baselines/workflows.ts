@@ -6,7 +6,8 @@
  * - `blockingAgent`: the common pattern — the transcript lives in workflow state and is passed to each completion
  *   activity, and a tool call is an activity that waits for its result, holding a worker slot.
  */
-import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, defineSignal, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { searchAttributes } from '../../src/workflows/definitions';
 
 export const userSignal = defineSignal<[string]>('user');
 export const resultSignal = defineSignal<[string]>('result');
@@ -17,17 +18,25 @@ export interface BaselineActivities {
   blockingTool(input: { threadId: string; turn: number }): Promise<string>;
 }
 
-export async function ceilingAgent(threadId: string, turns: number): Promise<void> {
+/**
+ * @param statusUpserts write the same `AgentStatus` search attribute ours writes when it is on (`waiting_tool` after
+ * the completion that calls the tool, `idle` after the one that ends the turn), so the ceiling keeps performing the
+ * same Temporal operations per turn.
+ */
+export async function ceilingAgent(threadId: string, turns: number, statusUpserts = false): Promise<void> {
   let users = 0;
   let results = 0;
   setHandler(userSignal, () => void users++);
   setHandler(resultSignal, () => void results++);
   const acts = proxyActivities<BaselineActivities>({ startToCloseTimeout: '5m' });
+  const show = (value: string) => statusUpserts && upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value }]);
   for (let turn = 0; turn < turns; turn++) {
     await condition(() => users > turn);
     await acts.emptyCompletion({ threadId, phase: 'call' });
+    show('waiting_tool');
     await condition(() => results > turn);
     await acts.emptyCompletion({ threadId, phase: 'end' });
+    show('idle');
   }
 }
 

@@ -78,9 +78,11 @@ export class Fleet {
     });
     await new Promise<void>((resolve, reject) => {
       this.child!.once('exit', (code) => reject(new Error(`${this.opts.design} worker exited with ${code}`)));
-      this.child!.on('message', (m: WorkerToDriver) => {
-        if (m.k === 'ready') resolve();
-        else this.onMessage(m);
+      this.child!.on('message', (batch: WorkerToDriver[]) => {
+        for (const m of batch) {
+          if (m.k === 'ready') resolve();
+          else this.onMessage(m);
+        }
       });
     });
   }
@@ -122,10 +124,12 @@ export class Fleet {
       } else {
         const workflow = this.opts.design === 'ceiling' ? 'ceilingAgent' : 'blockingAgent';
         const turns = a.mode.kind === 'turns' ? a.mode.turns : 1;
+        // The ceiling writes the status attribute exactly when ours does.
+        const statusUpserts = this.opts.design === 'ceiling' && this.opts.threadOptions?.statusSearchAttribute !== false;
         await this.client.workflow.signalWithStart(workflow, {
           workflowId: a.id,
           taskQueue: this.taskQueue,
-          args: [a.id, turns],
+          args: [a.id, turns, statusUpserts],
           signal: userSignal,
           signalArgs: [text],
         });

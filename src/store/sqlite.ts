@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StoredItem, ThreadKind } from '../core/types';
+import { ItemPrefixCache } from './item-cache';
 import {
   CommitConflictError,
   type CommitRequest,
@@ -83,6 +84,11 @@ function toRecord(row: ThreadRow): ThreadRecord {
 export interface SqliteStoreOptions {
   /** Open without write access (e.g. a client reading history next to a worker). */
   readonly?: boolean;
+  /**
+   * Parsed items of recently used threads kept in memory, bounded by their serialized size (default 32 MiB; 0 turns
+   * it off). A slice reads its thread's whole view every turn; with the cache it reads only what was appended since.
+   */
+  itemCacheBytes?: number;
 }
 
 /**
@@ -92,12 +98,14 @@ export interface SqliteStoreOptions {
 export class SqliteConversationStore implements ConversationStore {
   private readonly db: Database.Database;
   private readonly stmts;
+  private readonly cache: ItemPrefixCache;
 
   constructor(
     readonly filename: string,
     options: SqliteStoreOptions = {},
   ) {
     this.db = new Database(filename, { readonly: options.readonly ?? false });
+    this.cache = new ItemPrefixCache(options.itemCacheBytes ?? 32 * 1024 * 1024);
     this.db.pragma('busy_timeout = 5000');
     if (!options.readonly) {
       this.db.pragma('journal_mode = WAL');
@@ -171,9 +179,18 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   async load(threadId: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<StoredItem[]> {
-    return this.stmts.load
-      .all(threadId, from, to)
-      .map((r) => ({ messageId: r.message_id, item: JSON.parse(r.item) as HistoryItem }));
+    const cached = this.cache.get(threadId) ?? [];
+    if (to <= cached.length) return cached.slice(from, to);
+    // Read from the end of the cached prefix (when the request reaches back into it), and cache what was read.
+    const start = from <= cached.length ? cached.length : from;
+    let bytes = 0;
+    const read = this.stmts.load.all(threadId, start, to).map((r) => {
+      bytes += r.item.length;
+      return { messageId: r.message_id, item: JSON.parse(r.item) as HistoryItem };
+    });
+    const out = start === from ? read : [...cached.slice(from), ...read];
+    this.cache.extend(threadId, start, read, bytes); // appends to `cached` in place
+    return out;
   }
 
   async length(threadId: string): Promise<number> {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { SliceResult } from '../../src/core/slice-protocol';
+import type { StoredItem } from '../../src/core/types';
 import { CommitConflictError, type ConversationStore } from '../../src/store/conversation-store';
 import { InMemoryConversationStore } from '../../src/store/memory';
 import { SqliteConversationStore } from '../../src/store/sqlite';
@@ -127,4 +128,69 @@ it('sqlite: upgrades a store written by an older schema without losing items', a
   expect(check.pragma('user_version', { simple: true })).toBe(3);
   expect(check.prepare("SELECT sql FROM sqlite_master WHERE name = 'items'").pluck().get()).not.toMatch(/WITHOUT ROWID/);
   check.close();
+});
+
+describe('sqlite item cache', () => {
+  const commitN = (s: ConversationStore, threadId: string, n: number, from: number) =>
+    s.commit({
+      threadId,
+      sliceId: `s${from}`,
+      expectedLength: from,
+      items: Array.from({ length: n }, (_, i) => user(`${threadId}-${from + i}`, `item ${from + i}`)),
+      result: result(`s${from}`, from + n),
+    });
+  const texts = (items: StoredItem[]) => items.map((s) => (s.item.kind === 'user' ? s.item.text : s.item.kind));
+
+  it('serves prefixes from memory and reads what another connection appended since', async () => {
+    const file = join(dir, 'cache.sqlite');
+    const a = new SqliteConversationStore(file);
+    const b = new SqliteConversationStore(file);
+    await a.ensureThread({ threadId: 't', kind: 'root' });
+    await commitN(a, 't', 3, 0);
+    expect(texts(await a.load('t'))).toEqual(['item 0', 'item 1', 'item 2']);
+    await commitN(b, 't', 2, 3); // written past a's cache
+    expect(texts(await a.load('t'))).toEqual(['item 0', 'item 1', 'item 2', 'item 3', 'item 4']);
+    expect(texts(await a.load('t', 1, 3))).toEqual(['item 1', 'item 2']);
+    expect(texts(await a.load('t', 4))).toEqual(['item 4']);
+    expect(texts(await a.load('t', 2, 100))).toEqual(['item 2', 'item 3', 'item 4']);
+    expect(await a.load('t', 5)).toEqual([]);
+    await a.close();
+    await b.close();
+  });
+
+  it('a range beyond the cached prefix is read without leaving a gap in the cache', async () => {
+    const s = new SqliteConversationStore(join(dir, 'cache-gap.sqlite'));
+    await s.ensureThread({ threadId: 't', kind: 'root' });
+    await commitN(s, 't', 6, 0);
+    expect(texts(await s.load('t', 4))).toEqual(['item 4', 'item 5']);
+    expect(texts(await s.load('t', 0, 2))).toEqual(['item 0', 'item 1']);
+    expect(texts(await s.load('t'))).toEqual(['item 0', 'item 1', 'item 2', 'item 3', 'item 4', 'item 5']);
+    await s.close();
+  });
+
+  it('shares frozen items: a caller cannot change what the next load returns', async () => {
+    const s = new SqliteConversationStore(join(dir, 'cache-frozen.sqlite'));
+    await s.ensureThread({ threadId: 't', kind: 'root' });
+    await commitN(s, 't', 1, 0);
+    const [first] = await s.load('t');
+    expect(() => {
+      (first!.item as { text: string }).text = 'changed';
+    }).toThrow(TypeError);
+    expect(texts(await s.load('t'))).toEqual(['item 0']);
+    await s.close();
+  });
+
+  it('stays correct when the bound evicts threads, and with the cache off', async () => {
+    for (const itemCacheBytes of [40, 0]) {
+      const s = new SqliteConversationStore(join(dir, `cache-${itemCacheBytes}-${Math.random()}.sqlite`), { itemCacheBytes });
+      for (const t of ['x', 'y', 'z']) {
+        await s.ensureThread({ threadId: t, kind: 'root' });
+        await commitN(s, t, 2, 0);
+      }
+      for (const t of ['x', 'y', 'z', 'x']) expect(texts(await s.load(t))).toEqual(['item 0', 'item 1']);
+      await commitN(s, 'x', 1, 2);
+      expect(texts(await s.load('x', 1))).toEqual(['item 1', 'item 2']);
+      await s.close();
+    }
+  });
 });
