@@ -147,6 +147,7 @@ async function main(): Promise<void> {
   let blockingThroughput = NaN;
   const parkedWorkerRss: Partial<Record<Design, number>> = {};
   const parkedWorkerDelta: Partial<Record<Design, number>> = {};
+  const parkedWorkerMarginal: Partial<Record<Design, number>> = {};
 
   try {
     for (const design of cfg.designs) {
@@ -156,10 +157,10 @@ async function main(): Promise<void> {
         storePath: storeFile,
         bundlePath,
         maxCachedWorkflows: cfg.maxCachedWorkflows,
-        activitySlots: Math.max(200, cfg.parked + 50, cfg.agentsPerWave + 50),
+        activitySlots: Math.max(200, 2 * cfg.parked + 50, cfg.agentsPerWave + 50),
         threadOptions: cfg.noStatusAttribute ? { statusSearchAttribute: false } : undefined,
       };
-      let fleet = new Fleet(fleetOptions);
+      const fleet = new Fleet(fleetOptions);
       current = fleet;
       await fleet.start();
       sampler.phase = `${design} waves`;
@@ -218,36 +219,44 @@ async function main(): Promise<void> {
       if (design === 'blocking') blockingThroughput = cps;
       throughputBars.push({ name: design, value: cps, color: COLORS[design] });
 
-      // Agents parked on a tool that answers much later (the 60 s tools of the issue): what the worker holds. A fresh
-      // worker process, so the heap the waves grew (V8 keeps it) is not counted as the parked agents' memory.
+      // Agents parked on a tool that answers much later (the 60 s tools of the issue): what the worker holds. Two
+      // steps of N agents in the worker the waves used: the first N also fill the workflow cache and the heap's high
+      // water mark (V8 does not give pages back at once); the second N show what one more waiting agent costs.
       let parked;
       if (design !== 'ceiling' && cfg.parked > 0) {
         sampler.phase = `${design} parked`;
-        await fleet.stop();
-        fleet = new Fleet(fleetOptions);
-        current = fleet;
-        await fleet.start();
         await fleet.gc();
         await sleep(1000);
         const before = sampler.sample();
-        const ids = Array.from({ length: cfg.parked }, (_, i) => `${design}-park-${i}-${Date.now()}`);
-        await fleet.park(ids, 200, (n) => (progress = `parking ${n}/${ids.length}`));
-        await fleet.gc();
-        await sleep(1500);
-        const during = sampler.sample();
-        parkedWorkerRss[design] = during.rss.worker;
+        const steps = [];
+        const all: string[] = [];
+        for (let step = 1; step <= 2; step++) {
+          const ids = Array.from({ length: cfg.parked }, (_, i) => `${design}-park${step}-${i}-${Date.now()}`);
+          await fleet.park(ids, 200, (n) => (progress = `parking ${all.length + n}/${2 * cfg.parked}`));
+          all.push(...ids);
+          await fleet.gc();
+          await sleep(1500);
+          steps.push(sampler.sample());
+        }
+        const [first, second] = steps as [ReturnType<typeof sampler.sample>, ReturnType<typeof sampler.sample>];
+        parkedWorkerRss[design] = first.rss.worker;
         memorySeries.push({
-          name: `${design}: ${cfg.parked} agents waiting on tools`,
+          name: `${design}: agents waiting on tools`,
           color: COLORS[design],
-          points: [
-            { x: 0, y: total(before) / MiB },
-            { x: cfg.parked, y: total(during) / MiB },
-          ],
+          points: [before, first, second].map((s, i) => ({ x: i * cfg.parked, y: total(s) / MiB })),
         });
-        progress = `releasing ${ids.length}`;
-        await fleet.release(ids);
-        parked = { agents: cfg.parked, before: before.rss, during: during.rss, workerDeltaBytes: (during.rss.worker ?? 0) - (before.rss.worker ?? 0) };
+        progress = `releasing ${all.length}`;
+        await fleet.release(all);
+        parked = {
+          agents: cfg.parked,
+          before: before.rss,
+          during: first.rss,
+          doubled: second.rss,
+          workerDeltaBytes: (first.rss.worker ?? 0) - (before.rss.worker ?? 0),
+          workerMarginalBytes: (second.rss.worker ?? 0) - (first.rss.worker ?? 0),
+        };
         parkedWorkerDelta[design] = parked.workerDeltaBytes;
+        parkedWorkerMarginal[design] = parked.workerMarginalBytes;
       }
       if (design === 'ours') memorySeries.push({ name: 'ours: idle agents after T turns', color: '#17becf', points });
       designs[design] = { waves, completionsPerSecond: cps, latency, parked, errors: fleet.errors };
@@ -358,6 +367,7 @@ async function main(): Promise<void> {
         oursOverBlockingThroughput: oursThroughput / blockingThroughput,
         parkedWorkerRssOursOverBlocking: (parkedWorkerRss.ours ?? NaN) / (parkedWorkerRss.blocking ?? NaN),
         parkedWorkerDeltaOursOverBlocking: (parkedWorkerDelta.ours ?? NaN) / (parkedWorkerDelta.blocking ?? NaN),
+        parkedWorkerMarginalOursOverBlocking: (parkedWorkerMarginal.ours ?? NaN) / (parkedWorkerMarginal.blocking ?? NaN),
       },
       rssTimeline: sampler.samples,
     };
@@ -396,7 +406,7 @@ type Results = {
     agentsParkedPerSecond: number;
     wake: { sample: number; exact: number; latencyMs: { p50: number; p99: number } };
   };
-  ratios: { oursOverCeilingThroughput: number; oursOverBlockingThroughput: number; parkedWorkerRssOursOverBlocking: number; parkedWorkerDeltaOursOverBlocking: number };
+  ratios: { oursOverCeilingThroughput: number; oursOverBlockingThroughput: number; parkedWorkerRssOursOverBlocking: number; parkedWorkerDeltaOursOverBlocking: number; parkedWorkerMarginalOursOverBlocking: number };
   budget: { peakTotalRssBytes: number; withinBudget: boolean; mode: string };
 };
 
@@ -405,7 +415,7 @@ export function summary(r: Results): string {
     completionsPerSecond: number;
     latency?: { agents: number; toolDelayMs: number; p50: number; p99: number };
     waves: { latencyMs: { p50: number; p99: number }; eventsPerTurn: number; workflowTasksPerCompletion: number; cpuMsPerCompletion: Record<string, number> }[];
-    parked?: { agents: number; during: Record<string, number>; workerDeltaBytes: number };
+    parked?: { agents: number; during: Record<string, number>; workerDeltaBytes: number; workerMarginalBytes: number };
   };
   const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
   const lines = [
@@ -415,7 +425,7 @@ export function summary(r: Results): string {
       `${r.config.parked} parked agents per design; density ${r.config.density.join(', ')}. Medians over waves.` +
       (r.config.noStatusAttribute ? ' Ours ran without the AgentStatus search attribute.' : ''),
     '',
-    '| design | completions/s | result→next completion p50 / p99, saturated (ms) | same, at the latency load (ms) | history events / turn | workflow tasks / completion | CPU ms / completion (server, worker) | worker RSS with parked agents (Δ while parked) |',
+    '| design | completions/s | result→next completion p50 / p99, saturated (ms) | same, at the latency load (ms) | history events / turn | workflow tasks / completion | CPU ms / completion (server, worker) | worker RSS with N agents waiting on tools (Δ for the first N, for the next N) |',
     '|---|---|---|---|---|---|---|---|',
   ];
   for (const [name, raw] of Object.entries(r.designs)) {
@@ -426,12 +436,13 @@ export function summary(r: Results): string {
       `| ${name} | ${f(d.completionsPerSecond)} | ${f(median(w.map((x) => x.latencyMs.p50)))} / ${f(median(w.map((x) => x.latencyMs.p99)))} | ` +
         `${d.latency ? `${f(d.latency.p50)} / ${f(d.latency.p99)} (${d.latency.agents} agents, ${d.latency.toolDelayMs / 1000} s tools)` : '—'} | ` +
         `${f(median(w.map((x) => x.eventsPerTurn)))} | ${f(median(w.map((x) => x.workflowTasksPerCompletion)), 2)} | ${cpu('server')}, ${cpu('worker')} | ` +
-        `${d.parked ? `${fmtBytes(d.parked.during.worker ?? 0)} (Δ ${fmtBytes(d.parked.workerDeltaBytes)} for ${d.parked.agents} agents)` : '—'} |`,
+        `${d.parked ? `${fmtBytes(d.parked.during.worker ?? 0)} (Δ ${fmtBytes(d.parked.workerDeltaBytes)} for the first ${d.parked.agents}, ${fmtBytes(d.parked.workerMarginalBytes)} for the next ${d.parked.agents})` : '—'} |`,
     );
   }
   lines.push('', `Ratios: ours / ceiling throughput **${f(r.ratios.oursOverCeilingThroughput, 2)}**; ours / blocking throughput ${f(r.ratios.oursOverBlockingThroughput, 2)}; ` +
-    `worker memory the parked agents added (Δ), ours / blocking **${f(r.ratios.parkedWorkerDeltaOursOverBlocking, 3)}**; ` +
-    `whole worker RSS with them, ours / blocking ${f(r.ratios.parkedWorkerRssOursOverBlocking, 3)}.`);
+    `worker memory added by ${r.config.parked} waiting agents, ours / blocking **${f(r.ratios.parkedWorkerDeltaOursOverBlocking, 3)}** ` +
+    `(the next ${r.config.parked}: **${f(r.ratios.parkedWorkerMarginalOursOverBlocking, 3)}**); ` +
+    `whole worker RSS with ${r.config.parked} waiting, ours / blocking ${f(r.ratios.parkedWorkerRssOursOverBlocking, 3)}.`);
   const d = r.density;
   if (d) {
     lines.push(

@@ -23,7 +23,7 @@ export class ItemPrefixCache {
   private readonly threads = new Map<string, Entry>();
   private bytes = 0;
 
-  /** @param maxBytes bound on the serialized size of what is cached (0 disables the cache). */
+  /** @param maxBytes bound on the (caller-estimated) size of what is cached; 0 disables the cache. */
   constructor(readonly maxBytes: number) {}
 
   /** The cached prefix of a thread (read-only), marking it as recently used. */
@@ -39,13 +39,13 @@ export class ItemPrefixCache {
    * Appends items that start at position `from` of the thread. Ignored unless they continue the cached prefix
    * exactly (a thread not cached yet must start at 0), so the cache never holds a gap.
    */
-  extend(threadId: string, from: number, items: readonly StoredItem[], serializedBytes: number): void {
+  extend(threadId: string, from: number, items: readonly StoredItem[], bytes: number): void {
     if (this.maxBytes <= 0 || items.length === 0) return;
     const e = this.threads.get(threadId) ?? { items: [], bytes: 0 };
     if (e.items.length !== from) return;
     for (const it of items) e.items.push(deepFreeze(it));
-    e.bytes += serializedBytes;
-    this.bytes += serializedBytes;
+    e.bytes += bytes;
+    this.bytes += bytes;
     this.threads.delete(threadId);
     this.threads.set(threadId, e);
     for (const [id, old] of this.threads) {
@@ -55,7 +55,7 @@ export class ItemPrefixCache {
     }
   }
 
-  /** Serialized bytes held. */
+  /** Estimated bytes held. */
   get size(): number {
     return this.bytes;
   }

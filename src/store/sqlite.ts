@@ -81,12 +81,17 @@ function toRecord(row: ThreadRow): ThreadRecord {
   return r;
 }
 
+/** Threads shorter than this are not kept in the item cache. */
+export const ITEM_CACHE_MIN_ITEMS = 8;
+
 export interface SqliteStoreOptions {
   /** Open without write access (e.g. a client reading history next to a worker). */
   readonly?: boolean;
   /**
-   * Parsed items of recently used threads kept in memory, bounded by their serialized size (default 32 MiB; 0 turns
-   * it off). A slice reads its thread's whole view every turn; with the cache it reads only what was appended since.
+   * Parsed items of recently used threads kept in memory, bounded by their approximate heap size (default 32 MiB; 0
+   * turns it off). A slice reads its thread's whole view every turn; with the cache it reads only what was appended
+   * since. Only threads of at least {@link ITEM_CACHE_MIN_ITEMS} items are cached: a short history is cheap to read,
+   * and an agent that ran one turn and waits must not hold memory.
    */
   itemCacheBytes?: number;
 }
@@ -185,11 +190,12 @@ export class SqliteConversationStore implements ConversationStore {
     const start = from <= cached.length ? cached.length : from;
     let bytes = 0;
     const read = this.stmts.load.all(threadId, start, to).map((r) => {
-      bytes += r.item.length;
+      bytes += 2 * r.item.length + 128; // UTF-16 text plus object headers, roughly
       return { messageId: r.message_id, item: JSON.parse(r.item) as HistoryItem };
     });
     const out = start === from ? read : [...cached.slice(from), ...read];
-    this.cache.extend(threadId, start, read, bytes); // appends to `cached` in place
+    // Appends to `cached` in place.
+    if (start + read.length >= ITEM_CACHE_MIN_ITEMS) this.cache.extend(threadId, start, read, bytes);
     return out;
   }
 

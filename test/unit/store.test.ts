@@ -8,7 +8,7 @@ import type { SliceResult } from '../../src/core/slice-protocol';
 import type { StoredItem } from '../../src/core/types';
 import { CommitConflictError, type ConversationStore } from '../../src/store/conversation-store';
 import { InMemoryConversationStore } from '../../src/store/memory';
-import { SqliteConversationStore } from '../../src/store/sqlite';
+import { ITEM_CACHE_MIN_ITEMS, SqliteConversationStore } from '../../src/store/sqlite';
 
 const result = (sliceId: string, length: number): SliceResult => ({
   sliceId,
@@ -140,20 +140,23 @@ describe('sqlite item cache', () => {
       result: result(`s${from}`, from + n),
     });
   const texts = (items: StoredItem[]) => items.map((s) => (s.item.kind === 'user' ? s.item.text : s.item.kind));
+  const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => `item ${a + i}`);
+  const N = ITEM_CACHE_MIN_ITEMS;
 
   it('serves prefixes from memory and reads what another connection appended since', async () => {
     const file = join(dir, 'cache.sqlite');
     const a = new SqliteConversationStore(file);
     const b = new SqliteConversationStore(file);
     await a.ensureThread({ threadId: 't', kind: 'root' });
-    await commitN(a, 't', 3, 0);
-    expect(texts(await a.load('t'))).toEqual(['item 0', 'item 1', 'item 2']);
-    await commitN(b, 't', 2, 3); // written past a's cache
-    expect(texts(await a.load('t'))).toEqual(['item 0', 'item 1', 'item 2', 'item 3', 'item 4']);
-    expect(texts(await a.load('t', 1, 3))).toEqual(['item 1', 'item 2']);
-    expect(texts(await a.load('t', 4))).toEqual(['item 4']);
-    expect(texts(await a.load('t', 2, 100))).toEqual(['item 2', 'item 3', 'item 4']);
-    expect(await a.load('t', 5)).toEqual([]);
+    await commitN(a, 't', N, 0);
+    expect(texts(await a.load('t'))).toEqual(range(0, N));
+    expect(Object.isFrozen((await a.load('t'))[0]!.item)).toBe(true); // served from the cache
+    await commitN(b, 't', 2, N); // written past a's cache
+    expect(texts(await a.load('t'))).toEqual(range(0, N + 2));
+    expect(texts(await a.load('t', 1, 3))).toEqual(range(1, 3));
+    expect(texts(await a.load('t', N + 1))).toEqual(range(N + 1, N + 2));
+    expect(texts(await a.load('t', 2, 100))).toEqual(range(2, N + 2));
+    expect(await a.load('t', N + 2)).toEqual([]);
     await a.close();
     await b.close();
   });
@@ -161,35 +164,39 @@ describe('sqlite item cache', () => {
   it('a range beyond the cached prefix is read without leaving a gap in the cache', async () => {
     const s = new SqliteConversationStore(join(dir, 'cache-gap.sqlite'));
     await s.ensureThread({ threadId: 't', kind: 'root' });
-    await commitN(s, 't', 6, 0);
-    expect(texts(await s.load('t', 4))).toEqual(['item 4', 'item 5']);
-    expect(texts(await s.load('t', 0, 2))).toEqual(['item 0', 'item 1']);
-    expect(texts(await s.load('t'))).toEqual(['item 0', 'item 1', 'item 2', 'item 3', 'item 4', 'item 5']);
+    await commitN(s, 't', N + 6, 0);
+    expect(texts(await s.load('t', N + 4))).toEqual(range(N + 4, N + 6));
+    expect(texts(await s.load('t', 0, N))).toEqual(range(0, N));
+    expect(texts(await s.load('t'))).toEqual(range(0, N + 6));
     await s.close();
   });
 
-  it('shares frozen items: a caller cannot change what the next load returns', async () => {
+  it('shares frozen items of long threads; short ones are not cached', async () => {
     const s = new SqliteConversationStore(join(dir, 'cache-frozen.sqlite'));
-    await s.ensureThread({ threadId: 't', kind: 'root' });
-    await commitN(s, 't', 1, 0);
-    const [first] = await s.load('t');
+    for (const [t, n] of [['long', N], ['short', N - 1]] as const) {
+      await s.ensureThread({ threadId: t, kind: 'root' });
+      await commitN(s, t, n, 0);
+    }
+    const [first] = await s.load('long');
     expect(() => {
       (first!.item as { text: string }).text = 'changed';
     }).toThrow(TypeError);
-    expect(texts(await s.load('t'))).toEqual(['item 0']);
+    expect(texts(await s.load('long'))).toEqual(range(0, N));
+    await s.load('short');
+    expect(Object.isFrozen((await s.load('short'))[0]!.item)).toBe(false);
     await s.close();
   });
 
   it('stays correct when the bound evicts threads, and with the cache off', async () => {
-    for (const itemCacheBytes of [40, 0]) {
+    for (const itemCacheBytes of [5000, 0]) {
       const s = new SqliteConversationStore(join(dir, `cache-${itemCacheBytes}-${Math.random()}.sqlite`), { itemCacheBytes });
       for (const t of ['x', 'y', 'z']) {
         await s.ensureThread({ threadId: t, kind: 'root' });
-        await commitN(s, t, 2, 0);
+        await commitN(s, t, N, 0);
       }
-      for (const t of ['x', 'y', 'z', 'x']) expect(texts(await s.load(t))).toEqual(['item 0', 'item 1']);
-      await commitN(s, 'x', 1, 2);
-      expect(texts(await s.load('x', 1))).toEqual(['item 1', 'item 2']);
+      for (const t of ['x', 'y', 'z', 'x']) expect(texts(await s.load(t))).toEqual(range(0, N));
+      await commitN(s, 'x', 1, N);
+      expect(texts(await s.load('x', 1))).toEqual(range(1, N + 1));
       await s.close();
     }
   });
