@@ -97,6 +97,8 @@ function config(): Config {
   };
 }
 
+/** Steps of `parked` agents each in the parked phase. */
+const PARK_STEPS = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const COLORS: Record<Design, string> = { ours: '#1f77b4', ceiling: '#2ca02c', blocking: '#d62728' };
 
@@ -147,7 +149,7 @@ async function main(): Promise<void> {
   let blockingThroughput = NaN;
   const parkedWorkerRss: Partial<Record<Design, number>> = {};
   const parkedWorkerDelta: Partial<Record<Design, number>> = {};
-  const parkedWorkerMarginal: Partial<Record<Design, number>> = {};
+  const parkedWorkerSlope: Partial<Record<Design, number>> = {};
 
   try {
     for (const design of cfg.designs) {
@@ -157,7 +159,7 @@ async function main(): Promise<void> {
         storePath: storeFile,
         bundlePath,
         maxCachedWorkflows: cfg.maxCachedWorkflows,
-        activitySlots: Math.max(200, 2 * cfg.parked + 50, cfg.agentsPerWave + 50),
+        activitySlots: Math.max(200, PARK_STEPS * cfg.parked + 50, cfg.agentsPerWave + 50),
         threadOptions: cfg.noStatusAttribute ? { statusSearchAttribute: false } : undefined,
       };
       const fleet = new Fleet(fleetOptions);
@@ -219,44 +221,39 @@ async function main(): Promise<void> {
       if (design === 'blocking') blockingThroughput = cps;
       throughputBars.push({ name: design, value: cps, color: COLORS[design] });
 
-      // Agents parked on a tool that answers much later (the 60 s tools of the issue): what the worker holds. Two
-      // steps of N agents in the worker the waves used: the first N also fill the workflow cache and the heap's high
-      // water mark (V8 does not give pages back at once); the second N show what one more waiting agent costs.
+      // Agents parked on a tool that answers much later (the 60 s tools of the issue): what the worker holds. Three
+      // steps of N agents in the worker the waves used. The first N also fill the workflow cache and push the heap's
+      // high-water mark (neither V8 nor malloc hands pages back at once), so "per waiting agent" is the slope of worker
+      // RSS over the steps, and "at N agents" is the first step's growth.
       let parked;
       if (design !== 'ceiling' && cfg.parked > 0) {
         sampler.phase = `${design} parked`;
         await fleet.gc();
         await sleep(1000);
-        const before = sampler.sample();
-        const steps = [];
+        const samples = [sampler.sample()];
         const all: string[] = [];
-        for (let step = 1; step <= 2; step++) {
+        for (let step = 1; step <= PARK_STEPS; step++) {
           const ids = Array.from({ length: cfg.parked }, (_, i) => `${design}-park${step}-${i}-${Date.now()}`);
-          await fleet.park(ids, 200, (n) => (progress = `parking ${all.length + n}/${2 * cfg.parked}`));
+          await fleet.park(ids, 200, (n) => (progress = `parking ${all.length + n}/${PARK_STEPS * cfg.parked}`));
           all.push(...ids);
           await fleet.gc();
           await sleep(1500);
-          steps.push(sampler.sample());
+          samples.push(sampler.sample());
         }
-        const [first, second] = steps as [ReturnType<typeof sampler.sample>, ReturnType<typeof sampler.sample>];
-        parkedWorkerRss[design] = first.rss.worker;
-        memorySeries.push({
-          name: `${design}: agents waiting on tools`,
-          color: COLORS[design],
-          points: [before, first, second].map((s, i) => ({ x: i * cfg.parked, y: total(s) / MiB })),
-        });
+        const points = samples.map((s, i) => ({ agents: i * cfg.parked, worker: s.rss.worker ?? 0, total: total(s) }));
+        parkedWorkerRss[design] = points[1]!.worker;
+        memorySeries.push({ name: `${design}: agents waiting on tools`, color: COLORS[design], points: points.map((p) => ({ x: p.agents, y: p.total / MiB })) });
         progress = `releasing ${all.length}`;
         await fleet.release(all);
+        const slope = linearFit(points.slice(1).map((p) => ({ x: p.agents, y: p.worker }))).slope;
         parked = {
           agents: cfg.parked,
-          before: before.rss,
-          during: first.rss,
-          doubled: second.rss,
-          workerDeltaBytes: (first.rss.worker ?? 0) - (before.rss.worker ?? 0),
-          workerMarginalBytes: (second.rss.worker ?? 0) - (first.rss.worker ?? 0),
+          points,
+          workerDeltaBytes: points[1]!.worker - points[0]!.worker,
+          workerBytesPerWaitingAgent: slope,
         };
         parkedWorkerDelta[design] = parked.workerDeltaBytes;
-        parkedWorkerMarginal[design] = parked.workerMarginalBytes;
+        parkedWorkerSlope[design] = slope;
       }
       if (design === 'ours') memorySeries.push({ name: 'ours: idle agents after T turns', color: '#17becf', points });
       designs[design] = { waves, completionsPerSecond: cps, latency, parked, errors: fleet.errors };
@@ -367,7 +364,7 @@ async function main(): Promise<void> {
         oursOverBlockingThroughput: oursThroughput / blockingThroughput,
         parkedWorkerRssOursOverBlocking: (parkedWorkerRss.ours ?? NaN) / (parkedWorkerRss.blocking ?? NaN),
         parkedWorkerDeltaOursOverBlocking: (parkedWorkerDelta.ours ?? NaN) / (parkedWorkerDelta.blocking ?? NaN),
-        parkedWorkerMarginalOursOverBlocking: (parkedWorkerMarginal.ours ?? NaN) / (parkedWorkerMarginal.blocking ?? NaN),
+        parkedWorkerPerAgentOursOverBlocking: (parkedWorkerSlope.ours ?? NaN) / (parkedWorkerSlope.blocking ?? NaN),
       },
       rssTimeline: sampler.samples,
     };
@@ -406,7 +403,7 @@ type Results = {
     agentsParkedPerSecond: number;
     wake: { sample: number; exact: number; latencyMs: { p50: number; p99: number } };
   };
-  ratios: { oursOverCeilingThroughput: number; oursOverBlockingThroughput: number; parkedWorkerRssOursOverBlocking: number; parkedWorkerDeltaOursOverBlocking: number; parkedWorkerMarginalOursOverBlocking: number };
+  ratios: { oursOverCeilingThroughput: number; oursOverBlockingThroughput: number; parkedWorkerRssOursOverBlocking: number; parkedWorkerDeltaOursOverBlocking: number; parkedWorkerPerAgentOursOverBlocking: number };
   budget: { peakTotalRssBytes: number; withinBudget: boolean; mode: string };
 };
 
@@ -415,7 +412,7 @@ export function summary(r: Results): string {
     completionsPerSecond: number;
     latency?: { agents: number; toolDelayMs: number; p50: number; p99: number };
     waves: { latencyMs: { p50: number; p99: number }; eventsPerTurn: number; workflowTasksPerCompletion: number; cpuMsPerCompletion: Record<string, number> }[];
-    parked?: { agents: number; during: Record<string, number>; workerDeltaBytes: number; workerMarginalBytes: number };
+    parked?: { agents: number; points: { worker: number }[]; workerDeltaBytes: number; workerBytesPerWaitingAgent: number };
   };
   const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
   const lines = [
@@ -425,7 +422,7 @@ export function summary(r: Results): string {
       `${r.config.parked} parked agents per design; density ${r.config.density.join(', ')}. Medians over waves.` +
       (r.config.noStatusAttribute ? ' Ours ran without the AgentStatus search attribute.' : ''),
     '',
-    '| design | completions/s | result→next completion p50 / p99, saturated (ms) | same, at the latency load (ms) | history events / turn | workflow tasks / completion | CPU ms / completion (server, worker) | worker RSS with N agents waiting on tools (Δ for the first N, for the next N) |',
+    '| design | completions/s | result→next completion p50 / p99, saturated (ms) | same, at the latency load (ms) | history events / turn | workflow tasks / completion | CPU ms / completion (server, worker) | worker RSS with N agents waiting on tools (Δ from 0; slope over N…3N) |',
     '|---|---|---|---|---|---|---|---|',
   ];
   for (const [name, raw] of Object.entries(r.designs)) {
@@ -436,12 +433,12 @@ export function summary(r: Results): string {
       `| ${name} | ${f(d.completionsPerSecond)} | ${f(median(w.map((x) => x.latencyMs.p50)))} / ${f(median(w.map((x) => x.latencyMs.p99)))} | ` +
         `${d.latency ? `${f(d.latency.p50)} / ${f(d.latency.p99)} (${d.latency.agents} agents, ${d.latency.toolDelayMs / 1000} s tools)` : '—'} | ` +
         `${f(median(w.map((x) => x.eventsPerTurn)))} | ${f(median(w.map((x) => x.workflowTasksPerCompletion)), 2)} | ${cpu('server')}, ${cpu('worker')} | ` +
-        `${d.parked ? `${fmtBytes(d.parked.during.worker ?? 0)} (Δ ${fmtBytes(d.parked.workerDeltaBytes)} for the first ${d.parked.agents}, ${fmtBytes(d.parked.workerMarginalBytes)} for the next ${d.parked.agents})` : '—'} |`,
+        `${d.parked ? `${fmtBytes(d.parked.points[1]!.worker)} (Δ ${fmtBytes(d.parked.workerDeltaBytes)}; ${f(d.parked.workerBytesPerWaitingAgent / 1024, 2)} KiB per waiting agent)` : '—'} |`,
     );
   }
   lines.push('', `Ratios: ours / ceiling throughput **${f(r.ratios.oursOverCeilingThroughput, 2)}**; ours / blocking throughput ${f(r.ratios.oursOverBlockingThroughput, 2)}; ` +
-    `worker memory added by ${r.config.parked} waiting agents, ours / blocking **${f(r.ratios.parkedWorkerDeltaOursOverBlocking, 3)}** ` +
-    `(the next ${r.config.parked}: **${f(r.ratios.parkedWorkerMarginalOursOverBlocking, 3)}**); ` +
+    `worker memory per waiting agent, ours / blocking **${f(r.ratios.parkedWorkerPerAgentOursOverBlocking, 3)}**; ` +
+    `worker RSS growth from 0 to ${r.config.parked} waiting agents, ours / blocking ${f(r.ratios.parkedWorkerDeltaOursOverBlocking, 3)}; ` +
     `whole worker RSS with ${r.config.parked} waiting, ours / blocking ${f(r.ratios.parkedWorkerRssOursOverBlocking, 3)}.`);
   const d = r.density;
   if (d) {
