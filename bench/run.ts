@@ -437,7 +437,7 @@ export function summary(r: Results): string {
     );
   }
   lines.push('', `Ratios: ours / ceiling throughput **${f(r.ratios.oursOverCeilingThroughput, 2)}**; ours / blocking throughput ${f(r.ratios.oursOverBlockingThroughput, 2)}; ` +
-    `worker memory per waiting agent, ours / blocking **${f(r.ratios.parkedWorkerPerAgentOursOverBlocking, 3)}**; ` +
+    `worker memory per waiting agent, ours / blocking **${r.ratios.parkedWorkerPerAgentOursOverBlocking < 0 ? '0 (ours did not grow)' : f(r.ratios.parkedWorkerPerAgentOursOverBlocking, 3)}**; ` +
     `worker RSS growth from 0 to ${r.config.parked} waiting agents, ours / blocking ${f(r.ratios.parkedWorkerDeltaOursOverBlocking, 3)}; ` +
     `whole worker RSS with ${r.config.parked} waiting, ours / blocking ${f(r.ratios.parkedWorkerRssOursOverBlocking, 3)}.`);
   const d = r.density;
