@@ -114,6 +114,21 @@ async function historyCost(fleet: Fleet, ids: string[], turns: number) {
   return { eventsPerTurn: median(per.map((p) => p.events)), workflowTasksPerTurn: median(per.map((p) => p.workflowTasks)) };
 }
 
+interface WaveResult {
+  wave: number;
+  agents: number;
+  seconds: number;
+  completions: number;
+  completionsPerSecond: number;
+  cpuMsPerCompletion: Record<string, number>;
+  latencyMs: { p50: number; p99: number; n: number };
+  eventsPerTurn: number;
+  workflowTasksPerTurn: number;
+  workflowTasksPerCompletion: number;
+  idleAgentsAfter: number;
+  rssAfter: Record<string, number>;
+}
+
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const cfg = config();
@@ -150,10 +165,15 @@ async function main(): Promise<void> {
   const parkedWorkerRss: Partial<Record<Design, number>> = {};
   const parkedWorkerDelta: Partial<Record<Design, number>> = {};
   const parkedWorkerSlope: Partial<Record<Design, number>> = {};
+  const fleets = new Map<Design, Fleet>();
 
   try {
+    // All designs' workers start first and take turns wave by wave: the dev server's database grows with every wave,
+    // and it costs more CPU per operation as it does, so running one design's waves after another's would tilt the
+    // comparison towards whichever ran first.
+    const waveLog = new Map<Design, { waves: WaveResult[]; points: { x: number; y: number }[]; idle: number }>();
     for (const design of cfg.designs) {
-      const fleetOptions = {
+      const fleet = new Fleet({
         design,
         address: server.address,
         storePath: storeFile,
@@ -161,18 +181,20 @@ async function main(): Promise<void> {
         maxCachedWorkflows: cfg.maxCachedWorkflows,
         activitySlots: Math.max(200, PARK_STEPS * cfg.parked + 50, cfg.agentsPerWave + 50),
         threadOptions: cfg.noStatusAttribute ? { statusSearchAttribute: false } : undefined,
-      };
-      const fleet = new Fleet(fleetOptions);
+      });
       current = fleet;
       await fleet.start();
-      sampler.phase = `${design} waves`;
       await fleet.gc();
       await sleep(1000);
-      const start = sampler.sample();
-      const waves = [];
-      const points = [{ x: 0, y: total(start) / MiB }];
-      let idle = 0;
-      for (let w = 0; w < cfg.waves; w++) {
+      fleets.set(design, fleet);
+      waveLog.set(design, { waves: [], points: [{ x: 0, y: total(sampler.sample()) / MiB }], idle: 0 });
+    }
+    for (let w = 0; w < cfg.waves; w++) {
+      for (const design of cfg.designs) {
+        const fleet = fleets.get(design)!;
+        const log = waveLog.get(design)!;
+        current = fleet;
+        sampler.phase = `${design} waves`;
         const ids = Array.from({ length: cfg.agentsPerWave }, (_, i) => `${design}-w${w}-${i}-${Date.now()}`);
         fleet.resetCounters();
         const t0 = performance.now();
@@ -184,13 +206,13 @@ async function main(): Promise<void> {
         const cpuMsPerCompletion = Object.fromEntries(
           Object.keys(c1.cpu).map((role) => [role, ((c1.cpu[role]! - (c0.cpu[role] ?? 0)) * 1000) / Math.max(1, fleet.completions)]),
         );
-        idle += design === 'ours' ? ids.length : 0;
-        sampler.idleAgents = idle;
+        log.idle += design === 'ours' ? ids.length : 0;
+        sampler.idleAgents = log.idle;
         await fleet.gc();
         await sleep(1500);
         const s = sampler.sample();
         const cost = await historyCost(fleet, ids.slice(0, 3), cfg.turns);
-        waves.push({
+        log.waves.push({
           wave: w + 1,
           agents: ids.length,
           seconds,
@@ -200,11 +222,16 @@ async function main(): Promise<void> {
           latencyMs: { p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99), n: fleet.latencies.length },
           ...cost,
           workflowTasksPerCompletion: cost.workflowTasksPerTurn / 2,
-          idleAgentsAfter: idle,
+          idleAgentsAfter: log.idle,
           rssAfter: s.rss,
         });
-        if (design === 'ours') points.push({ x: idle, y: total(s) / MiB });
+        if (design === 'ours') log.points.push({ x: log.idle, y: total(s) / MiB });
       }
+    }
+    for (const design of cfg.designs) {
+      const fleet = fleets.get(design)!;
+      const { waves, points } = waveLog.get(design)!;
+      current = fleet;
       // Latency below saturation: many agents active at once, each waiting a long time on its tool.
       let latency;
       if (cfg.latencyAgents > 0) {
@@ -382,6 +409,7 @@ async function main(): Promise<void> {
     clearInterval(show);
     sampler.stop();
     await current?.stop().catch(() => undefined);
+    for (const fleet of fleets.values()) await fleet.stop().catch(() => undefined);
     await server.stop();
   }
 }
