@@ -50,8 +50,10 @@ export class CallbackTokens {
     if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) return { ok: false, reason: 'malformed' };
     const [keyId, body, signature] = parts as [string, string, string];
     if (!this.keys.keys[keyId]) return { ok: false, reason: 'unknown_key' };
-    const expected = this.sign(keyId, body);
-    const given = Buffer.from(signature, 'base64url');
+    // Compare the text, not the decoded bytes: base64url's last character carries unused bits, so several spellings
+    // decode to the same signature, and a second spelling of a spent token must not pass as a new one.
+    const expected = Buffer.from(b64(this.sign(keyId, body)));
+    const given = Buffer.from(signature);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
     let raw: unknown;
     try {

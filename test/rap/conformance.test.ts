@@ -181,6 +181,21 @@ describe('gateway', () => {
     expect(new CallbackTokens({ current: 'k2', keys: { k2 } }).verify(old)).toEqual({ ok: false, reason: 'unknown_key' });
     expect(during.verify(before.mint({ threadId: 't', callId: 'c', expiresAt: Date.now() - 1 }))).toEqual({ ok: false, reason: 'expired' });
   });
+
+  it('accepts only the canonical spelling of a signature (base64url leaves bits of the last character unused)', () => {
+    const tokens = new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } });
+    const token = tokens.mint({ threadId: 't', callId: 'c', expiresAt: Date.now() + 60_000 });
+    expect(tokens.verify(token).ok).toBe(true);
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = token.at(-1)!;
+    // A 32-byte HMAC is 43 characters; the last one holds 4 bits, so these 3 siblings decode to the same bytes.
+    const siblings = [1, 2, 3].map((d) => alphabet[(alphabet.indexOf(last) & ~3) | ((alphabet.indexOf(last) + d) & 3)]!);
+    for (const s of siblings) {
+      const variant = token.slice(0, -1) + s;
+      expect(Buffer.from(variant.split('.')[2]!, 'base64url')).toEqual(Buffer.from(token.split('.')[2]!, 'base64url'));
+      expect(tokens.verify(variant)).toEqual({ ok: false, reason: 'bad_signature' });
+    }
+  });
 });
 
 describe('tool-server SDK', () => {
