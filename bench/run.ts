@@ -14,6 +14,7 @@ import { threadWorkflowsPath } from '../src/worker/create-worker';
 import { renderChart, type Series } from './lib/chart';
 import { type Design, Fleet } from './lib/fleet';
 import { enterMemoryBudget } from './lib/budget';
+import { runMain } from './lib/main';
 import { RssSampler, sqliteBytes, total } from './lib/proc';
 import { fmtBytes, linearFit, median, MiB, percentile } from './lib/stats';
 
@@ -129,6 +130,19 @@ interface WaveResult {
   rssAfter: Record<string, number>;
 }
 
+interface DesignResult {
+  waves: WaveResult[];
+  completionsPerSecond: number;
+  latency?: { agents: number; toolDelayMs: number; p50: number; p99: number; n: number };
+  parked?: {
+    agents: number;
+    points: { agents: number; worker: number; total: number }[];
+    workerDeltaBytes: number;
+    workerBytesPerWaitingAgent: number;
+  };
+  errors: string[];
+}
+
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const cfg = config();
@@ -156,15 +170,9 @@ async function main(): Promise<void> {
   const budgetExceeded = () => cfg.budgetBytes !== undefined && sampler.samples.some((s) => total(s) > cfg.budgetBytes!);
 
   const baseline = sampler.sample();
-  const designs: Record<string, unknown> = {};
+  const designs: Partial<Record<Design, DesignResult>> = {};
   const memorySeries: Series[] = [];
   const throughputBars: { name: string; value: number; color: string }[] = [];
-  let oursThroughput = NaN;
-  let ceilingThroughput = NaN;
-  let blockingThroughput = NaN;
-  const parkedWorkerRss: Partial<Record<Design, number>> = {};
-  const parkedWorkerDelta: Partial<Record<Design, number>> = {};
-  const parkedWorkerSlope: Partial<Record<Design, number>> = {};
   const fleets = new Map<Design, Fleet>();
 
   try {
@@ -243,9 +251,6 @@ async function main(): Promise<void> {
         latency = { agents: ids.length, toolDelayMs: cfg.latencyToolDelayMs, p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99), n: fleet.latencies.length };
       }
       const cps = median(waves.map((w) => w.completionsPerSecond));
-      if (design === 'ours') oursThroughput = cps;
-      if (design === 'ceiling') ceilingThroughput = cps;
-      if (design === 'blocking') blockingThroughput = cps;
       throughputBars.push({ name: design, value: cps, color: COLORS[design] });
 
       // Agents parked on a tool that answers much later (the 60 s tools of the issue): what the worker holds. Three
@@ -268,19 +273,15 @@ async function main(): Promise<void> {
           samples.push(sampler.sample());
         }
         const points = samples.map((s, i) => ({ agents: i * cfg.parked, worker: s.rss.worker ?? 0, total: total(s) }));
-        parkedWorkerRss[design] = points[1]!.worker;
         memorySeries.push({ name: `${design}: agents waiting on tools`, color: COLORS[design], points: points.map((p) => ({ x: p.agents, y: p.total / MiB })) });
         progress = `releasing ${all.length}`;
         await fleet.release(all);
-        const slope = linearFit(points.slice(1).map((p) => ({ x: p.agents, y: p.worker }))).slope;
         parked = {
           agents: cfg.parked,
           points,
           workerDeltaBytes: points[1]!.worker - points[0]!.worker,
-          workerBytesPerWaitingAgent: slope,
+          workerBytesPerWaitingAgent: linearFit(points.slice(1).map((p) => ({ x: p.agents, y: p.worker }))).slope,
         };
-        parkedWorkerDelta[design] = parked.workerDeltaBytes;
-        parkedWorkerSlope[design] = slope;
       }
       if (design === 'ours') memorySeries.push({ name: 'ours: idle agents after T turns', color: '#17becf', points });
       designs[design] = { waves, completionsPerSecond: cps, latency, parked, errors: fleet.errors };
@@ -375,6 +376,9 @@ async function main(): Promise<void> {
       current = undefined;
     }
 
+    /** ours / `other` of one figure; NaN when either design did not run or has no such figure. */
+    const ratio = (other: Design, figure: (d: DesignResult) => number | undefined) =>
+      (designs.ours ? (figure(designs.ours) ?? NaN) : NaN) / (designs[other] ? (figure(designs[other]) ?? NaN) : NaN);
     const peak = Math.max(...sampler.samples.map(total));
     const results = {
       profile: cfg.profile,
@@ -387,11 +391,11 @@ async function main(): Promise<void> {
       designs,
       density,
       ratios: {
-        oursOverCeilingThroughput: oursThroughput / ceilingThroughput,
-        oursOverBlockingThroughput: oursThroughput / blockingThroughput,
-        parkedWorkerRssOursOverBlocking: (parkedWorkerRss.ours ?? NaN) / (parkedWorkerRss.blocking ?? NaN),
-        parkedWorkerDeltaOursOverBlocking: (parkedWorkerDelta.ours ?? NaN) / (parkedWorkerDelta.blocking ?? NaN),
-        parkedWorkerPerAgentOursOverBlocking: (parkedWorkerSlope.ours ?? NaN) / (parkedWorkerSlope.blocking ?? NaN),
+        oursOverCeilingThroughput: ratio('ceiling', (d) => d.completionsPerSecond),
+        oursOverBlockingThroughput: ratio('blocking', (d) => d.completionsPerSecond),
+        parkedWorkerRssOursOverBlocking: ratio('blocking', (d) => d.parked?.points[1]?.worker),
+        parkedWorkerDeltaOursOverBlocking: ratio('blocking', (d) => d.parked?.workerDeltaBytes),
+        parkedWorkerPerAgentOursOverBlocking: ratio('blocking', (d) => d.parked?.workerBytesPerWaitingAgent),
       },
       rssTimeline: sampler.samples,
     };
@@ -417,7 +421,7 @@ async function main(): Promise<void> {
 type Results = {
   profile: string;
   config: Config;
-  designs: Record<string, unknown>;
+  designs: Partial<Record<Design, DesignResult>>;
   density?: {
     slopeBytesPerAgent: number;
     interceptBytes: number;
@@ -436,12 +440,6 @@ type Results = {
 };
 
 export function summary(r: Results): string {
-  type DesignResult = {
-    completionsPerSecond: number;
-    latency?: { agents: number; toolDelayMs: number; p50: number; p99: number };
-    waves: { latencyMs: { p50: number; p99: number }; eventsPerTurn: number; workflowTasksPerCompletion: number; cpuMsPerCompletion: Record<string, number> }[];
-    parked?: { agents: number; points: { worker: number }[]; workerDeltaBytes: number; workerBytesPerWaitingAgent: number };
-  };
   const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
   const lines = [
     `## Benchmark: ${r.profile}`,
@@ -453,8 +451,7 @@ export function summary(r: Results): string {
     '| design | completions/s | result→next completion p50 / p99, saturated (ms) | same, at the latency load (ms) | history events / turn | workflow tasks / completion | CPU ms / completion (server, worker) | worker RSS with N agents waiting on tools (Δ from 0; slope over N…3N) |',
     '|---|---|---|---|---|---|---|---|',
   ];
-  for (const [name, raw] of Object.entries(r.designs)) {
-    const d = raw as DesignResult;
+  for (const [name, d] of Object.entries(r.designs)) {
     const w = d.waves;
     const cpu = (role: string) => f(median(w.map((x) => x.cpuMsPerCompletion[role] ?? NaN)), 2);
     lines.push(
@@ -489,12 +486,4 @@ export function summary(r: Results): string {
   return lines.join('\n');
 }
 
-if (require.main === module) {
-  main().then(
-    () => process.exit(0),
-    (e) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runMain(main);

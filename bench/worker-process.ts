@@ -10,6 +10,7 @@ import { SqliteConversationStore } from '../src/store/sqlite';
 import { defineTool } from '../src/tools/tool';
 import { createAgentWorker } from '../src/worker/create-worker';
 import type { BaselineActivities } from './baselines/workflows';
+import { runMain } from './lib/main';
 
 export type WorkerToDriver =
   | { k: 'ready' }
@@ -124,10 +125,6 @@ async function main() {
   process.on('SIGTERM', () => worker.shutdown());
   await running;
   await connection.close();
-  process.exit(0);
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+runMain(main);

@@ -7,6 +7,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { startDevServer } from '../../src/devserver/server';
+import { runMain } from '../lib/main';
 import { percentile } from '../lib/stats';
 
 type Event = { eventType?: unknown; eventTime?: { seconds?: unknown; nanos?: number | null } | null };
@@ -46,10 +47,4 @@ async function main() {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+runMain(main);

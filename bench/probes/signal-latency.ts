@@ -9,6 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer } from '../../src/devserver/server';
 import { resultSignal, userSignal } from '../baselines/workflows';
+import { runMain } from '../lib/main';
 import { percentile } from '../lib/stats';
 
 const now = () => performance.timeOrigin + performance.now();
@@ -57,10 +58,4 @@ async function main() {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+runMain(main);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { modelView, threadChain } from '../../src/activities/history';
 import type { StoredItem } from '../../src/core/types';
 import { SqliteConversationStore } from '../../src/store/sqlite';
+import { runMain } from '../lib/main';
 
 async function main() {
   const store = new SqliteConversationStore(join(mkdtempSync(join(tmpdir(), 'store-probe-')), 'store.sqlite'));
@@ -52,4 +53,4 @@ async function main() {
   await store.close();
 }
 
-void main();
+runMain(main);

@@ -1,13 +1,24 @@
 /**
  * Parsed items of recently used threads, for a store that keeps them serialized. Committed items never change, so a
  * cached prefix of a thread stays valid forever: a load serves the prefix from memory and reads only what was
- * appended since. Items are deep-frozen, because every caller shares them.
+ * appended since. Items are deep-frozen and a cached array is never changed (extending replaces it), because every
+ * caller shares them.
  */
 import type { StoredItem } from '../core/types';
 
 interface Entry {
-  items: StoredItem[];
+  items: readonly StoredItem[];
   bytes: number;
+}
+
+export interface ItemCacheOptions {
+  /** Bound on the estimated heap size of what is cached; 0 disables the cache. */
+  maxBytes: number;
+  /**
+   * Threads shorter than this are not cached: a short history is cheap to parse, and an agent that ran one turn and
+   * now waits on a tool must not hold memory.
+   */
+  minItems: number;
 }
 
 function deepFreeze<T>(value: T): T {
@@ -23,13 +34,12 @@ export class ItemPrefixCache {
   private readonly threads = new Map<string, Entry>();
   private bytes = 0;
 
-  /** @param maxBytes bound on the (caller-estimated) size of what is cached; 0 disables the cache. */
-  constructor(readonly maxBytes: number) {}
+  constructor(readonly options: ItemCacheOptions) {}
 
-  /** The cached prefix of a thread (read-only), marking it as recently used. */
-  get(threadId: string): readonly StoredItem[] | undefined {
+  /** The cached prefix of a thread, marking it as recently used. */
+  get(threadId: string): readonly StoredItem[] {
     const e = this.threads.get(threadId);
-    if (!e) return undefined;
+    if (!e) return [];
     this.threads.delete(threadId);
     this.threads.set(threadId, e);
     return e.items;
@@ -38,25 +48,21 @@ export class ItemPrefixCache {
   /**
    * Appends items that start at position `from` of the thread. Ignored unless they continue the cached prefix
    * exactly (a thread not cached yet must start at 0), so the cache never holds a gap.
+   * @param serializedChars the items' length as JSON text, from which their heap size is estimated
    */
-  extend(threadId: string, from: number, items: readonly StoredItem[], bytes: number): void {
-    if (this.maxBytes <= 0 || items.length === 0) return;
+  extend(threadId: string, from: number, items: readonly StoredItem[], serializedChars: number): void {
+    const { maxBytes, minItems } = this.options;
+    if (maxBytes <= 0 || items.length === 0 || from + items.length < minItems) return;
     const e = this.threads.get(threadId) ?? { items: [], bytes: 0 };
     if (e.items.length !== from) return;
-    for (const it of items) e.items.push(deepFreeze(it));
-    e.bytes += bytes;
-    this.bytes += bytes;
+    const bytes = 2 * serializedChars + 128 * items.length; // UTF-16 text plus object headers, roughly
     this.threads.delete(threadId);
-    this.threads.set(threadId, e);
+    this.threads.set(threadId, { items: [...e.items, ...items.map(deepFreeze)], bytes: e.bytes + bytes });
+    this.bytes += bytes;
     for (const [id, old] of this.threads) {
-      if (this.bytes <= this.maxBytes) break;
+      if (this.bytes <= maxBytes) break;
       this.threads.delete(id);
       this.bytes -= old.bytes;
     }
-  }
-
-  /** Estimated bytes held. */
-  get size(): number {
-    return this.bytes;
   }
 }

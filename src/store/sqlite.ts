@@ -110,7 +110,7 @@ export class SqliteConversationStore implements ConversationStore {
     options: SqliteStoreOptions = {},
   ) {
     this.db = new Database(filename, { readonly: options.readonly ?? false });
-    this.cache = new ItemPrefixCache(options.itemCacheBytes ?? 32 * 1024 * 1024);
+    this.cache = new ItemPrefixCache({ maxBytes: options.itemCacheBytes ?? 32 * 1024 * 1024, minItems: ITEM_CACHE_MIN_ITEMS });
     this.db.pragma('busy_timeout = 5000');
     if (!options.readonly) {
       this.db.pragma('journal_mode = WAL');
@@ -184,19 +184,17 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   async load(threadId: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<StoredItem[]> {
-    const cached = this.cache.get(threadId) ?? [];
+    const cached = this.cache.get(threadId);
     if (to <= cached.length) return cached.slice(from, to);
-    // Read from the end of the cached prefix (when the request reaches back into it), and cache what was read.
-    const start = from <= cached.length ? cached.length : from;
-    let bytes = 0;
+    // Read from the end of the cached prefix when the request reaches back into it, and cache what was read.
+    const start = Math.max(from, cached.length);
+    let chars = 0;
     const read = this.stmts.load.all(threadId, start, to).map((r) => {
-      bytes += 2 * r.item.length + 128; // UTF-16 text plus object headers, roughly
+      chars += r.item.length;
       return { messageId: r.message_id, item: JSON.parse(r.item) as HistoryItem };
     });
-    const out = start === from ? read : [...cached.slice(from), ...read];
-    // Appends to `cached` in place.
-    if (start + read.length >= ITEM_CACHE_MIN_ITEMS) this.cache.extend(threadId, start, read, bytes);
-    return out;
+    this.cache.extend(threadId, start, read, chars);
+    return from < start ? [...cached.slice(from), ...read] : read;
   }
 
   async length(threadId: string): Promise<number> {

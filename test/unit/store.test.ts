@@ -150,9 +150,11 @@ describe('sqlite item cache', () => {
     await a.ensureThread({ threadId: 't', kind: 'root' });
     await commitN(a, 't', N, 0);
     expect(texts(await a.load('t'))).toEqual(range(0, N));
-    expect(Object.isFrozen((await a.load('t'))[0]!.item)).toBe(true); // served from the cache
+    const earlier = await a.load('t');
+    expect(Object.isFrozen(earlier[0]!.item)).toBe(true); // served from the cache
     await commitN(b, 't', 2, N); // written past a's cache
     expect(texts(await a.load('t'))).toEqual(range(0, N + 2));
+    expect(texts(earlier)).toEqual(range(0, N)); // what a caller already holds does not grow under it
     expect(texts(await a.load('t', 1, 3))).toEqual(range(1, 3));
     expect(texts(await a.load('t', N + 1))).toEqual(range(N + 1, N + 2));
     expect(texts(await a.load('t', 2, 100))).toEqual(range(2, N + 2));
