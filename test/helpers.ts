@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import type { PayloadCodec } from '@temporalio/common';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { findTemporalCli } from '../src/devserver/cli';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -153,12 +153,16 @@ const HISTORIES_DIR = join(__dirname, 'fixtures', 'histories');
 
 /**
  * Replays this thread's Temporal history against the current workflow code (fails on nondeterminism) and, with
- * RECORD_HISTORIES=1, saves it under test/fixtures/histories for the replay test of later versions.
+ * RECORD_HISTORIES=<release>, saves it under test/fixtures/histories/<release>/ for the replay gate of later
+ * versions. A recorded history is never overwritten: released sets are the record of threads waiting in users'
+ * databases.
  */
 export async function checkReplay(
   thread: { threadId: string; workflow: { fetchHistory(): Promise<unknown> } },
   name: string,
   address: string = inject('temporalAddress'),
+  /** The run to record (default: the latest); pass the run the handle was made for. */
+  runId?: string,
 ): Promise<void> {
   const history = await thread.workflow.fetchHistory();
   await Worker.runReplayHistory(
@@ -166,15 +170,20 @@ export async function checkReplay(
     history,
     thread.threadId,
   );
-  if (process.env.RECORD_HISTORIES === '1') {
+  const release = process.env.RECORD_HISTORIES;
+  if (release) {
+    if (!/^v\d+\.\d+$/.test(release)) throw new Error(`RECORD_HISTORIES must name a release set like v0.2, got '${release}'`);
+    const dir = join(HISTORIES_DIR, release);
+    const file = join(dir, `${name}.json`);
+    if (existsSync(file)) return;
     // The CLI writes the canonical proto3 JSON that `historyFromJSON` reads.
     const json = execFileSync(
       findTemporalCli({ install: false }),
-      ['workflow', 'show', '--workflow-id', thread.threadId, '--address', address, '--output', 'json'],
+      ['workflow', 'show', '--workflow-id', thread.threadId, ...(runId ? ['--run-id', runId] : []), '--address', address, '--output', 'json'],
       { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
     );
-    mkdirSync(HISTORIES_DIR, { recursive: true });
-    writeFileSync(join(HISTORIES_DIR, `${name}.json`), json);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, json);
   }
 }
 
