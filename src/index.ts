@@ -11,6 +11,7 @@ export type {
   InputMessage,
   PendingCall,
   PendingPrompt,
+  StagedRef,
   StoredItem,
   SyntheticKind,
   ThreadEvent,
@@ -48,6 +49,7 @@ export {
 } from './store/conversation-store';
 export { InMemoryConversationStore } from './store/memory';
 export { SqliteConversationStore, type SqliteStoreOptions } from './store/sqlite';
+export { StoreFileLostError, type StoreFileChange, type StoreFileRole } from './store/file-guard';
 
 export { defineTool, type Tool, type ToolContext, type ToolDefinition, type JsonSchemaObject } from './tools/tool';
 export { toolResult, subscriptionStart, subscriptionEvent, userText, type CallRef, type ToolResultOptions } from './tools/messages';
@@ -58,7 +60,9 @@ export { LocalEventHub, type ThreadEventListener } from './worker/event-hub';
 
 export { AgentClient, ThreadHandle, type AgentClientOptions, type StartThreadOptions, type WaitForIdleOptions, type ThreadFilter, type ThreadSummary } from './client/agent-client';
 export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './client/deliver';
-export { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadNotFoundError, ThreadTimeoutError } from './client/errors';
+export { STAGE_THRESHOLD_BYTES, DEFAULT_MAX_STAGED_INPUT_BYTES, type InputLimits } from './client/staging';
+export { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadBusyError, ThreadNotFoundError, ThreadTimeoutError } from './client/errors';
+export { DEFAULT_INPUT_LIMITS, inputLimitViolation, type InputShapeLimits } from './core/validate';
 export { THREAD_WORKFLOW_TYPE, searchAttributes } from './workflows/definitions';
 export type { ThreadOptions } from './workflows/state';
 
@@ -73,6 +77,9 @@ export { type ToolLifecycle } from './tools/tool';
 export * from './rap/wire';
 export { CallbackTokens, newCallbackKey, type CallbackKeys, type TokenClaims, type TokenCheck } from './rap/tokens';
 export { startRapGateway, type RapGateway, type RapGatewayOptions } from './rap/gateway';
+export type { CallbackStateCheck } from './rap/callback-guard';
+export { callbackStateOf, type CallbackCheckOptions } from './client/callback-check';
+export type { CallbackState } from './core/callback-state';
 export { loadRapToolsets, rapRefusedText, type RapServerConfig, type RapToolsets, type RapToolsetsOptions, type RapToolsetLoadError } from './rap/toolsets';
 export {
   createRapToolServer,

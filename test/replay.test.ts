@@ -7,7 +7,9 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import webpack from 'webpack';
+import { threadWorkflowsPath } from '../src/worker/create-worker';
 import { expect, inject, it } from 'vitest';
 
 const root = join(__dirname, 'fixtures', 'histories');
@@ -31,3 +33,37 @@ it.each(cases)('replays $name', async ({ release, file, name }) => {
   const history: unknown = JSON.parse(readFileSync(join(root, release, file), 'utf8'));
   await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: name }, history);
 });
+
+/**
+ * The negative control: the same workflow code with release 0.2's changes always on (no `patched()`), bundled with
+ * `src/workflows/patches.ts` swapped for a stub. The gate must catch it on the 0.1 histories those changes touch.
+ */
+it('catches the 0.2 changes made without patched() on the 0.1 histories', async () => {
+  const patches = join(__dirname, '..', 'src', 'workflows', 'patches.ts');
+  const stub = join(__dirname, 'fixtures', 'unpatched', 'patches.ts');
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: threadWorkflowsPath(),
+    logger: new DefaultLogger('WARN'),
+    webpackConfigHook: (config) => {
+      config.plugins = [
+        ...(config.plugins ?? []),
+        new webpack.NormalModuleReplacementPlugin(/[\\/]patches$/, (resource: { context: string; request: string }) => {
+          if (join(resource.context, `${resource.request}.ts`) === patches) resource.request = stub;
+        }),
+      ];
+      return config;
+    },
+  });
+  const failures: string[] = [];
+  for (const c of cases.filter((c) => c.release === 'v0.1')) {
+    const history: unknown = JSON.parse(readFileSync(join(root, c.release, c.file), 'utf8'));
+    try {
+      await Worker.runReplayHistory({ workflowBundle: { code }, replayName: c.name }, history);
+    } catch (e) {
+      expect((e as Error).name).toBe('DeterminismViolationError');
+      failures.push(c.file);
+    }
+  }
+  // Continue-as-new while busy changes the flood's commands; the poison history fails the same way under 0.2 rules.
+  expect(failures).toContain('flood-busy-thread.json');
+}, 120_000);

@@ -2,7 +2,7 @@
  * The `runSlice` activity (DESIGN §5): load → one completion → commit atomically → dispatch at most one async tool
  * call. Its input and output stay small; the conversation moves only between this process and the store.
  */
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { messageIds } from '../core/ids';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
 import { AUTO_COMPACTION_TRIGGERED, DEFAULT_SYSTEM_PROMPT, INTERRUPT_PREFIX, systemPromptSuffix, TOOL_CALL_FAILED } from '../core/texts';
@@ -15,6 +15,7 @@ import type { Tool, ToolContext, ToolLifecycle } from '../tools/tool';
 import { BUILTIN_TOOL_NAMES } from '../core/builtin-tools';
 import { type AsyncCall, type CompletionOutput, type CompletionPolicy, DEFAULT_COMPLETION_POLICY, runCompletion } from './completion';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
+import { resolveStaged } from './staged-inputs';
 
 export interface SliceDependencies {
   store: ConversationStore;
@@ -159,8 +160,16 @@ export function createSliceActivities(deps: SliceDependencies) {
     const chain = await threadChain(deps.store, threadId);
     const ancestors = chain.slice(0, -1).map((r) => r.threadId);
     for (const callId of input.interruptedCalls ?? []) notify((l) => l.callCancelled?.(threadId, callId));
+    // Large inputs arrive as references (core/staged.ts): their content comes from the store, never from Temporal.
+    const staged = await resolveStaged(deps.store, input.append);
+    if (staged.unavailable.length > 0) {
+      // A zombie attempt of this slice may have committed (and removed the blobs) since the check above.
+      const committed = await deps.store.findSlice(threadId, sliceId);
+      if (committed) return replayCommitted(input, committed);
+      for (const reason of staged.unavailable) emit({ threadId, type: 'info', text: `Error: ${reason}` });
+    }
     const view = await modelView(deps.store, chain);
-    const append = await resolveInjected(callLookup(deps.store, chain, view), input.append);
+    const append = await resolveInjected(callLookup(deps.store, chain, view), staged.items);
 
     const ctx = Context.current();
     // No heartbeat at the start: most slices finish well within the interval, and each heartbeat is a server call.
@@ -224,6 +233,7 @@ export function createSliceActivities(deps: SliceDependencies) {
         items,
         result,
         ...(summary && { summary }),
+        ...(staged.consumed.length > 0 && { consumedStaged: staged.consumed }),
       });
       if (outcome === 'duplicate') {
         // A zombie attempt of this slice committed first: its result is the one that counts.
@@ -243,7 +253,18 @@ export function createSliceActivities(deps: SliceDependencies) {
     }
   }
 
-  return { runSlice };
+  /** Every failed attempt is told to live listeners; the thread itself records the last one (status().lastError). */
+  async function runSliceReported(input: SliceInput): Promise<SliceResult> {
+    try {
+      return await runSlice(input);
+    } catch (e) {
+      const attempt = Context.current().info.attempt;
+      if (!(e instanceof CancelledFailure)) emit({ threadId: input.threadId, type: 'info', text: `Error: slice ${input.sliceId} failed (attempt ${attempt}): ${e instanceof Error ? e.message : String(e)}` });
+      throw e;
+    }
+  }
+
+  return { runSlice: runSliceReported };
 }
 
 export type SliceActivities = ReturnType<typeof createSliceActivities>;

@@ -7,6 +7,7 @@ import { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadNotFo
 import { ModelConfigError } from '../model/registry';
 import { colour } from './format';
 import { registerServeCommands } from './serve-commands';
+import { registerStoreCommands } from './store-commands';
 import { registerTail } from './tail';
 import { CliError } from './target';
 import { registerThreadCommands } from './thread-commands';
@@ -29,6 +30,7 @@ export function buildProgram(out: (line: string) => void = (l) => process.stdout
     .option('--tls-server-name <name>', 'server name override');
   registerServeCommands(program, out);
   registerThreadCommands(program, out);
+  registerStoreCommands(program, out);
   registerTail(program, (s) => process.stdout.write(s), out);
   return program;
 }

@@ -3,7 +3,9 @@ import { join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { Command } from 'commander';
+import { callbackStateOf } from '../client/callback-check';
 import { deliverInput, type DeliveryResult } from '../client/deliver';
+import type { CallbackStateCheck } from '../rap/callback-guard';
 import type { InputMessage } from '../core/types';
 import { modelFromEnv, modelFromSpec } from '../model/registry';
 import { startRapGateway } from '../rap/gateway';
@@ -14,6 +16,7 @@ import { buildStatusDemoTool } from '../tools/demo';
 import type { Tool } from '../tools/tool';
 import { startLocalSystem } from '../local-system';
 import { createAgentWorker } from '../worker/create-worker';
+import { deploymentOf, type DeploymentFlags, deploymentOptions } from './deployment';
 import { colour } from './format';
 import { CliError, dataDirOf, DEFAULT_TASK_QUEUE, openClient, resolveTarget, type TargetFlags, writeDevState } from './target';
 
@@ -85,13 +88,14 @@ function mcpServer(spec: string) {
   return { name, command: command!, args };
 }
 
-async function remoteTools(opts: ServeOptions, deliver: (m: InputMessage) => Promise<DeliveryResult>, out: (line: string) => void) {
+async function remoteTools(opts: ServeOptions, deliver: (m: InputMessage) => Promise<DeliveryResult>, out: (line: string) => void, callbackState: CallbackStateCheck) {
   if (!opts.rap?.length && !opts.mcp?.length) return undefined;
   const keys = callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS);
   const remote = await startRemoteTools({
     ...(opts.rap && { rapServers: opts.rap.map((url) => ({ url })) }),
     ...(opts.mcp && { mcpServers: opts.mcp.map(mcpServer) }),
     deliver,
+    callbackState,
     ...(keys && { keys }),
     gateway: { port: Number(opts.gatewayPort ?? 0), ...(opts.publicUrl && { publicUrl: opts.publicUrl }) },
     ...(opts.gatewayUrl && { externalGatewayUrl: opts.gatewayUrl }),
@@ -113,10 +117,13 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       const keys = callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS);
       if (!keys) throw new CliError('the gateway needs INFINITY_CALLBACK_KEYS (id:base64[,id:base64...]), shared with the workers');
       const target = await resolveTarget(cmd.optsWithGlobals<TargetFlags>());
-      const { client, close } = await openClient(target);
+      // Writable, given --store: large results are staged in it instead of travelling through Temporal.
+      const { client, close } = await openClient(target, { stage: true });
       const gateway = await startRapGateway({
         tokens: new CallbackTokens(keys),
         deliver: (m) => client.deliver(m),
+        // Revocation (410) comes from the threads themselves: this gateway needs no state of its own to survive a restart.
+        callbackState: callbackStateOf(client.temporal),
         host: opts.host,
         port: Number(opts.port),
         ...(opts.publicUrl && { publicUrl: opts.publicUrl }),
@@ -134,8 +141,8 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       quietRuntime(opts.verbose);
       const model = modelOf(opts);
       // The gateway starts before the system it delivers to: tools need its callback URLs.
-      const ref: { deliver?: (m: InputMessage) => Promise<DeliveryResult> } = {};
-      const remote = await remoteTools(opts, (m) => ref.deliver!(m), out);
+      const ref: { deliver?: (m: InputMessage) => Promise<DeliveryResult>; check?: CallbackStateCheck } = {};
+      const remote = await remoteTools(opts, (m) => ref.deliver!(m), out, async (t, c) => ref.check?.(t, c));
       const system = await startLocalSystem({
         model,
         tools: [...(loadTools(opts.tools) ?? [buildStatusDemoTool()]), ...(remote?.tools ?? [])],
@@ -145,6 +152,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         ...(remote && { toolLifecycle: remote.lifecycle }),
       });
       ref.deliver = (m) => system.client.deliver(m);
+      ref.check = callbackStateOf(system.client.temporal);
       const removeState = writeDevState(flags, {
         address: system.devServer.address,
         namespace: system.devServer.namespace,
@@ -167,10 +175,11 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       await remote?.close();
     });
 
-  serveOptions(program.command('worker'))
+  deploymentOptions(serveOptions(program.command('worker')))
     .description('serve threads from any Temporal cluster (see the global --address, --namespace, --tls options)')
-    .action(async (opts: ServeOptions, cmd: Command) => {
+    .action(async (opts: ServeOptions & DeploymentFlags, cmd: Command) => {
       const flags = cmd.optsWithGlobals<TargetFlags>();
+      const deployment = deploymentOf(opts);
       quietRuntime(opts.verbose);
       const target = await resolveTarget(flags);
       const storePath = target.store ?? join(dataDirOf(flags), 'conversations.sqlite');
@@ -178,7 +187,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       const store = new SqliteConversationStore(storePath);
       const model = modelOf(opts);
       const temporal = new Client({ connection, namespace: target.namespace });
-      const remote = await remoteTools(opts, (m) => deliverInput(temporal, m), out);
+      const remote = await remoteTools(opts, (m) => deliverInput(temporal, m, { store }), out, callbackStateOf(temporal));
       const worker = await createAgentWorker({
         connection,
         namespace: target.namespace,
@@ -188,12 +197,18 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         tools: [...(loadTools(opts.tools) ?? []), ...(remote?.tools ?? [])],
         eventsEndpoint: eventsEndpoint(opts),
         ...(remote && { toolLifecycle: remote.lifecycle }),
+        ...(deployment && { deployment }),
       });
       const running = worker.run();
       // Machine-readable first lines: tests and scripts wait for them.
       out(`worker ready · task queue ${target.taskQueue} · ${target.address} · model ${model.id}`);
       if (worker.eventsUrl) out(`events ${worker.eventsUrl}`);
       out(`store ${storePath}`);
+      if (deployment) {
+        out(`deployment ${deployment.name} · build ${deployment.buildId} · ${deployment.defaultVersioningBehavior}`);
+        // A versioned worker gets no task until its build is current (or ramping, or pinned to).
+        out(colour.dim(`make it current: temporal worker deployment set-current-version --deployment-name ${deployment.name} --build-id ${deployment.buildId}`));
+      }
       await Promise.race([until(['SIGINT', 'SIGTERM']), running]);
       await worker.shutdown();
       await remote?.close();

@@ -85,6 +85,11 @@ async function tlsOf(flags: TargetFlags): Promise<TLSConfig | boolean | undefine
   return Object.keys(config).length > 0 ? config : true;
 }
 
+/** The conversation store named by flags, environment or a running `dev`, for commands that need no Temporal server. */
+export function storePathOf(flags: TargetFlags): string | undefined {
+  return flags.store ?? process.env.INFINITY_STORE ?? readDevState(flags)?.store;
+}
+
 export async function resolveTarget(flags: TargetFlags): Promise<Target> {
   const env = process.env;
   const dev = readDevState(flags);
@@ -110,15 +115,18 @@ export async function resolveTarget(flags: TargetFlags): Promise<Target> {
   return target;
 }
 
-/** An {@link AgentClient} for the target; `close` releases the connection and the store. */
-export async function openClient(target: Target): Promise<{ client: AgentClient; close(): Promise<void> }> {
+/**
+ * An {@link AgentClient} for the target; `close` releases the connection and the store. The store is opened read-only
+ * unless `stage` (commands that send input stage large inputs in it, as the worker's tools do).
+ */
+export async function openClient(target: Target, options: { stage?: boolean } = {}): Promise<{ client: AgentClient; close(): Promise<void> }> {
   let connection: Connection;
   try {
     connection = await Connection.connect({ address: target.address, connectTimeout: '5s', ...(target.tls !== undefined && { tls: target.tls }) });
   } catch (e) {
     throw new CliError(`cannot reach Temporal at ${target.address}: ${e instanceof Error ? e.message : String(e)}`);
   }
-  const store = target.store && existsSync(target.store) ? new SqliteConversationStore(target.store, { readonly: true }) : undefined;
+  const store = target.store && existsSync(target.store) ? new SqliteConversationStore(target.store, { readonly: !options.stage }) : undefined;
   const client = new AgentClient({
     client: new Client({ connection, namespace: target.namespace }),
     taskQueue: target.taskQueue,

@@ -9,10 +9,10 @@ import { CliError, openClient, resolveTarget, type Target, type TargetFlags } fr
 
 export type Out = (line: string) => void;
 
-/** Runs `fn` with a client for the command's target, always releasing it. */
-export async function withClient<T>(cmd: Command, fn: (client: AgentClient, target: Target) => Promise<T>): Promise<T> {
+/** Runs `fn` with a client for the command's target, always releasing it; `stage`: see {@link openClient}. */
+export async function withClient<T>(cmd: Command, fn: (client: AgentClient, target: Target) => Promise<T>, options: { stage?: boolean } = {}): Promise<T> {
   const target = await resolveTarget(cmd.optsWithGlobals<TargetFlags>());
-  const { client, close } = await openClient(target);
+  const { client, close } = await openClient(target, options);
   try {
     return await fn(client, target);
   } finally {
@@ -30,6 +30,22 @@ function parseJson(what: string, text: string): unknown {
 
 /** `-` reads standard input. */
 const readSource = (path: string) => readFileSync(path === '-' ? 0 : path, 'utf8');
+
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+/** The text of an input: given inline or read from a file, one of the two. */
+function textOf(inline: string | undefined, file: string | undefined, missing: string): string {
+  if (inline !== undefined && file !== undefined) throw new CliError('give the text or --file, not both');
+  if (file !== undefined) {
+    try {
+      return readSource(file);
+    } catch (e) {
+      throw new CliError(`cannot read ${file === '-' ? 'standard input' : file}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  if (inline === undefined) throw new CliError(missing);
+  return inline;
+}
 
 const uiLink = (target: Target, threadId: string) =>
   target.uiUrl ? `${target.uiUrl}/namespaces/${encodeURIComponent(target.namespace)}/workflows/${encodeURIComponent(threadId)}` : undefined;
@@ -59,12 +75,14 @@ export function registerThreadCommands(program: Command, out: Out): void {
     .command('send')
     .description('send user text to a thread (creates the thread if it does not exist)')
     .argument('<thread>', 'thread id')
-    .argument('<text...>', 'the text')
+    .argument('[text...]', 'the text (or --file)')
+    .option('--file <path>', 'read the text from a file (`-` reads stdin), exactly as it is; large texts are staged in --store')
     .option('--id <id>', 'message id, to make a resend idempotent')
-    .action(async (threadId: string, words: string[], opts: { id?: string }, cmd: Command) => {
+    .action(async (threadId: string, words: string[], opts: { id?: string; file?: string }, cmd: Command) => {
+      const text = textOf(words.length > 0 ? words.join(' ') : undefined, opts.file, 'send needs the text or --file');
       await withClient(cmd, async (client) => {
-        out(await client.sendUserText(threadId, words.join(' '), opts.id));
-      });
+        out(await client.sendUserText(threadId, text, opts.id));
+      }, { stage: true });
     });
 
   program
@@ -73,6 +91,7 @@ export function registerThreadCommands(program: Command, out: Out): void {
     .argument('<thread>', 'thread id')
     .option('--call <toolCallId>', 'the tool call it answers (or the subscription call of an event)')
     .option('--text <text>', 'the result or event text')
+    .option('--file <path>', 'read the result or event text from a file (`-` reads stdin)')
     .option('--event', 'a later event of a subscription, not the call result')
     .option('--associative', 'with --event: inline the event instead of a child thread')
     .option('--final', 'with --event: the last event of the subscription')
@@ -84,17 +103,18 @@ export function registerThreadCommands(program: Command, out: Out): void {
       if (typeof opts.message === 'string') {
         message = { ...(parseJson('--message', readSource(opts.message)) as InputMessage), threadId };
       } else {
-        if (typeof opts.call !== 'string' || typeof opts.text !== 'string') throw new CliError('deliver needs --call and --text (or --message)');
+        if (typeof opts.call !== 'string') throw new CliError('deliver needs --call and --text or --file (or --message)');
+        const text = textOf(str(opts.text), str(opts.file), 'deliver needs --text or --file (or --message)');
         const call = { threadId, toolCallId: opts.call };
         message = opts.event
-          ? subscriptionEvent(call, opts.text, { associative: opts.associative === true, final: opts.final === true })
-          : toolResult(call, opts.text, { subscription: opts.subscription === true, ...(typeof opts.id === 'string' && { id: opts.id }) });
+          ? subscriptionEvent(call, text, { associative: opts.associative === true, final: opts.final === true })
+          : toolResult(call, text, { subscription: opts.subscription === true, ...(typeof opts.id === 'string' && { id: opts.id }) });
       }
       await withClient(cmd, async (client) => {
         const r = await client.deliver(message);
         if (!r.delivered) throw new CliError(`thread ${threadId} is closed; the input was not delivered`);
         out(`delivered ${message.id}`);
-      });
+      }, { stage: true });
     });
 
   program
@@ -131,16 +151,19 @@ export function registerThreadCommands(program: Command, out: Out): void {
     .option('--status <status>', 'idle | waiting_tool | closed')
     .option('--parent <threadId>', 'children of this thread')
     .option('--kind <kind>', 'root | child | event | compaction')
+    .option('--stuck', 'only threads whose workflow task keeps failing, e.g. after a bad deploy (docs/upgrading.md)')
     .option('--json', 'one JSON object per line')
-    .action(async (opts: { status?: string; parent?: string; kind?: string; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { status?: string; parent?: string; kind?: string; stuck?: boolean; json?: boolean }, cmd: Command) => {
       await withClient(cmd, async (client) => {
         const filter = {
           ...(opts.status && { status: opts.status as AgentStatus }),
           ...(opts.kind && { kind: opts.kind as ThreadKind }),
           ...(opts.parent && { parentThreadId: opts.parent }),
+          ...(opts.stuck && { stuck: true }),
         };
         for await (const t of client.listThreads(filter)) {
-          out(opts.json ? JSON.stringify(t) : [t.threadId, t.kind ?? '-', t.status ?? '-', t.parentThreadId ?? ''].join('\t').trimEnd());
+          const columns = [t.threadId, t.kind ?? '-', t.status ?? '-', t.parentThreadId ?? '', ...(t.problems ?? [])];
+          out(opts.json ? JSON.stringify(t) : columns.join('\t').trimEnd());
         }
       });
     });

@@ -3,23 +3,32 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import type { AgentStatus, HistoryItem, InputMessage, ThreadEvent, ThreadKind, ThreadStatus } from '../core/types';
+import type { HistoryItem, InputMessage, ThreadEvent, ThreadStatus } from '../core/types';
 import type { ConversationStore } from '../store/conversation-store';
 import { userText } from '../tools/messages';
 import { compactionInput } from '../core/inputs';
+import { inputLimitViolation } from '../core/validate';
 import type { LocalEventHub } from '../worker/event-hub';
-import { inputSignal, searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE, waitForIdleUpdate } from '../workflows/definitions';
+import { inputSignal, searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
 import type { ThreadOptions, ThreadWorkflowArgs } from '../workflows/state';
-import { checkInput, DEFAULT_MAX_INPUT_BYTES, deliverInput, type DeliveryResult } from './deliver';
-import { ThreadClosedError, ThreadNotFoundError, ThreadTimeoutError } from './errors';
+import { deliverInput, type DeliveryResult, prepareInput } from './deliver';
+import { discardPrepared, type InputLimits } from './staging';
+import { InvalidInputError, ThreadClosedError, ThreadNotFoundError } from './errors';
 import { AsyncQueue } from './async-queue';
+import { waitForIdle } from './wait-for-idle';
+import { sendWhileBusy } from './busy';
 import { type LiveEvent, mergedThreadEvents } from './live-events';
+import { statusOrFailed } from './stuck';
+import { listThreads, type ThreadFilter, type ThreadSummary } from './listing';
 
 export interface AgentClientOptions {
   /** A Temporal client connected to the cluster the workers serve. */
   client: Client;
   taskQueue: string;
-  /** The store the workers write to; needed for {@link ThreadHandle.history}. */
+  /**
+   * The store the workers write to; needed for {@link ThreadHandle.history}, and where inputs over 128 KiB are staged
+   * (opened writable, then) so that only a reference goes through Temporal.
+   */
   store?: ConversationStore;
   /** The event hub of a worker in this process, for {@link ThreadHandle.events}. */
   events?: LocalEventHub;
@@ -32,7 +41,10 @@ export interface AgentClientOptions {
   eventsToken?: string;
   /** Slice tuning for threads this client starts. */
   threadOptions?: ThreadOptions;
-  /** Upper bound of one input, serialized (default 256 KiB). */
+  /**
+   * Upper bound of one input, serialized: default 32 MiB with a `store` (larger inputs are staged in it), 256 KiB
+   * without (every input travels whole in its signal). Over it: `PayloadTooLargeError`.
+   */
   maxInputBytes?: number;
 }
 
@@ -43,22 +55,7 @@ export interface StartThreadOptions {
   metadata?: Record<string, unknown>;
 }
 
-export interface ThreadFilter {
-  status?: AgentStatus;
-  kind?: ThreadKind;
-  parentThreadId?: string;
-}
-
-export interface ThreadSummary {
-  threadId: string;
-  status?: AgentStatus;
-  kind?: ThreadKind;
-  parentThreadId?: string;
-  /** Whether the thread's workflow is still running (closed children have completed). */
-  running: boolean;
-}
-
-const quote = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+export type { ThreadFilter, ThreadSummary } from './listing';
 
 export interface WaitForIdleOptions {
   /** Also wait until no non-passive tool call is pending. */
@@ -97,9 +94,15 @@ export class AgentClient {
     };
   }
 
-  /** Starts a root thread (idempotent: an existing running thread is returned as is). */
+  /**
+   * Starts a root thread (idempotent: an existing running thread is returned as is). Metadata beyond the input shape
+   * limits (`DEFAULT_INPUT_LIMITS`: nesting, width, string length) is an {@link InvalidInputError}.
+   */
   async startThread(options: StartThreadOptions = {}): Promise<ThreadHandle> {
     const threadId = options.threadId ?? randomUUID();
+    // Before the start request serializes it: a deep metadata object would overflow the stack there.
+    const shape = options.metadata === undefined ? undefined : inputLimitViolation({ metadata: options.metadata });
+    if (shape) throw new InvalidInputError(shape);
     const start = this.startOptions(threadId);
     if (options.metadata) start.args = [{ ...start.args[0], metadata: options.metadata }];
     await this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' });
@@ -115,40 +118,33 @@ export class AgentClient {
    * Threads matching a filter, from Temporal's visibility store (eventually consistent: a change shows up within
    * moments, not at once).
    */
-  async *listThreads(filter: ThreadFilter = {}): AsyncGenerator<ThreadSummary> {
-    const clauses = [`WorkflowType = ${quote(THREAD_WORKFLOW_TYPE)}`, `TaskQueue = ${quote(this.taskQueue)}`];
-    if (filter.status) clauses.push(`AgentStatus = ${quote(filter.status)}`);
-    if (filter.kind) clauses.push(`ThreadKind = ${quote(filter.kind)}`);
-    if (filter.parentThreadId) clauses.push(`ParentThreadId = ${quote(filter.parentThreadId)}`);
-    for await (const wf of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
-      const sa = wf.typedSearchAttributes;
-      const summary: ThreadSummary = { threadId: wf.workflowId, running: wf.status.name === 'RUNNING' };
-      const status = sa.get(searchAttributes.AgentStatus);
-      const kind = sa.get(searchAttributes.ThreadKind);
-      const parent = sa.get(searchAttributes.ParentThreadId);
-      if (status) summary.status = status as AgentStatus;
-      if (kind) summary.kind = kind as ThreadKind;
-      if (parent) summary.parentThreadId = parent;
-      yield summary;
-    }
+  listThreads(filter: ThreadFilter = {}): AsyncGenerator<ThreadSummary> {
+    return listThreads(this.temporal, this.taskQueue, filter);
   }
 
   /** Delivers any input (tool result, event, ...) to the thread it names. Never creates a thread. */
   deliver(message: InputMessage): Promise<DeliveryResult> {
-    return deliverInput(this.temporal, message, this.options.maxInputBytes);
+    return deliverInput(this.temporal, message, this.limits);
+  }
+
+  private get limits(): InputLimits {
+    return { ...(this.options.store && { store: this.options.store }), ...(this.options.maxInputBytes !== undefined && { maxBytes: this.options.maxInputBytes }) };
   }
 
   /** User text creates its thread when it does not exist (reference spec §7.2.2). */
   async sendUserText(threadId: string, text: string, id: string = randomUUID()): Promise<string> {
-    const msg = checkInput(userText(threadId, text, id), this.options.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES);
+    const prepared = await prepareInput(userText(threadId, text, id), this.limits);
     try {
-      await this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
-        ...this.startOptions(threadId),
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        signal: inputSignal,
-        signalArgs: [msg],
-      });
+      await sendWhileBusy(threadId, () =>
+        this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
+          ...this.startOptions(threadId),
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          signal: inputSignal,
+          signalArgs: [prepared.message],
+        }),
+      );
     } catch (e) {
+      await discardPrepared(prepared, this.options.store);
       if (e instanceof WorkflowExecutionAlreadyStartedError) throw new ThreadClosedError(threadId);
       throw e;
     }
@@ -178,10 +174,13 @@ export class ThreadHandle {
     return this.agents.deliver({ ...message, threadId: this.threadId });
   }
 
-  /** The thread's state; {@link ThreadNotFoundError} when there is no such thread. */
+  /**
+   * The thread's state; {@link ThreadNotFoundError} when there is no such thread. A thread whose workflow task keeps
+   * failing answers no query: its status is then `failed`, with `lastError` saying why (docs/upgrading.md).
+   */
   async status(): Promise<ThreadStatus> {
     try {
-      return await this.workflow.query(statusQuery);
+      return await statusOrFailed(this.agents.temporal, this.threadId, () => this.workflow.query(statusQuery), this.options.store);
     } catch (e) {
       if (e instanceof WorkflowNotFoundError) throw new ThreadNotFoundError(this.threadId);
       throw e;
@@ -221,21 +220,12 @@ export class ThreadHandle {
 
   /** Resolves when nothing is running or queued (the thread may still await a tool unless `settled`). */
   async waitForIdle(options: WaitForIdleOptions = {}): Promise<ThreadStatus> {
-    const ms = options.timeoutMs ?? 60_000;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const { status } = await this.workflow.describe();
-      // A closed thread's workflow has completed: it is idle for good and takes no updates.
-      if (status.name !== 'RUNNING') return await this.status();
-      return await Promise.race([
-        this.workflow.executeUpdate(waitForIdleUpdate, { args: [{ settled: options.settled ?? false }] }),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new ThreadTimeoutError(this.threadId, options.settled ? 'settling' : 'idling', ms)), ms);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return waitForIdle(this.agents.temporal, {
+      threadId: this.threadId,
+      settled: options.settled ?? false,
+      timeoutMs: options.timeoutMs ?? 60_000,
+      finalStatus: () => this.status(),
+    });
   }
 
   /** The committed history, read from the conversation store. */

@@ -3,17 +3,27 @@
  */
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { InputMessage } from '../core/types';
-import { validateInputMessage } from '../core/validate';
+import { inputLimitViolation, validateInputMessage } from '../core/validate';
+import { sendWhileBusy } from './busy';
 import { inputSignal } from '../workflows/definitions';
+import { oversizeInput } from '../core/staged';
 import { InvalidInputError, PayloadTooLargeError, ThreadNotFoundError } from './errors';
+import { DEFAULT_MAX_STAGED_INPUT_BYTES, discardPrepared, type InputLimits, type PreparedInput, stageIfLarge } from './staging';
 
-/** Default upper bound of one input, serialized (Temporal warns at 256 KiB per payload and fails at 2 MiB). */
+/**
+ * Default upper bound of an input that travels whole in its signal, serialized (Temporal warns at 256 KiB per payload
+ * and fails at 2 MiB); with a store to stage in, the bound is {@link DEFAULT_MAX_STAGED_INPUT_BYTES}.
+ */
 export const DEFAULT_MAX_INPUT_BYTES = 256 * 1024;
 
 export type DeliveryResult = { delivered: true } | { delivered: false; reason: 'closed' };
 
 /** Validates a message and returns it, or throws {@link InvalidInputError} / {@link PayloadTooLargeError}. */
 export function checkInput(message: unknown, maxBytes = DEFAULT_MAX_INPUT_BYTES): InputMessage {
+  // First: what follows recurses over the input (validation messages quote values, JSON.stringify, the payload
+  // converter), and a deep one would overflow the stack with a raw RangeError instead of this typed error.
+  const shape = inputLimitViolation(message);
+  if (shape) throw new InvalidInputError(shape);
   const v = validateInputMessage(message);
   if (!v.ok) throw new InvalidInputError(v.error);
   const bytes = Buffer.byteLength(JSON.stringify(v.value));
@@ -21,15 +31,47 @@ export function checkInput(message: unknown, maxBytes = DEFAULT_MAX_INPUT_BYTES)
   return v.value;
 }
 
+/** Validates an input and, when it is large and `limits.store` is given, stages it (see `./staging`). */
+export async function prepareInput(message: unknown, limits: number | InputLimits = {}): Promise<PreparedInput> {
+  const { store, maxBytes } = typeof limits === 'number' ? { store: undefined, maxBytes: limits } : limits;
+  const msg = checkInput(message, maxBytes ?? (store ? DEFAULT_MAX_STAGED_INPUT_BYTES : DEFAULT_MAX_INPUT_BYTES));
+  return stageIfLarge(msg, store, DEFAULT_MAX_INPUT_BYTES);
+}
+
 /**
- * Signals a message to its thread. Never creates a thread: an unknown thread is a {@link ThreadNotFoundError};
- * a thread whose workflow has ended (closed) drops the message.
+ * Signals a message to its thread, staging it first when it is large and `limits` names a store (a number is the
+ * upper bound alone). Never creates a thread: an unknown thread is a {@link ThreadNotFoundError}; a thread whose
+ * workflow has ended (closed) drops the message.
  */
-export async function deliverInput(client: Client, message: unknown, maxBytes?: number): Promise<DeliveryResult> {
-  const msg = checkInput(message, maxBytes);
+export async function deliverInput(client: Client, message: unknown, limits?: number | InputLimits): Promise<DeliveryResult> {
+  const prepared = await prepareInput(message, limits);
+  let result: DeliveryResult | undefined;
+  try {
+    return (result = await signalInput(client, prepared.message));
+  } finally {
+    if (result?.delivered !== true) await discardPrepared(prepared, typeof limits === 'object' ? limits.store : undefined);
+  }
+}
+
+/**
+ * What `ctx.send` does: {@link deliverInput}, except that a tool result or event over the limit is replaced by an error
+ * result the model reads (its size, the limit, how it began). The call is answered either way: a throw inside a tool
+ * would leave it pending for good.
+ */
+export async function deliverAnswering(client: Client, message: InputMessage, limits?: number | InputLimits): Promise<DeliveryResult> {
+  try {
+    return await deliverInput(client, message, limits);
+  } catch (e) {
+    const answer = e instanceof PayloadTooLargeError ? oversizeInput(message, e.bytes, e.limit) : undefined;
+    if (!answer) throw e;
+    return deliverInput(client, answer, limits);
+  }
+}
+
+async function signalInput(client: Client, msg: InputMessage): Promise<DeliveryResult> {
   const handle = client.workflow.getHandle(msg.threadId);
   try {
-    await handle.signal(inputSignal, msg);
+    await sendWhileBusy(msg.threadId, () => handle.signal(inputSignal, msg));
     return { delivered: true };
   } catch (e) {
     if (!(e instanceof WorkflowNotFoundError)) throw e;

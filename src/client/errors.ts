@@ -46,3 +46,18 @@ export class ThreadTimeoutError extends Error {
     super(`thread '${threadId}': ${what} did not happen within ${ms} ms`);
   }
 }
+
+/**
+ * The thread refused inputs for longer than the sender would wait: a flood filled its current run and the run has not
+ * yet moved on (see `client/busy.ts`). Nothing was stored; sending again later (same id) is safe.
+ */
+export class ThreadBusyError extends Error {
+  override readonly name = 'ThreadBusyError';
+  readonly retryable = true;
+  constructor(
+    readonly threadId: string,
+    readonly waitedMs: number,
+  ) {
+    super(`thread '${threadId}' refused the input for ${waitedMs} ms (its run reached Temporal's signal limit); try again`);
+  }
+}

@@ -136,7 +136,9 @@ function prepareOne(state: PrepareState, input: InputMessage, out: PrepareOutcom
   }
 
   interruptPending(state, out);
-  return accept(state, out, input, { kind: 'user', text: input.content.text });
+  // A staged text stays a preview with its reference until the slice loads it (core/staged.ts).
+  const staged = input.content.staged;
+  return accept(state, out, input, { kind: 'user', text: input.content.text, ...(staged && { staged }) });
 }
 
 const DEFERRABLE = new Set(['subscription_event', 'thread_report', 'parent_message']);
@@ -175,7 +177,7 @@ export function splitInterruptBatch(inbox: readonly InputMessage[]): {
     if (!isUserText(m) || m.content.type !== 'text') {
       rest.push(m);
     } else if (batch.length === 0) {
-      batch.push({ ...m, content: { type: 'text', text: `${INTERRUPT_PREFIX}${m.content.text}` } });
+      batch.push({ ...m, content: { ...m.content, text: `${INTERRUPT_PREFIX}${m.content.text}` } });
     } else {
       batch.push(m);
     }

@@ -20,6 +20,13 @@ export function unknownToolError(name: string): string {
 /** Sent to the thread when a tool's `execute` throws (reference spec §2.7). */
 export const TOOL_CALL_FAILED = 'Error: Tool call failed';
 
+/**
+ * The result a tool call gets when the slice that carried its real result failed on every attempt and the batch was
+ * set aside (ours; the reference has no such case): the model hears why instead of waiting on a call forever.
+ */
+export const setAsideResult = (reason: string): string =>
+  `Error: the result of this tool call could not be processed and was set aside (${reason.length > 300 ? `${reason.slice(0, 299)}…` : reason})`;
+
 export function invalidArgumentsError(name: string, reason: string): string {
   return `Error: invalid arguments for tool '${name}': ${reason}`;
 }

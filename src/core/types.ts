@@ -5,14 +5,31 @@
  * client API unchanged. This module has no dependencies so that workflow code can import it.
  */
 
-/** A block of a tool result: text, or an image that is round-tripped unchanged. */
+/**
+ * A large input kept in the conversation store instead of a Temporal payload (`src/core/staged.ts`). A text that
+ * carries one is only a preview: the slice replaces it with the staged bytes before it commits, so committed history
+ * never holds a reference.
+ */
+export interface StagedRef {
+  /** The staged blob's id in the conversation store. */
+  id: string;
+  /** Lowercase hex SHA-256 of the blob. */
+  sha256: string;
+  /** The blob's length in bytes. */
+  bytes: number;
+}
+
+/**
+ * A block of a tool result: text, or an image that is round-tripped unchanged. A text block with `staged` stands for
+ * the whole staged content of its input (and its display segments).
+ */
 export type ToolResultContent =
-  | { type: 'text'; text: string }
+  | { type: 'text'; text: string; staged?: StagedRef }
   | { type: 'image'; data: string; mediaType: string };
 
-/** What an input carries. */
+/** What an input carries; user text with `staged` is a preview of the staged text. */
 export type InputContent =
-  | { type: 'text'; text: string }
+  | { type: 'text'; text: string; staged?: StagedRef }
   | { type: 'tool_result'; toolCallId: string; content: ToolResultContent[] };
 
 /** Runtime-generated kinds of input (reference spec §1.3). */
@@ -54,7 +71,8 @@ export interface InputMessage {
 
 /** One committed history item; every item holds exactly one content block. */
 export type HistoryItem =
-  | { kind: 'user'; text: string }
+  /** `staged`: in flight only (see {@link StagedRef}); never in committed history. */
+  | { kind: 'user'; text: string; staged?: StagedRef }
   | { kind: 'assistant'; text: string }
   | { kind: 'reasoning'; text: string; providerMetadata?: Record<string, unknown> }
   | { kind: 'tool_call'; id: string; name: string; args: unknown }
@@ -76,8 +94,24 @@ export interface StoredItem {
 /** The kind of a thread, shown as the `ThreadKind` search attribute. */
 export type ThreadKind = 'root' | 'child' | 'event' | 'compaction';
 
-/** The `AgentStatus` search attribute. */
-export type AgentStatus = 'idle' | 'running' | 'waiting_tool' | 'closed';
+/**
+ * The `AgentStatus` search attribute. `failed`: the last slice failed for good (its inputs were set aside, or the store
+ * refused the commit); the next successful slice clears it. The client also reports `failed` for a thread whose workflow
+ * task keeps failing (e.g. a nondeterministic deploy).
+ */
+export type AgentStatus = 'idle' | 'running' | 'waiting_tool' | 'failed' | 'closed';
+
+/** Inputs of a slice that failed on every attempt, set aside so the thread can go on (status().setAside). */
+export interface SetAsideBatch {
+  /** The slice id the batch was given to. */
+  sliceId: string;
+  /** Why the slice failed (the last attempt's error). */
+  reason: string;
+  /** Message ids of the items set aside. */
+  messageIds: string[];
+  /** Tool calls whose results were set aside: each was answered with an error result instead. */
+  answeredWithError: string[];
+}
 
 /** The tool call a thread waits on: the last committed item is this unanswered call. */
 export interface PendingCall {
@@ -154,6 +188,8 @@ export interface ThreadStatus {
   compaction: { completed: number; running?: string };
   /** What the pending call's tool asks of the user (an OAuth link, a choice), until the call is answered. */
   prompts: (PendingPrompt & { toolCallId: string })[];
+  /** The most recent batches set aside because their slice failed for good (at most 20, across continue-as-new). */
+  setAside?: SetAsideBatch[];
   /** Set when the last slice failed for good; cleared by the next successful one. */
   lastError?: string;
 }

@@ -59,6 +59,17 @@ export const DEFAULT_DYNAMIC_CONFIG: Record<string, unknown> = {
   'history.transferProcessorMaxPollRPS': 1000,
   'history.timerProcessorMaxPollRPS': 1000,
   'history.visibilityProcessorMaxPollRPS': 1000,
+  // A thread's workflow task fails only after a bad deploy or a workflow bug: flag it (the `TemporalReportedProblems`
+  // search attribute that `threads --stuck` lists) at the first failure rather than after the server's default 5,
+  // which takes about a minute because a failing SDK worker lets later attempts time out (10 s each). Worker
+  // deployments (versioning) need no dynamic config on this server version.
+  'system.numConsecutiveWorkflowTaskProblemsToTriggerSearchAttribute': 1,
+  // Signals that arrive while a workflow task runs are buffered; past 100 (the default) the server fails that task and
+  // the worker replays the run from the start, so a flood into one thread made no progress at all until it stopped.
+  'history.maximumBufferedEventsBatch': 2000,
+  // Signals one run accepts (default 10,000). Under a continuous flood a thread can continue-as-new only once no signal
+  // arrives during its workflow task; the cap brings that moment sooner. Senders retry (client/busy.ts).
+  'history.maximumSignalsPerExecution': 5000,
 };
 
 export async function freePort(): Promise<number> {

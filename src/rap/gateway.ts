@@ -5,15 +5,20 @@
  * queue. Anything forged, mismatched, replayed, malformed or oversized is refused before a thread is touched.
  *
  * Status codes: 200 accepted · 400 malformed JSON or callback · 401 missing, tampered, unknown-key or expired token ·
- * 403 a valid token used for another thread or call · 404 unknown thread · 405 not a POST · 409 a result for a call
- * that already has one (replay), or an event after the subscription's final one · 413 body too large ·
- * 415 not JSON.
+ * 403 a valid token used for another thread or call · 404 unknown thread · 405 not a POST · 409 a second result the
+ * thread has not recorded yet, or a result for a call whose subscription is active · 410 a revoked URL: its call was
+ * answered, its subscription ended or its thread closed (the thread says so: {@link callbackGuard}) · 413 an output
+ * over the delivery limit, or a body over `bodyLimit` (the call is answered with an error result all the same:
+ * `./large-callbacks`) · 415 not JSON.
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { ThreadNotFoundError } from '../client/errors';
+import { PayloadTooLargeError, ThreadNotFoundError } from '../client/errors';
 import type { DeliveryResult } from '../client/deliver';
 import type { DisplaySegment, InputMessage, PendingPrompt, ThreadEvent, ToolResultContent } from '../core/types';
+import { inputLimitViolation } from '../core/validate';
+import { callbackGuard, type CallbackStateCheck } from './callback-guard';
+import { answeredTooLarge, callbackBodyOptions, type CallbackDelivery, DEFAULT_CALLBACK_BODY_LIMIT, deliverCallback } from './large-callbacks';
 import type { CallbackTokens } from './tokens';
 import { checkCallback, type RapCallback, type RapToolResult } from './wire';
 
@@ -27,10 +32,20 @@ export interface RapGatewayOptions {
   publicUrl?: string;
   host?: string;
   port?: number;
-  /** Largest callback body (default 1 MiB; inputs above 256 KiB are refused by delivery anyway). */
+  /**
+   * Largest callback body read (default 64 MiB). Outputs up to the delivery limit (32 MiB when `deliver` stages into a
+   * store, 256 KiB otherwise) reach the thread; larger ones are answered with an error result and 413.
+   */
   bodyLimit?: number;
-  /** How long a callback URL stays valid (default 30 days: subscriptions run long). */
+  /**
+   * The thread's word on a call before its callback is delivered (e.g. `callbackStateOf(temporal)`): revoked URLs get
+   * 410. Without it, only this gateway's memory of delivered results refuses replays (409).
+   */
+  callbackState?: CallbackStateCheck;
+  /** An upper bound on a callback URL's life, for operators who want one (default none: its thread revokes it). */
   tokenTtlMs?: number;
+  /** The clock tokens are minted and checked with (tests move it). */
+  now?: () => number;
 }
 
 export interface RapGateway {
@@ -64,7 +79,11 @@ function toInput(cb: RapCallback): InputMessage | undefined {
       if (cb.subscription) msg.subscription = true;
       // Unknown segment types are skipped (runtimes are lenient); the raw text stays the last fallback.
       const segments = (cb.display_as ?? []).filter((s) => KNOWN_SEGMENTS.has((s as { type?: string }).type ?? '')) as DisplaySegment[];
-      if (segments.length > 0) msg.displayAs = cb.text ? [...segments, { type: 'text', content: cb.text }] : segments;
+      // The raw text is not appended as a fallback segment, and an image already in `content` is not kept twice: each
+      // copy would double what the thread stores and carries. A UI renders the result's own content as the fallback.
+      const images = new Set(msg.content.type === 'tool_result' ? msg.content.content.flatMap((c) => (c.type === 'image' ? [c.data] : [])) : []);
+      const shown = segments.filter((s) => s.type !== 'image' || !images.has(s.content.data));
+      if (shown.length > 0) msg.displayAs = shown;
       return msg;
     }
     case 'subscription_event':
@@ -92,34 +111,22 @@ function toInput(cb: RapCallback): InputMessage | undefined {
   }
 }
 
-const DEFAULT_TTL_MS = 30 * 24 * 3600_000;
-
 /**
  * Callback URLs for a gateway that runs elsewhere (its own process, behind a load balancer): the worker mints them
- * with the same keys the gateway verifies with.
+ * with the same keys the gateway verifies with. No expiry unless `tokenTtlMs` is given.
  */
-export function callbackUrlMinter(tokens: CallbackTokens, gatewayUrl: string, tokenTtlMs = DEFAULT_TTL_MS) {
+export function callbackUrlMinter(tokens: CallbackTokens, gatewayUrl: string, tokenTtlMs?: number, now: () => number = Date.now) {
   const base = gatewayUrl.replace(/\/+$/, '');
-  return { callbackUrl: (threadId: string, callId: string) => `${base}/rap/callback/${tokens.mint({ threadId, callId, expiresAt: Date.now() + tokenTtlMs })}` };
+  const expiry = () => (tokenTtlMs === undefined ? {} : { expiresAt: now() + tokenTtlMs });
+  return { callbackUrl: (threadId: string, callId: string) => `${base}/rap/callback/${tokens.mint({ threadId, callId, ...expiry() })}` };
 }
 
 export async function startRapGateway(options: RapGatewayOptions): Promise<RapGateway> {
   // Tokens carry the thread and call ids: longer than Fastify's default parameter limit.
   const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? 1024 * 1024, routerOptions: { maxParamLength: 4096 } });
-  const ttl = options.tokenTtlMs ?? DEFAULT_TTL_MS;
-  // Calls whose result was delivered, and subscriptions that ended: later callbacks for them are replays. Bounded
-  // by expiry: a token is useless after it, so its entry can go.
-  const spent = new Map<string, number>();
+  const now = options.now ?? Date.now;
+  const guard = callbackGuard(options.callbackState);
   const views = new Map<string, Map<string, unknown>>();
-  const key = (threadId: string, callId: string, what: 'result' | 'events') => `${what}\u0000${threadId}\u0000${callId}`;
-  let pruned = Date.now();
-  /** Drops entries whose tokens expired, at most once a minute (the scan is linear). */
-  const forget = () => {
-    const now = Date.now();
-    if (now - pruned < 60_000) return;
-    pruned = now;
-    for (const [k, expiry] of spent) if (expiry <= now) spent.delete(k);
-  };
   const refuse = (reply: FastifyReply, code: number, error: string) => reply.code(code).send({ error });
 
   app.route({
@@ -128,8 +135,21 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     handler: async (_req, reply) => refuse(reply, 405, 'POST only'),
   });
 
-  app.post<{ Params: { token: string }; Body: unknown }>('/rap/callback/:token', async (req, reply) => {
-    const check = options.tokens.verify(req.params.token);
+  const bodyOptions = callbackBodyOptions({
+    limit: options.bodyLimit ?? DEFAULT_CALLBACK_BODY_LIMIT,
+    verify: (token) => options.tokens.verify(token, now()),
+    resultId: (callId) => `rap-tool-result-${callId}`,
+    answerUnread: async ({ threadId, callId }, answer) => {
+      const cb = { type: 'tool_result', group_id: threadId, id: callId } as const;
+      if (!(await guard.admit(cb, threadId, callId)).ok) return false;
+      const delivered = await options.deliver(answer).then((r) => r.delivered, () => false);
+      if (!delivered) guard.undo(cb, threadId, callId);
+      return delivered;
+    },
+  });
+
+  app.post<{ Params: { token: string }; Body: unknown }>('/rap/callback/:token', bodyOptions, async (req, reply) => {
+    const check = options.tokens.verify(req.params.token, now());
     if (!check.ok) return refuse(reply, 401, `callback token refused: ${check.reason}`);
     const { claims } = check;
     const parsed = checkCallback(req.body);
@@ -139,11 +159,8 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     if (cb.group_id !== claims.threadId || callId !== claims.callId) {
       return refuse(reply, 403, 'this callback URL belongs to another thread or tool call');
     }
-    forget();
-    const resultKey = key(claims.threadId, claims.callId, 'result');
-    const eventsKey = key(claims.threadId, claims.callId, 'events');
-    if (cb.type === 'tool_result' && spent.has(resultKey)) return refuse(reply, 409, 'this tool call already has its result');
-    if (cb.type === 'subscription_event' && spent.has(eventsKey)) return refuse(reply, 409, 'this subscription has ended');
+    const admission = await guard.admit(cb, claims.threadId, claims.callId);
+    if (!admission.ok) return refuse(reply, admission.status, admission.error);
 
     if (cb.type === 'view_update') {
       let byType = views.get(cb.group_id);
@@ -153,18 +170,28 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
       return { ok: true };
     }
     const input = toInput(cb)!;
-    let result: DeliveryResult;
+    // Before anything serializes it: display segments pass through as sent, and a deeply nested or very wide one
+    // would overflow the stack (or burden every slice) downstream.
+    const shape = inputLimitViolation(input);
+    if (shape) {
+      guard.undo(cb, claims.threadId, claims.callId);
+      return refuse(reply, 400, `Bad request: ${shape}`);
+    }
+    let delivery: CallbackDelivery;
     try {
-      result = await options.deliver(input);
+      delivery = await deliverCallback(options.deliver, input);
     } catch (e) {
+      guard.undo(cb, claims.threadId, claims.callId);
       if (e instanceof ThreadNotFoundError) return refuse(reply, 404, `unknown thread ${cb.group_id}`);
+      if (e instanceof PayloadTooLargeError) return refuse(reply, 413, e.message); // nothing to answer for (a prompt)
       throw e;
     }
-    if (cb.type === 'tool_result') spent.set(resultKey, claims.expiresAt);
-    if (cb.type === 'subscription_event' && cb.final) spent.set(eventsKey, claims.expiresAt);
+    const { result } = delivery;
+    // The thread closed between the check and the signal: its URLs are revoked like any closed thread's.
+    if (!result.delivered) return refuse(reply, 410, 'this callback URL was revoked: its thread is closed');
+    if (delivery.tooLarge) return refuse(reply, 413, answeredTooLarge(delivery.tooLarge));
     if (input.synthetic?.type === 'prompt') options.onEvent?.({ threadId: cb.group_id, type: 'prompt', toolCallId: claims.callId, prompt: input.synthetic.prompt });
-    // A closed thread accepts and ignores (RAP §3.6); the tool must not retry.
-    return { ok: true, delivered: result.delivered };
+    return { ok: true, delivered: true };
   });
 
   await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
@@ -174,7 +201,7 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
   return {
     url,
     app,
-    callbackUrl: callbackUrlMinter(options.tokens, url, ttl).callbackUrl,
+    callbackUrl: callbackUrlMinter(options.tokens, url, options.tokenTtlMs, now).callbackUrl,
     views: (threadId) => Object.fromEntries(views.get(threadId) ?? []),
     close: () => app.close(),
   };

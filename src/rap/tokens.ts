@@ -1,8 +1,10 @@
 /**
  * Callback tokens: every invocation's `callback_url` ends in a token bound to one (thread, tool call), signed with
  * HMAC-SHA256. Only the tool that received the invocation knows it; a token for one call cannot deliver to another,
- * a changed byte breaks the signature, and tokens expire. Keys carry ids so they rotate without breaking calls in
- * flight: new tokens use the current key, and every listed key still verifies.
+ * and a changed byte breaks the signature. Tokens carry no expiry unless one is asked for: a subscription's URL must
+ * live as long as the subscription, and what ends a URL is its thread (the gateway asks it; 410 Gone), not a clock.
+ * Keys carry ids so they rotate without breaking calls in flight: new tokens use the current key, and every listed
+ * key still verifies.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
@@ -17,8 +19,8 @@ export interface TokenClaims {
   threadId: string;
   /** Tool call (RAP `id`; for subscription events, `tool_call_id`). */
   callId: string;
-  /** Expiry, epoch ms. */
-  expiresAt: number;
+  /** Expiry, epoch ms; absent: the token never expires (the default: its thread revokes it). */
+  expiresAt?: number;
 }
 
 export type TokenCheck = { ok: true; claims: TokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'unknown_key' | 'expired' };
@@ -41,7 +43,8 @@ export class CallbackTokens {
   /** `<keyId>.<claims>.<signature>`, URL-safe. A random nonce makes two tokens for the same call differ. */
   mint(claims: TokenClaims): string {
     const keyId = this.keys.current;
-    const body = b64(Buffer.from(JSON.stringify({ t: claims.threadId, c: claims.callId, e: claims.expiresAt, n: b64(randomBytes(9)) })));
+    const e = claims.expiresAt === undefined ? {} : { e: claims.expiresAt };
+    const body = b64(Buffer.from(JSON.stringify({ t: claims.threadId, c: claims.callId, ...e, n: b64(randomBytes(9)) })));
     return `${keyId}.${body}.${b64(this.sign(keyId, body))}`;
   }
 
@@ -62,7 +65,9 @@ export class CallbackTokens {
       return { ok: false, reason: 'malformed' };
     }
     const c = raw as { t?: unknown; c?: unknown; e?: unknown };
-    if (typeof c.t !== 'string' || typeof c.c !== 'string' || typeof c.e !== 'number') return { ok: false, reason: 'malformed' };
+    if (typeof c.t !== 'string' || typeof c.c !== 'string' || (c.e !== undefined && typeof c.e !== 'number')) return { ok: false, reason: 'malformed' };
+    // No expiry: its thread revokes it. Tokens minted with one (all those from before expiry became optional) keep it.
+    if (c.e === undefined) return { ok: true, claims: { threadId: c.t, callId: c.c } };
     if (c.e <= now) return { ok: false, reason: 'expired' };
     return { ok: true, claims: { threadId: c.t, callId: c.c, expiresAt: c.e } };
   }

@@ -2,7 +2,9 @@
  * `createRapToolServer`: a RAP tool server in a few lines. It serves the manifest, acknowledges every invocation at
  * once, runs the handler in the background and posts its result, events, OAuth requests and choices to the call's
  * callback URL (retrying 5xx and network failures, never 4xx). It honours `/cancel_tool_call` (the handler's signal
- * aborts) and `/close_thread`, and only ever emits what Infinity's runtime can parse (text/diff/image).
+ * aborts) and `/close_thread`, and only ever emits what Infinity's runtime can parse (text/diff/image). A 410 Gone
+ * from the runtime means the call's URL was revoked (answered, subscription ended, thread closed): the call ends
+ * there, as if cancelled, in case the cancellation notice was lost.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import Ajv, { type ValidateFunction } from 'ajv';
@@ -27,7 +29,7 @@ export interface RapCallContext {
   callId: string | null;
   ancestors: string[];
   userId?: string;
-  /** Aborts on `/cancel_tool_call` for this call or `/close_thread` for its thread. */
+  /** Aborts on `/cancel_tool_call` for this call, `/close_thread` for its thread, or a 410 from its callback URL. */
   signal: AbortSignal;
   /** The call's result; once. */
   result(result: string | RapResult): Promise<void>;
@@ -116,6 +118,7 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
         await res.body?.cancel();
         status = res.status;
         if (res.ok) return;
+        if (status === 410) throw new RapCallbackError('callback URL revoked (HTTP 410): the call was answered, its subscription ended or its thread closed', status);
         if (status < 500) throw new RapCallbackError(`callback refused with HTTP ${status}`, status);
       } catch (e) {
         if (e instanceof RapCallbackError) throw e;
@@ -159,12 +162,21 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
     running.set(id, { threadId: groupId, abort });
     let answered = false;
     let subscribed = false;
+    // Nothing can arrive through a revoked URL again: end the call (its signal aborts, a subscription stops).
+    const send = async (body: RapCallback) => {
+      try {
+        await callback(callbackUrl, body);
+      } catch (e) {
+        if (e instanceof RapCallbackError && e.status === 410) abort.abort(e);
+        throw e;
+      }
+    };
     const result = async (r: string | RapResult, subscription = false) => {
       if (answered) throw new Error(`call ${id} already has its result`);
       const res = typeof r === 'string' ? { text: r } : r;
       checkOutgoing(res);
       answered = true;
-      await callback(callbackUrl, {
+      await send({
         type: 'tool_result',
         ...ids,
         ...(res.text !== undefined && { text: res.text }),
@@ -184,8 +196,9 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
       error: (m) => result(m.startsWith('Error: ') ? m : `Error: ${m}`),
       subscribe: async (text) => {
         await result(text, true);
-        let active = true;
-        subscribed = true; // the call stays cancellable after its handler returns, until the subscription ends
+        // Cancelled (or revoked) while the start result was on its way: a subscription born ended.
+        let active = !abort.signal.aborted;
+        subscribed = active; // the call stays cancellable after its handler returns, until the subscription ends
         abort.signal.addEventListener('abort', () => ((active = false), running.delete(id)), { once: true });
         return {
           get active() {
@@ -197,7 +210,7 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
               active = false;
               running.delete(id);
             }
-            await callback(callbackUrl, {
+            await send({
               type: 'subscription_event',
               group_id: groupId,
               tool_call_id: id,
@@ -208,15 +221,15 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
           },
         };
       },
-      oauth: (authUrl) => callback(callbackUrl, { type: 'oauth', ...ids, auth_url: authUrl }),
+      oauth: (authUrl) => send({ type: 'oauth', ...ids, auth_url: authUrl }),
       choose: async (prompt, list, defaultIndex = 0) => {
         // A choice is identified by its call (RAP §5.2): one open choice per call at a time.
         const chosen = new Promise<number>((resolve) => choices.set(id, resolve));
         const responseUrl = `${base ?? `http://${req.headers.host}`}/user_choice_response`;
-        await callback(callbackUrl, { type: 'user_choice', group_id: groupId, id, call_id: callId, prompt, choices: list, default: defaultIndex, response_url: responseUrl });
+        await send({ type: 'user_choice', group_id: groupId, id, call_id: callId, prompt, choices: list, default: defaultIndex, response_url: responseUrl });
         return chosen;
       },
-      view: (viewType, content) => callback(callbackUrl, { type: 'view_update', group_id: groupId, view_type: viewType, content }),
+      view: (viewType, content) => send({ type: 'view_update', group_id: groupId, view_type: viewType, content }),
     };
     // Acknowledge first; the work happens after the response (RAP §2.2).
     setImmediate(() => {

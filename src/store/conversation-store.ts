@@ -3,7 +3,7 @@
  * Implementations: {@link InMemoryConversationStore} (tests) and {@link SqliteConversationStore} (embedded default).
  */
 import type { SliceResult } from '../core/slice-protocol';
-import type { HistoryItem, StoredItem, ThreadKind } from '../core/types';
+import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
 
 export interface ThreadRecord {
   threadId: string;
@@ -29,6 +29,8 @@ export interface CommitRequest {
   result: SliceResult;
   /** A compaction summary saved in the same transaction (a compaction thread closing with its report). */
   summary?: NewSummary;
+  /** Staged inputs whose content `items` now hold: removed in the same transaction (they are never needed again). */
+  consumedStaged?: string[];
 }
 
 /** A compaction summary of a thread's own items `[0, upTo)` (reference spec §6.3). */
@@ -75,5 +77,14 @@ export interface ConversationStore {
   findToolCall(threadId: string, callId: string, before?: number): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined>;
   /** The most recently saved summary of the thread, optionally only among those with `upTo <= maxUpTo`. */
   latestSummary(threadId: string, maxUpTo?: number): Promise<Summary | undefined>;
+  /**
+   * Keeps the bytes of a large input until the slice that commits it (`core/staged.ts`): Temporal payloads carry
+   * only the returned reference.
+   */
+  stageInput(data: Uint8Array): Promise<StagedRef>;
+  /** The bytes staged under `ref.id`, or undefined when there are none; the caller checks hash and size. */
+  loadStaged(ref: StagedRef): Promise<Uint8Array | undefined>;
+  /** Forgets staged inputs that no thread will commit (their delivery failed). */
+  discardStaged(ids: readonly string[]): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,5 +1,6 @@
 import type { SliceResult } from '../core/slice-protocol';
-import type { HistoryItem, StoredItem } from '../core/types';
+import type { HistoryItem, StagedRef, StoredItem } from '../core/types';
+import { newStagedRef } from './staged-blobs';
 import {
   CommitConflictError,
   type CommitRequest,
@@ -16,6 +17,7 @@ export class InMemoryConversationStore implements ConversationStore {
   private readonly slices = new Map<string, SliceResult>();
   /** Per thread, in saving order; a re-save from the same source replaces in place. */
   private readonly summaries = new Map<string, (Summary & { sourceThreadId: string })[]>();
+  private readonly staged = new Map<string, Uint8Array>();
 
   async ensureThread(record: NewThreadRecord): Promise<ThreadRecord> {
     const existing = this.threads.get(record.threadId);
@@ -56,6 +58,7 @@ export class InMemoryConversationStore implements ConversationStore {
     list.push(...structuredClone(req.items));
     this.items.set(req.threadId, list);
     this.slices.set(key, structuredClone(req.result));
+    for (const id of req.consumedStaged ?? []) this.staged.delete(id);
     if (req.summary) {
       const { threadId, sourceThreadId, summary, upTo } = req.summary;
       const list = this.summaries.get(threadId) ?? [];
@@ -75,6 +78,21 @@ export class InMemoryConversationStore implements ConversationStore {
   async latestSummary(threadId: string, maxUpTo = Number.MAX_SAFE_INTEGER): Promise<Summary | undefined> {
     const found = (this.summaries.get(threadId) ?? []).filter((s) => s.upTo <= maxUpTo).pop();
     return found && { summary: found.summary, upTo: found.upTo };
+  }
+
+  async stageInput(data: Uint8Array): Promise<StagedRef> {
+    const ref = newStagedRef(data);
+    this.staged.set(ref.id, new Uint8Array(data)); // a copy: the caller may reuse its buffer
+    return ref;
+  }
+
+  async loadStaged(ref: StagedRef): Promise<Uint8Array | undefined> {
+    const data = this.staged.get(ref.id);
+    return data && new Uint8Array(data);
+  }
+
+  async discardStaged(ids: readonly string[]): Promise<void> {
+    for (const id of ids) this.staged.delete(id);
   }
 
   async close(): Promise<void> {}

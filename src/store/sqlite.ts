@@ -1,7 +1,10 @@
 import Database from 'better-sqlite3';
 import type { SliceResult } from '../core/slice-protocol';
-import type { HistoryItem, StoredItem, ThreadKind } from '../core/types';
+import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
+import { fileIdentity, StoreFileGuard } from './file-guard';
+import { backupDatabase } from './sqlite-backup';
 import { ItemPrefixCache } from './item-cache';
+import { SqliteStagedInputs, STAGED_INPUTS_MIGRATION } from './sqlite-staged';
 import {
   CommitConflictError,
   type CommitRequest,
@@ -61,6 +64,7 @@ const MIGRATIONS: readonly string[] = [
      SELECT thread_id, position, message_id, slice_id, item FROM items ORDER BY thread_id, position;
    DROP TABLE items;
    ALTER TABLE items_rowid RENAME TO items;`,
+  STAGED_INPUTS_MIGRATION,
 ];
 
 interface ThreadRow {
@@ -104,11 +108,15 @@ export class SqliteConversationStore implements ConversationStore {
   private readonly db: Database.Database;
   private readonly stmts;
   private readonly cache: ItemPrefixCache;
+  private readonly staged: SqliteStagedInputs;
+  /** Writable file stores only: a reader has no commits to lose. */
+  private readonly guard?: StoreFileGuard;
 
   constructor(
     readonly filename: string,
     options: SqliteStoreOptions = {},
   ) {
+    const before = fileIdentity(filename);
     this.db = new Database(filename, { readonly: options.readonly ?? false });
     this.cache = new ItemPrefixCache({ maxBytes: options.itemCacheBytes ?? 32 * 1024 * 1024, minItems: ITEM_CACHE_MIN_ITEMS });
     this.db.pragma('busy_timeout = 5000');
@@ -116,7 +124,9 @@ export class SqliteConversationStore implements ConversationStore {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
       this.migrate();
+      if (!this.db.memory) this.guard = new StoreFileGuard(filename, before);
     }
+    this.staged = new SqliteStagedInputs(this.db);
     this.stmts = {
       getThread: this.db.prepare<[string], ThreadRow>('SELECT * FROM threads WHERE thread_id = ?'),
       insertThread: this.db.prepare(
@@ -162,6 +172,7 @@ export class SqliteConversationStore implements ConversationStore {
     // Read first: every slice calls this, and an INSERT OR IGNORE is a write transaction even when it inserts nothing.
     const existing = this.stmts.getThread.get(record.threadId);
     if (existing) return toRecord(existing);
+    this.guard?.check();
     this.stmts.insertThread.run({
       threadId: record.threadId,
       kind: record.kind,
@@ -180,6 +191,7 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   async markClosed(threadId: string): Promise<void> {
+    this.guard?.check();
     this.stmts.close.run(threadId);
   }
 
@@ -202,6 +214,9 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   async findSlice(threadId: string, sliceId: string): Promise<SliceResult | undefined> {
+    // Every slice starts here, and its answer decides whether the slice counts as committed: never from a lost file,
+    // and a lost file fails the slice before its model call.
+    this.guard?.check();
     const row = this.stmts.findSlice.get(threadId, sliceId);
     return row && (JSON.parse(row.result) as SliceResult);
   }
@@ -216,11 +231,16 @@ export class SqliteConversationStore implements ConversationStore {
       );
       this.stmts.insertSlice.run(req.threadId, req.sliceId, JSON.stringify(req.result), Date.now());
       if (req.summary) this.stmts.saveSummary.run(req.summary);
+      if (req.consumedStaged) this.staged.remove(req.consumedStaged);
       return 'committed';
     }).immediate();
 
   async commit(req: CommitRequest): Promise<'committed' | 'duplicate'> {
-    return this.commitTx(req);
+    this.guard?.check();
+    const outcome = this.commitTx(req);
+    // A file lost during the transaction took the commit with it: never report it.
+    this.guard?.check();
+    return outcome;
   }
 
   async findToolCall(threadId: string, callId: string, before = Number.MAX_SAFE_INTEGER): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
@@ -231,6 +251,27 @@ export class SqliteConversationStore implements ConversationStore {
   async latestSummary(threadId: string, maxUpTo = Number.MAX_SAFE_INTEGER): Promise<Summary | undefined> {
     const row = this.stmts.latestSummary.get(threadId, maxUpTo);
     return row && { summary: row.summary, upTo: row.up_to };
+  }
+
+  /**
+   * Copies the store to a new file while it is in use (SQLite's online backup; see `./sqlite-backup`). Works on a store
+   * whose file was lost too: this connection still reads what it held.
+   */
+  async backup(destination: string): Promise<void> {
+    await backupDatabase(this.db, destination);
+  }
+
+  async stageInput(data: Uint8Array): Promise<StagedRef> {
+    this.guard?.check();
+    return this.staged.stage(data);
+  }
+
+  async loadStaged(ref: StagedRef): Promise<Uint8Array | undefined> {
+    return this.staged.load(ref);
+  }
+
+  async discardStaged(ids: readonly string[]): Promise<void> {
+    this.staged.remove(ids);
   }
 
   async close(): Promise<void> {

@@ -17,7 +17,11 @@ export interface ToolContext {
   userId?: string;
   toolCallId: string;
   toolName: string;
-  /** Delivers a message into a thread's input queue (a Temporal signal). Rejects with `ThreadNotFoundError`. */
+  /**
+   * Delivers a message into a thread's input queue (a Temporal signal; content over 128 KiB is staged in the store and
+   * the signal carries a reference). Rejects with `ThreadNotFoundError`, never for size: a result over the limit
+   * (32 MiB) arrives as an error result that tells the model its size and how it began.
+   */
   send(message: InputMessage): Promise<void>;
 }
 

@@ -5,14 +5,14 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
-import type { PayloadCodec } from '@temporalio/common';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { PayloadCodec, VersioningBehavior } from '@temporalio/common';
+import { NativeConnection, Worker, type WorkerDeploymentOptions, type WorkerOptions } from '@temporalio/worker';
 import { createSliceActivities } from '../activities/slice';
 import type { CompletionPolicy } from '../activities/completion';
 import type { ThreadEvent } from '../core/types';
 import type { ModelProvider } from '../model/provider';
 import type { ConversationStore } from '../store/conversation-store';
-import { deliverInput } from '../client/deliver';
+import { deliverAnswering } from '../client/deliver';
 import type { Tool, ToolLifecycle } from '../tools/tool';
 import { LocalEventHub } from './event-hub';
 import { EventLog } from './event-log';
@@ -48,6 +48,18 @@ export interface AgentWorkerOptions {
    * clients need the same codec in their `Client`'s `dataConverter`.
    */
   payloadCodec?: PayloadCodec;
+  /**
+   * Upper bound of one input a tool sends (`ctx.send`), serialized (default 32 MiB). Inputs over 128 KiB are staged in
+   * `store`; a result over the bound is replaced by an error result the model reads, so its call is still answered.
+   */
+  maxInputBytes?: number;
+  /**
+   * Worker Versioning (Temporal Worker Deployments): this worker serves one build of a deployment, and each thread's
+   * workflow tasks go to the build its versioning behaviour names (docs/upgrading.md). Without it the worker is
+   * unversioned and every workflow change must be replay-safe with `patched()`.
+   * @default undefined (unversioned)
+   */
+  deployment?: WorkerDeployment;
   /** Any other Temporal worker option. */
   workerOptions?: Partial<WorkerOptions>;
   /**
@@ -55,6 +67,22 @@ export interface AgentWorkerOptions {
    * `capacity` bounds the buffered events (default 10,000, across all threads).
    */
   eventsEndpoint?: EventServerOptions & { capacity?: number };
+}
+
+/** One build of a Temporal Worker Deployment (`temporal worker deployment set-current-version` makes it current). */
+export interface WorkerDeployment {
+  /** The deployment's name, shared by all its builds (e.g. the service name). */
+  name: string;
+  /** This build (e.g. a git commit or image tag). */
+  buildId: string;
+  /**
+   * Where a running thread's next workflow task goes once another build is current. `AUTO_UPGRADE`: to the current
+   * build, so a deploy moves waiting threads forward and old builds drain within moments; this is safe because every
+   * workflow change goes behind `patched()` and the replay gate checks it. `PINNED`: to the build that started the
+   * thread, for as long as the thread lives — weeks for a thread waiting on a tool, and that build must keep running.
+   * @default 'AUTO_UPGRADE'
+   */
+  defaultVersioningBehavior?: VersioningBehavior;
 }
 
 export interface AgentWorker {
@@ -71,6 +99,15 @@ export interface AgentWorker {
 export function threadWorkflowsPath(): string {
   const base = join(__dirname, '..', 'workflows', 'index');
   return existsSync(`${base}.ts`) ? `${base}.ts` : `${base}.js`;
+}
+
+/** The SDK's deployment options for {@link AgentWorkerOptions.deployment}. */
+export function deploymentOptions(deployment: WorkerDeployment): WorkerDeploymentOptions {
+  return {
+    useWorkerVersioning: true,
+    version: { deploymentName: deployment.name, buildId: deployment.buildId },
+    defaultVersioningBehavior: deployment.defaultVersioningBehavior ?? 'AUTO_UPGRADE',
+  };
 }
 
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
@@ -94,7 +131,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     model: options.model,
     tools: options.tools ?? [],
     send: async (message) => {
-      await deliverInput(client, message);
+      await deliverAnswering(client, message, { store: options.store, ...(options.maxInputBytes !== undefined && { maxBytes: options.maxInputBytes }) });
     },
     emit: onEvent,
     systemPrompt: options.systemPrompt,
@@ -111,6 +148,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       activities,
       ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: threadWorkflowsPath() }),
       maxCachedWorkflows: options.maxCachedWorkflows ?? 100,
+      ...(options.deployment && { workerDeploymentOptions: deploymentOptions(options.deployment) }),
       ...(dataConverter && { dataConverter }),
       ...options.workerOptions,
     });

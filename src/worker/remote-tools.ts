@@ -6,6 +6,7 @@ import type { DeliveryResult } from '../client/deliver';
 import type { InputMessage, ThreadEvent } from '../core/types';
 import { connectMcpTools, type McpServerConfig } from '../mcp/mcp-tools';
 import type { Tool, ToolLifecycle } from '../tools/tool';
+import type { CallbackStateCheck } from '../rap/callback-guard';
 import { callbackUrlMinter, startRapGateway } from '../rap/gateway';
 import { type CallbackKeys, CallbackTokens, newCallbackKey } from '../rap/tokens';
 import { loadRapToolsets, type RapServerConfig } from '../rap/toolsets';
@@ -14,6 +15,8 @@ export interface RemoteToolsOptions {
   rapServers?: RapServerConfig[];
   mcpServers?: McpServerConfig[];
   deliver(message: InputMessage): Promise<DeliveryResult>;
+  /** The threads' word on their calls (`callbackStateOf(temporal)`): the gateway answers 410 for revoked URLs. */
+  callbackState?: CallbackStateCheck;
   onEvent?(event: ThreadEvent): void;
   /** Callback signing keys; a random key when absent (callback URLs then die with the process). */
   keys?: CallbackKeys;
@@ -56,7 +59,13 @@ export async function startRemoteTools(options: RemoteToolsOptions): Promise<Rem
         gateway = callbackUrlMinter(tokens, options.externalGatewayUrl);
         gatewayUrl = options.externalGatewayUrl;
       } else {
-        const started = await startRapGateway({ tokens, deliver: options.deliver, ...(options.onEvent && { onEvent: options.onEvent }), ...options.gateway });
+        const started = await startRapGateway({
+          tokens,
+          deliver: options.deliver,
+          ...(options.callbackState && { callbackState: options.callbackState }),
+          ...(options.onEvent && { onEvent: options.onEvent }),
+          ...options.gateway,
+        });
         closers.push(started.close);
         gateway = started;
         gatewayUrl = started.url;

@@ -4,6 +4,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { CallbackState } from '../core/callback-state';
 import type { ThreadStatus } from '../core/types';
 
 /** The workflow type name of a thread. */
@@ -13,6 +14,9 @@ export const THREAD_WORKFLOW_TYPE = 'agentThread';
 export const inputSignal = defineSignal<[unknown]>('input');
 
 export const statusQuery = defineQuery<ThreadStatus>('status');
+
+/** What the thread says of one of its tool calls (by id): whether a callback URL for it is still good (RAP gateway). */
+export const callbackStateQuery = defineQuery<CallbackState, [string]>('callbackState');
 
 export interface WaitOptions {
   /** Also wait until no non-passive tool call is pending (default false). */

@@ -3,7 +3,7 @@
  */
 import type { PrepareState } from '../core/prepare';
 import type { SpawnPoint } from '../core/slice-protocol';
-import type { DropReason, InputMessage, PendingCall, PendingPrompt, StoredItem, ThreadKind, TokenUsage } from '../core/types';
+import type { DropReason, InputMessage, PendingCall, PendingPrompt, SetAsideBatch, StoredItem, ThreadKind, TokenUsage } from '../core/types';
 
 /** Tuning of a thread's slices; set by the client that starts threads, inherited by children. */
 export interface ThreadOptions {
@@ -20,6 +20,12 @@ export interface ThreadOptions {
    * write, two per tool round trip; turn it off when threads are never listed by status.
    */
   statusSearchAttribute?: boolean;
+  /**
+   * History events after which a run continues-as-new at the next pause between slices, even with inputs queued
+   * (Temporal's own suggestion comes later; a short run replays fast when a flood evicts it from the worker's cache).
+   * @default 2000
+   */
+  maxRunEvents?: number;
 }
 
 /** How a spawned thread starts: the call it must answer first, and what it receives. */
@@ -55,8 +61,17 @@ export interface SleepTimer {
   text: string;
 }
 
+/**
+ * Version of {@link CarriedState} written by this code. 1 (absent): release 0.1. 2: adds `blocked`, `failed` and
+ * `setAside`. Readers accept every version up to theirs and ignore fields they do not know, so a run continued by
+ * older code during a rolling deploy loses only what that code cannot show (docs/upgrading.md).
+ */
+export const CARRIED_STATE_VERSION = 2;
+
 /** Everything a new run needs from the previous one: small, no conversation text except queued inputs. */
 export interface CarriedState {
+  /** Absent in state written by release 0.1. */
+  version?: number;
   length: number;
   slices: number;
   closed: boolean;
@@ -80,6 +95,12 @@ export interface CarriedState {
   lastText?: string;
   lastError?: string;
   runs: number;
+  /** v2: the last slice failed for good and waits for new input before its items are retried. */
+  blocked?: boolean;
+  /** v2: the last slice failed for good (status `failed`). */
+  failed?: boolean;
+  /** v2: recent batches set aside. */
+  setAside?: SetAsideBatch[];
 }
 
 export interface CompactionState {
@@ -113,6 +134,9 @@ export interface ThreadState {
   lastText?: string;
   lastError?: string;
   runs: number;
+  /** The last slice failed for good and nothing has succeeded since (status `failed`; release 0.2 rules only). */
+  failed: boolean;
+  setAside: SetAsideBatch[];
 }
 
 export function restoreState(args: ThreadWorkflowArgs): ThreadState {
@@ -134,7 +158,7 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     inbox: c?.inbox ?? seed?.inbox ?? [],
     prefix: c?.prefix ?? seed?.prefix ?? [],
     carry: c?.carry ?? [],
-    blocked: false,
+    blocked: c?.blocked ?? false,
     children: new Map(c?.children),
     timers: c?.timers ?? [],
     dropped: c?.dropped ?? {},
@@ -145,6 +169,8 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     lastText: c?.lastText,
     lastError: c?.lastError,
     runs: (c?.runs ?? 0) + 1,
+    failed: c?.failed ?? false,
+    setAside: c?.setAside ?? [],
   };
 }
 
@@ -156,6 +182,7 @@ function lastN(set: Set<string>, n: number): string[] {
 
 export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
   return {
+    version: CARRIED_STATE_VERSION,
     length: s.length,
     slices: s.slices,
     closed: s.prep.closed,
@@ -179,5 +206,8 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     lastText: s.lastText,
     lastError: s.lastError,
     runs: s.runs,
+    blocked: s.blocked,
+    failed: s.failed,
+    setAside: s.setAside,
   };
 }

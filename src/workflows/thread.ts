@@ -17,6 +17,8 @@ import {
   ActivityCancellationType,
   uuid4,
 } from '@temporalio/workflow';
+import { callbackState } from '../core/callback-state';
+import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { sliceIdFor } from '../core/ids';
 import { applyDeferral, prepareBatch, splitInterruptBatch } from '../core/prepare';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
@@ -24,9 +26,12 @@ import { addUsage, type AgentStatus, type DropReason, type StoredItem, type Thre
 import { compactionInput } from '../core/inputs';
 import { handleControlInputs } from './control-inputs';
 import { sliceSummary, titleOf } from './ui-text';
-import { isUserText, validateInputMessage } from '../core/validate';
-import { inputSignal, searchAttributes, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
+import { inputLimitViolation, isUserText, validateInputMessage } from '../core/validate';
+import { callbackStateQuery, inputSignal, searchAttributes, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
 import { carryOut, spawnEventChild, startTimer, userIdOf, type ActionContext } from './runtime-actions';
+import { CARRY_MAX_CHARS, serializedChars, takeBatch } from '../core/batching';
+import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
+import { v02 } from './patches';
 import { carryState, restoreState, type ThreadWorkflowArgs } from './state';
 
 /** The activity interface as the workflow sees it (implemented in `src/activities/slice.ts`). */
@@ -34,7 +39,8 @@ interface SliceActivity {
   runSlice(input: SliceInput): Promise<SliceResult>;
 }
 
-type SliceOutcome = { ok: SliceResult } | { cancelled: true } | { failed: string };
+/** `type`: the activity's failure type (`ApplicationFailure.type`), if it had one. */
+type SliceOutcome = { ok: SliceResult } | { cancelled: true } | { failed: string; type?: string };
 
 export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   const { threadId } = args;
@@ -56,6 +62,11 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   let sliceRunning = false;
   let retrying = false;
   let interruptNext = false;
+  /** User texts (not yet processed) that have arrived in this run. */
+  let userTextsArrived = 0;
+  /** Inputs that have arrived in this run, and their count when the thread last blocked (release 0.2 rules only). */
+  let inputsArrived = 0;
+  let blockedAtInput: number | undefined;
   // The status the search attribute already holds (set at start, or by the previous run): no redundant upsert.
   let shownStatus = workflowInfo().typedSearchAttributes.get(searchAttributes.AgentStatus) as AgentStatus | undefined;
   let shownDetails = '';
@@ -63,8 +74,9 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   const count = (reason: DropReason) => {
     st.dropped[reason] = (st.dropped[reason] ?? 0) + 1;
   };
+  // `failed` is only ever set under release 0.2's rules, so histories of 0.1 replay with the statuses they had.
   const status = (): AgentStatus =>
-    st.prep.closed ? 'closed' : sliceRunning ? 'running' : st.prep.pendingCall ? 'waiting_tool' : 'idle';
+    st.prep.closed ? 'closed' : sliceRunning ? 'running' : st.failed ? 'failed' : st.prep.pendingCall ? 'waiting_tool' : 'idle';
   const idle = () => !sliceRunning && st.inbox.length === 0 && (st.carry.length === 0 || st.blocked);
   const snapshot = (): ThreadStatus => {
     const s: ThreadStatus = {
@@ -87,6 +99,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     if (st.lastUsage) s.lastUsage = st.lastUsage;
     if (st.usage) s.usage = st.usage;
     if (st.lastError) s.lastError = st.lastError;
+    if (st.setAside.length > 0) s.setAside = [...st.setAside];
     return s;
   };
 
@@ -109,6 +122,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       ...st.prompts.map((p) => (p.kind === 'oauth' ? `needs authorization: ${p.authUrl}` : `asks the user: ${p.prompt} [${p.choices.join(' / ')}]`)),
       st.lastText ? `last reply: ${st.lastText}` : '',
       st.lastError ? `last error: ${st.lastError}` : '',
+      ...st.setAside.slice(-1).map((b) => `set aside ${b.messageIds.length} inputs of ${b.sliceId}: ${b.reason}`),
     ]
       .filter(Boolean)
       .join('\n\n');
@@ -120,17 +134,27 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
 
   setHandler(inputSignal, (raw: unknown) => {
     const v = validateInputMessage(raw);
-    if (!v.ok || v.value.threadId !== threadId) {
+    // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
+    if (!v.ok || v.value.threadId !== threadId || (v02() && inputLimitViolation(raw) !== undefined)) {
       count('malformed');
       return;
     }
     st.inbox.push(v.value);
+    inputsArrived += 1;
+    if (isUserText(v.value) && !st.prep.processedInputIds.has(v.value.id)) userTextsArrived += 1;
   });
   setHandler(statusQuery, snapshot);
-  setHandler(waitForIdleUpdate, async (options: WaitOptions) => {
-    await condition(() => idle() && !(options?.settled && st.prep.pendingCall && !st.prep.pendingCall.passive));
-    return snapshot();
-  });
+  // For the RAP gateway's revocation check; a query issues no commands, so it is replay-safe.
+  setHandler(callbackStateQuery, (callId: string) => callbackState(st.prep, callId));
+  // A wait still open when the run continues-as-new is abandoned on purpose: the client asks the next run again.
+  setHandler(
+    waitForIdleUpdate,
+    async (options: WaitOptions) => {
+      await condition(() => idle() && !(options?.settled && st.prep.pendingCall && !st.prep.pendingCall.passive));
+      return snapshot();
+    },
+    { unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON },
+  );
 
   // The last async call a slice dispatched: names the result that answers it in the next slice's summary.
   let lastCall = st.prep.pendingCall;
@@ -169,10 +193,10 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       () => (done = true),
       () => (done = true),
     );
-    // Only texts that arrive while this slice runs interrupt it; older ones wait behind a retried slice.
-    const userTexts = () => st.inbox.filter((m) => isUserText(m) && !st.prep.processedInputIds.has(m.id)).length;
-    const before = userTexts();
-    await condition(() => done || userTexts() > before);
+    // Only texts that arrive while this slice runs interrupt it; older ones wait behind a retried slice. A counter,
+    // not a scan of the inbox: conditions are evaluated after every signal, and a flood makes a scan quadratic.
+    const before = userTextsArrived;
+    await condition(() => done || userTextsArrived > before);
     if (!done) {
       interruptNext = true;
       scope.cancel();
@@ -181,7 +205,10 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       return { ok: await promise };
     } catch (e) {
       if (isCancellation(e)) return { cancelled: true };
-      return { failed: e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e) };
+      const cause = e instanceof Error ? e.cause : undefined;
+      const type = cause instanceof Error && 'type' in cause && typeof cause.type === 'string' ? cause.type : undefined;
+      const failed = e instanceof Error ? (cause instanceof Error ? cause.message : e.message) : String(e);
+      return type ? { failed, type } : { failed };
     }
   };
 
@@ -202,13 +229,18 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     if (r.compact && !st.compaction.running) st.inbox.push(compactionInput(uuid4(), threadId));
     if (r.lastText) st.lastText = r.lastText;
     st.lastError = r.error;
+    st.failed = false;
     if (!r.interrupted) interruptNext = false;
   };
 
   for (const t of st.timers) startTimer(actx, t);
   publish();
   for (;;) {
-    await condition(() => st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked));
+    // 0.2: a blocked thread retries once per input that arrives after it blocked, never in a loop on the queued ones.
+    await condition(() =>
+      blockedAtInput !== undefined ? inputsArrived > blockedAtInput : st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked),
+    );
+    blockedAtInput = undefined;
     let append: StoredItem[];
     let interruptedCalls: string[] = [];
     retrying = st.carry.length > 0;
@@ -217,11 +249,14 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       st.blocked = false;
       append = st.carry;
     } else {
-      let batch = st.inbox.splice(0);
+      // 0.2: a bounded batch, so a flood never builds an activity input Temporal refuses; what waits stays first.
+      const bounded = v02();
+      let batch = bounded ? takeBatch(st.inbox) : st.inbox.splice(0);
       if (interruptNext) {
         const split = splitInterruptBatch(batch);
         batch = split.batch;
-        st.inbox.push(...split.rest);
+        if (bounded) st.inbox.unshift(...split.rest);
+        else st.inbox.push(...split.rest);
         interruptNext = false;
       }
       // Event and compaction children inherit the committed history, without a trailing unanswered call.
@@ -253,13 +288,36 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
         return;
       }
     } else if ('failed' in outcome) {
-      st.blocked = true;
       st.lastError = outcome.failed;
+      if (v02()) {
+        st.failed = true;
+        if (!outcome.type || !BLOCKING_FAILURES.has(outcome.type)) {
+          const aside = setAside(sliceIdFor(threadId, st.slices), append, outcome.failed);
+          st.setAside = [...st.setAside, aside.record].slice(-SET_ASIDE_KEPT);
+          // The next slice gets a new id: nothing of this one was committed, and its id must not answer for another.
+          st.slices += 1;
+          st.carry = aside.replacements;
+        } else {
+          st.blocked = true;
+          blockedAtInput = inputsArrived;
+        }
+      } else {
+        st.blocked = true;
+      }
     }
     publish();
 
-    if (workflowInfo().continueAsNewSuggested && idle()) {
-      await condition(allHandlersFinished);
+    const info = workflowInfo();
+    // 0.1 waited for an idle moment, which a flooded thread never has, and Temporal terminated it at its history limit.
+    // 0.2 continues between any two slices once the run is long, if what it carries stays small.
+    const rules02 = v02();
+    const due = rules02
+      ? (info.continueAsNewSuggested || info.historyLength >= (opts.maxRunEvents ?? 2000)) &&
+        serializedChars([st.inbox, st.prep.deferred, st.carry, st.prefix]) <= CARRY_MAX_CHARS
+      : info.continueAsNewSuggested && idle();
+    if (due) {
+      // 0.1 waited for open waits to finish, which under load they never do; 0.2 abandons them (see the handler).
+      if (!rules02) await condition(allHandlersFinished);
       await continueAsNew<typeof agentThread>({ ...args, seed: undefined, carried: carryState(st, opts.dedupWindow ?? 4096) });
     }
   }

@@ -132,7 +132,8 @@ describe('gateway', () => {
     await post(g.callbackUrl('th', 'b'), { type: 'tool_result', group_id: 'th', id: 'b', text: 'plain', content: [], display_as: [{ type: 'chart', content: {} }, { type: 'text', content: 's' }] });
     expect(delivered[0]!.content).toEqual({ type: 'tool_result', toolCallId: 'a', content: [{ type: 'text', text: 'see image' }, img] });
     expect(delivered[1]!.content).toEqual({ type: 'tool_result', toolCallId: 'b', content: [{ type: 'text', text: 'plain' }] });
-    expect(delivered[1]!.displayAs).toEqual([{ type: 'text', content: 's' }, { type: 'text', content: 'plain' }]);
+    // No copy of the raw text as a last segment: the result's own content is every UI's fallback.
+    expect(delivered[1]!.displayAs).toEqual([{ type: 'text', content: 's' }]);
     expect(delivered.map((m) => m.id)).toEqual(['rap-tool-result-a', 'rap-tool-result-b']);
   });
 

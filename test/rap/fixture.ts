@@ -6,6 +6,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { firstText } from '../../src/model/projection';
 import { ScriptedModel } from '../../src/model/scripted';
+import { callbackStateOf } from '../../src/client/callback-check';
+import type { CallbackStateCheck } from '../../src/rap/callback-guard';
 import { startRapGateway, type RapGateway } from '../../src/rap/gateway';
 import { CallbackTokens, newCallbackKey } from '../../src/rap/tokens';
 import { createRapToolServer, type RapToolHandler, type RapToolServer } from '../../src/rap/tool-server';
@@ -71,15 +73,18 @@ export interface RapSystem {
 export async function startRapSystem(handlers: RapToolHandler[], extraServers: RapServerConfig[] = []): Promise<RapSystem> {
   const tokens = new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } });
   // The gateway starts first (tools need its URLs); the system it delivers to comes after.
-  const ref: { sys?: TestSystem } = {};
+  const ref: { sys?: TestSystem; check?: CallbackStateCheck } = {};
   const gateway = await startRapGateway({
     tokens,
     deliver: (m) => ref.sys!.client.deliver(m),
+    // As in production: the thread says whether a callback URL is revoked (410).
+    callbackState: async (threadId, callId) => ref.check?.(threadId, callId),
     onEvent: (e) => ref.sys?.events.emit(e),
   });
   const toolServer = await createRapToolServer({ name: 'test-tools', tools: handlers });
   const toolsets = await loadRapToolsets({ servers: [{ url: toolServer.url }, ...extraServers], gateway, backoffMs: 20 });
   const sys = (ref.sys = await startTestSystem({ model: obedientModel(), tools: toolsets.tools, toolLifecycle: [toolsets] }));
+  ref.check = callbackStateOf(sys.client.temporal);
   return {
     sys,
     gateway,

@@ -1,4 +1,5 @@
 /** The same contract for both stores, against a real SQLite file for the SQLite one. */
+import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,6 +81,24 @@ describe.each(stores)('%s store', (_name, make) => {
     expect(await s.getThread('nope')).toBeUndefined();
     await s.close();
   });
+
+  it('stages inputs until a commit consumes them; a failed commit consumes none', async () => {
+    const s = make();
+    await s.ensureThread({ threadId: 't', kind: 'root' });
+    const data = Buffer.from('ünïcødé 🚀 '.repeat(50_000));
+    const a = await s.stageInput(data);
+    const b = await s.stageInput(data);
+    expect(a).toEqual({ id: expect.any(String), sha256: createHash('sha256').update(data).digest('hex'), bytes: data.byteLength });
+    expect(b.id).not.toBe(a.id); // equal content, separate lives
+    expect(Buffer.from((await s.loadStaged(a))!).equals(data)).toBe(true);
+    await expect(s.commit({ threadId: 't', sliceId: 's0', expectedLength: 5, items: [], result: result('s0', 5), consumedStaged: [a.id] })).rejects.toBeInstanceOf(CommitConflictError);
+    expect(await s.loadStaged(a)).toBeDefined();
+    await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [user('u', 'x')], result: result('s1', 1), consumedStaged: [a.id] });
+    expect(await s.loadStaged(a)).toBeUndefined();
+    await s.discardStaged([b.id]);
+    expect(await s.loadStaged(b)).toBeUndefined();
+    await s.close();
+  });
 });
 
 it('sqlite: survives reopening and is readable from a second connection', async () => {
@@ -125,8 +144,9 @@ it('sqlite: upgrades a store written by an older schema without losing items', a
   expect((await s.load('t', 2)).map((x) => x.item)).toEqual([{ kind: 'user', text: 'after' }]);
   await s.close();
   const check = new Database(file, { readonly: true });
-  expect(check.pragma('user_version', { simple: true })).toBe(3);
+  expect(check.pragma('user_version', { simple: true })).toBe(4);
   expect(check.prepare("SELECT sql FROM sqlite_master WHERE name = 'items'").pluck().get()).not.toMatch(/WITHOUT ROWID/);
+  expect(check.prepare("SELECT name FROM sqlite_master WHERE name = 'staged_inputs'").pluck().get()).toBe('staged_inputs'); // migration 4
   check.close();
 });
 

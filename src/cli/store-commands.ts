@@ -1,0 +1,26 @@
+/** `backup`: a consistent copy of the conversation store, taken while workers go on writing to it. */
+import { existsSync } from 'node:fs';
+import type { Command } from 'commander';
+import { SqliteConversationStore } from '../store/sqlite';
+import { CliError, storePathOf, type TargetFlags } from './target';
+
+export function registerStoreCommands(program: Command, out: (line: string) => void): void {
+  program
+    .command('backup')
+    .description('copy the conversation store to a new file, safely while workers run (SQLite online backup)')
+    .argument('<dest>', 'the new file (must not exist)')
+    .action(async (dest: string, _opts: unknown, cmd: Command) => {
+      const file = storePathOf(cmd.optsWithGlobals<TargetFlags>());
+      if (!file) throw new CliError('backup copies the conversation store: pass --store <sqlite file> (or set INFINITY_STORE, or run next to `dev`)');
+      if (!existsSync(file)) throw new CliError(`no conversation store at ${file}`);
+      if (existsSync(dest)) throw new CliError(`${dest} exists; a backup goes to a new file`);
+      // Read-only: a backup must not migrate or otherwise write the store it copies.
+      const store = new SqliteConversationStore(file, { readonly: true });
+      try {
+        await store.backup(dest);
+      } finally {
+        await store.close();
+      }
+      out(`backed up ${file} to ${dest}`);
+    });
+}

@@ -1,0 +1,43 @@
+/**
+ * Waiting until a thread is idle, with a deadline that holds. The wait is a Temporal update, and an update can end
+ * without an answer for reasons that say nothing about the thread: the run continued-as-new (it abandons open waits,
+ * and the next run answers), or the server ended a long poll. Those are asked again until the deadline; at the
+ * deadline the call in flight is cancelled, not left running.
+ */
+import { type Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import type { ThreadStatus } from '../core/types';
+import { waitForIdleUpdate } from '../workflows/definitions';
+import { ThreadTimeoutError } from './errors';
+
+export interface WaitArgs {
+  threadId: string;
+  settled: boolean;
+  timeoutMs: number;
+  /** The thread's state once its workflow has ended (a closed thread is idle for good and takes no updates). */
+  finalStatus(): Promise<ThreadStatus>;
+}
+
+export async function waitForIdle(temporal: Client, args: WaitArgs): Promise<ThreadStatus> {
+  const handle = temporal.workflow.getHandle(args.threadId);
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), args.timeoutMs);
+  const timeout = () => new ThreadTimeoutError(args.threadId, args.settled ? 'settling' : 'idling', args.timeoutMs);
+  try {
+    for (;;) {
+      try {
+        return await temporal.connection.withAbortSignal(abort.signal, async () => {
+          const { status } = await handle.describe();
+          if (status.name !== 'RUNNING') return await args.finalStatus();
+          return await handle.executeUpdate(waitForIdleUpdate, { args: [{ settled: args.settled }] });
+        });
+      } catch (e) {
+        if (abort.signal.aborted) throw timeout();
+        if (!(e instanceof WorkflowUpdateFailedError || e instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw e;
+        // Not a busy loop if the failure repeats.
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Large callbacks at the RAP gateway. A tool's output of any size up to the delivery limit (32 MiB by default) reaches
+ * its thread, staged by the delivering client. Past that limit the call still gets an answer: an error result the model
+ * reads (the size, the limit, how the output began), and the tool hears 413. Answering matters because the original
+ * runtime's tool servers ignore HTTP status: a bare refusal would leave the call pending for good.
+ *
+ * Bodies are read only once their token verifies, so a forged URL never makes the gateway buffer a large body.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { DeliveryResult } from '../client/deliver';
+import { PayloadTooLargeError } from '../client/errors';
+import { resultInput } from '../core/inputs';
+import { oversizeInput } from '../core/staged';
+import type { InputMessage } from '../core/types';
+import type { TokenCheck, TokenClaims } from './tokens';
+
+/**
+ * Default largest callback body: twice the default input limit, so that an output somewhat over the limit is still read
+ * and the model is shown its beginning; a body past this is not read at all.
+ */
+export const DEFAULT_CALLBACK_BODY_LIMIT = 64 * 1024 * 1024;
+
+export type CallbackDelivery = { result: DeliveryResult; tooLarge?: PayloadTooLargeError };
+
+/** Delivers a callback's input; one over the limit is replaced by an error result for the same call. */
+export async function deliverCallback(deliver: (m: InputMessage) => Promise<DeliveryResult>, input: InputMessage): Promise<CallbackDelivery> {
+  try {
+    return { result: await deliver(input) };
+  } catch (e) {
+    const answer = e instanceof PayloadTooLargeError ? oversizeInput(input, e.bytes, e.limit) : undefined;
+    if (!answer) throw e;
+    return { result: await deliver(answer), tooLarge: e as PayloadTooLargeError };
+  }
+}
+
+export const answeredTooLarge = (e: PayloadTooLargeError) => `${e.message}; the call was answered with an error result that says so`;
+
+export interface CallbackBodyOptions {
+  limit: number;
+  verify(token: string): TokenCheck;
+  /** Answers the token's call for a body over the limit, which was never read; resolves whether it did. */
+  answerUnread(claims: TokenClaims, answer: InputMessage): Promise<boolean>;
+  /** The dedup id of the call's result (as the gateway names it). */
+  resultId(callId: string): string;
+}
+
+type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
+
+/** Route options of the callback route: its body limit, the token check before the body, and 413 answers. */
+export function callbackBodyOptions(o: CallbackBodyOptions) {
+  return {
+    bodyLimit: o.limit,
+    onRequest: async (req: TokenRequest, reply: FastifyReply) => {
+      const check = o.verify(req.params.token);
+      if (!check.ok) return reply.code(401).send({ error: `callback token refused: ${check.reason}` });
+    },
+    errorHandler: async (error: FastifyError, req: TokenRequest, reply: FastifyReply) => {
+      const check = o.verify(req.params.token);
+      if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE' || !check.ok) {
+        return reply.code(error.statusCode ?? 500).send({ error: error.message });
+      }
+      const length = Number(req.headers['content-length']);
+      const size = Number.isSafeInteger(length) && length > o.limit ? `${length} bytes` : `more than ${o.limit} bytes`;
+      const { threadId, callId } = check.claims;
+      const text = `Error: the tool's output was not delivered: its callback of ${size} is over the gateway's limit of ${o.limit} bytes, so it was not read.`;
+      const answer = resultInput(threadId, callId, text, o.resultId(callId));
+      const answered = await o.answerUnread(check.claims, answer).catch(() => false);
+      const tail = answered ? '; the call was answered with an error result that says so' : '';
+      return reply.code(413).send({ error: `callback body over ${o.limit} bytes was not read${tail}` });
+    },
+  };
+}

@@ -1,0 +1,21 @@
+/**
+ * Versioning of the thread workflow. Threads wait for weeks on tools, so every deploy runs under threads recorded with
+ * older code: a change to the commands the workflow issues goes behind `patched(id)` with the id of the release that
+ * made it, and the recorded histories of every release (`test/fixtures/histories/<release>/`) must still replay.
+ * One id per release: one marker per run, one switch to retire with `deprecatePatch` once no thread of the release
+ * before is left (docs/upgrading.md).
+ */
+import { patched } from '@temporalio/workflow';
+
+/**
+ * Release 0.2: runs continue-as-new under load (bounded batches and carried state, not only when idle); input limits in
+ * the signal handler; a slice that fails for good sets its batch aside and the thread shows `failed`.
+ */
+export const V02 = 'infinity-v0.2';
+
+/**
+ * Whether this run follows release 0.2's rules. False while replaying history written by 0.1 code; true from the
+ * first live workflow task on (the SDK records the marker then), so a parked 0.1 thread takes the new rules when it
+ * wakes.
+ */
+export const v02 = (): boolean => patched(V02);
