@@ -111,9 +111,15 @@ describe('infinity-temporal CLI', () => {
     const threadId = `deliver-${randomUUID().slice(0, 8)}`;
     await cli('start', 'Is build 7 green?', '--thread-id', threadId);
     await cli('tail', threadId, '--until-idle');
+    // Acknowledged by default: the thread's answer, not "signalled", decides the exit code.
     const stale = await cli('deliver', threadId, '--call', 'no-such-call', '--text', 'late');
-    expect(stale).toMatchObject({ code: 0 });
-    await eventually(async () => (JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus).dropped.wrong_call === 1 || undefined);
+    expect(stale.code).toBe(2);
+    expect(stale.stderr).toContain(`thread ${threadId} dropped the input: wrong_call`);
+    expect((JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus).dropped.wrong_call).toBe(1);
+    // Unacknowledged, the same input is only signalled: exit 0, and the thread drops it all the same.
+    const signalled = await cli('deliver', threadId, '--call', 'no-such-call', '--text', 'later', '--no-ack');
+    expect(signalled).toMatchObject({ code: 0, stdout: expect.stringMatching(/^delivered /) });
+    await eventually(async () => (JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus).dropped.wrong_call === 2 || undefined);
 
     expect((await cli('compact', threadId)).code).toBe(0);
     const compacted = await eventually(async () => {

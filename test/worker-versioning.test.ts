@@ -3,7 +3,8 @@
  * side by side. Threads park on A while their tool runs, B becomes the current build (with the real `temporal` CLI,
  * as an operator does), then the results arrive. With AUTO_UPGRADE the threads finish on B, with PINNED on A: the
  * history names the build that completed each workflow task, and each build's model signs its answer, so the slice
- * ran there too. Every thread's committed history is exact.
+ * ran there too. Every thread's committed history is exact. The CLI's `worker` takes its build from flags or the
+ * environment.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -19,6 +20,7 @@ import { SqliteConversationStore } from '../src/store/sqlite';
 import { toolResult } from '../src/tools/messages';
 import type { ToolContext } from '../src/tools/tool';
 import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
+import { cliRunner, waitForLine } from './cli-process';
 import { eventually, recordingTool, render, uid } from './helpers';
 
 const run = promisify(execFile);
@@ -123,6 +125,32 @@ describe.each<{ behavior: VersioningBehavior; finishesOn: 'A' | 'B' }>([
       const { versioningInfo } = (await t.workflow.describe()).raw.workflowExecutionInfo ?? {};
       expect(versioningInfo?.deploymentVersion).toMatchObject({ deploymentName, buildId: finishesOn });
       expect(decodeVersioningBehavior(versioningInfo?.behavior)).toBe(behavior);
+    }
+  });
+});
+
+describe('the CLI worker', () => {
+  it('serves its build of a deployment, named by flags or the environment', async () => {
+    const deploymentName = uid('cli-agents');
+    const taskQueue = uid('cli-versioning');
+    const storePath = join(inject('scratchDir'), `${taskQueue}.sqlite`);
+    const runner = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', storePath], {});
+    const usage = await runner.run('worker', '--build-id', 'C');
+    expect(usage).toMatchObject({ code: 2, stderr: expect.stringContaining('needs both --deployment-name and --build-id') });
+
+    const worker = runner.start(['worker', '--model', 'simulated', '--no-events', '--build-id', 'C'], { INFINITY_DEPLOYMENT_NAME: deploymentName });
+    try {
+      expect(await waitForLine(worker, /^(deployment .*)$/)).toBe(`deployment ${deploymentName} · build C · AUTO_UPGRADE`);
+      await setCurrentVersion(deploymentName, 'C');
+      const temporal = new Client({ connection });
+      const thread = await new AgentClient({ client: temporal, taskQueue }).startThread({ threadId: uid('cli-thread') });
+      expect(await thread.waitForIdle()).toMatchObject({ status: 'idle' });
+      const tasks = await buildsByTask(temporal, thread.threadId);
+      expect(tasks.length).toBeGreaterThan(0);
+      expect(tasks.map((t) => t.buildId)).toEqual(tasks.map(() => 'C'));
+    } finally {
+      worker.kill('SIGTERM');
+      await new Promise((r) => worker.once('close', r));
     }
   });
 });

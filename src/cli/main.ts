@@ -3,10 +3,11 @@
  * a Temporal server (found through flags, environment, or a running `dev`).
  */
 import { Command, CommanderError } from 'commander';
-import { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadNotFoundError } from '../client/errors';
+import { InvalidInputError, PayloadTooLargeError, ThreadBusyError, ThreadClosedError, ThreadNotFoundError } from '../client/errors';
 import { ModelConfigError } from '../model/registry';
 import { colour } from './format';
 import { registerServeCommands } from './serve-commands';
+import { registerReplayCommand } from './replay-command';
 import { registerStoreCommands } from './store-commands';
 import { registerTail } from './tail';
 import { CliError } from './target';
@@ -31,11 +32,12 @@ export function buildProgram(out: (line: string) => void = (l) => process.stdout
   registerServeCommands(program, out);
   registerThreadCommands(program, out);
   registerStoreCommands(program, out);
+  registerReplayCommand(program, out);
   registerTail(program, (s) => process.stdout.write(s), out);
   return program;
 }
 
-const KNOWN_ERRORS = [CliError, ThreadNotFoundError, ThreadClosedError, InvalidInputError, PayloadTooLargeError, ModelConfigError];
+const KNOWN_ERRORS = [CliError, ThreadNotFoundError, ThreadClosedError, ThreadBusyError, InvalidInputError, PayloadTooLargeError, ModelConfigError];
 
 export async function main(argv: string[] = process.argv): Promise<number> {
   const program = buildProgram().exitOverride();

@@ -98,6 +98,7 @@ export function registerThreadCommands(program: Command, out: Out): void {
     .option('--subscription', 'the result starts a subscription')
     .option('--id <id>', 'message id (dedup)')
     .option('--message <file>', 'a whole InputMessage as JSON (`-` reads stdin); other options are ignored')
+    .option('--no-ack', 'signal and return at once, without waiting for the thread to take the input')
     .action(async (threadId: string, opts: Record<string, string | boolean | undefined>, cmd: Command) => {
       let message: InputMessage;
       if (typeof opts.message === 'string') {
@@ -111,9 +112,13 @@ export function registerThreadCommands(program: Command, out: Out): void {
           : toolResult(call, text, { subscription: opts.subscription === true, ...(typeof opts.id === 'string' && { id: opts.id }) });
       }
       await withClient(cmd, async (client) => {
-        const r = await client.deliver(message);
-        if (!r.delivered) throw new CliError(`thread ${threadId} is closed; the input was not delivered`);
-        out(`delivered ${message.id}`);
+        const r = await client.deliver(message, { acknowledge: opts.ack !== false });
+        if (!r.delivered) {
+          throw new CliError(
+            r.reason === 'closed' ? `thread ${threadId} is closed; the input was not delivered` : `thread ${threadId} dropped the input: ${r.reason}`,
+          );
+        }
+        out(r.acknowledged ? `accepted ${message.id}${r.deferred ? ' (held back until the pending call is answered)' : ''}` : `delivered ${message.id}`);
       }, { stage: true });
     });
 

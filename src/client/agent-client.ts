@@ -16,6 +16,8 @@ import { discardPrepared, type InputLimits } from './staging';
 import { InvalidInputError, ThreadClosedError, ThreadNotFoundError } from './errors';
 import { AsyncQueue } from './async-queue';
 import { waitForIdle } from './wait-for-idle';
+import { deliverAcknowledged } from './ack-delivery';
+import { typedUnavailable } from './unavailable';
 import { sendWhileBusy } from './busy';
 import { type LiveEvent, mergedThreadEvents } from './live-events';
 import { statusOrFailed } from './stuck';
@@ -64,6 +66,14 @@ export interface WaitForIdleOptions {
   timeoutMs?: number;
 }
 
+export interface DeliverOptions {
+  /**
+   * Wait for the thread to take the input and report `accepted` or `dropped` with the reason.
+   * @default false
+   */
+  acknowledge?: boolean;
+}
+
 export class AgentClient {
   readonly temporal: Client;
   readonly taskQueue: string;
@@ -105,7 +115,7 @@ export class AgentClient {
     if (shape) throw new InvalidInputError(shape);
     const start = this.startOptions(threadId);
     if (options.metadata) start.args = [{ ...start.args[0], metadata: options.metadata }];
-    await this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' });
+    await typedUnavailable(() => this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' }));
     return this.thread(threadId);
   }
 
@@ -123,8 +133,15 @@ export class AgentClient {
   }
 
   /** Delivers any input (tool result, event, ...) to the thread it names. Never creates a thread. */
-  deliver(message: InputMessage): Promise<DeliveryResult> {
-    return deliverInput(this.temporal, message, this.limits);
+  /**
+   * Delivers any input (tool result, event, ...) to the thread it names. Never creates a thread. By signal by default;
+   * with `acknowledge` the result says whether the thread took the input or dropped it and why (an update: it waits
+   * for a worker to take the input into a batch, and costs one more history event).
+   */
+  deliver(message: InputMessage, options: DeliverOptions = {}): Promise<DeliveryResult> {
+    return typedUnavailable(() =>
+      options.acknowledge ? deliverAcknowledged(this.temporal, message, this.limits) : deliverInput(this.temporal, message, this.limits),
+    );
   }
 
   private get limits(): InputLimits {
@@ -136,12 +153,12 @@ export class AgentClient {
     const prepared = await prepareInput(userText(threadId, text, id), this.limits);
     try {
       await sendWhileBusy(threadId, () =>
-        this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
+        typedUnavailable(() => this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
           ...this.startOptions(threadId),
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           signal: inputSignal,
           signalArgs: [prepared.message],
-        }),
+        })),
       );
     } catch (e) {
       await discardPrepared(prepared, this.options.store);
@@ -170,8 +187,8 @@ export class ThreadHandle {
   }
 
   /** Delivers an input to this thread; its `threadId` must name this thread. */
-  deliver(message: InputMessage): Promise<DeliveryResult> {
-    return this.agents.deliver({ ...message, threadId: this.threadId });
+  deliver(message: InputMessage, options?: DeliverOptions): Promise<DeliveryResult> {
+    return this.agents.deliver({ ...message, threadId: this.threadId }, options);
   }
 
   /**
@@ -180,7 +197,7 @@ export class ThreadHandle {
    */
   async status(): Promise<ThreadStatus> {
     try {
-      return await statusOrFailed(this.agents.temporal, this.threadId, () => this.workflow.query(statusQuery), this.options.store);
+      return await typedUnavailable(() => statusOrFailed(this.agents.temporal, this.threadId, () => this.workflow.query(statusQuery), this.options.store));
     } catch (e) {
       if (e instanceof WorkflowNotFoundError) throw new ThreadNotFoundError(this.threadId);
       throw e;

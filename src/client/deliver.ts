@@ -2,7 +2,7 @@
  * Delivery of one input into a thread's queue: the single path used by clients and by tools (`ctx.send`).
  */
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import type { InputMessage } from '../core/types';
+import type { DropReason, InputMessage } from '../core/types';
 import { inputLimitViolation, validateInputMessage } from '../core/validate';
 import { sendWhileBusy } from './busy';
 import { inputSignal } from '../workflows/definitions';
@@ -16,7 +16,14 @@ import { DEFAULT_MAX_STAGED_INPUT_BYTES, discardPrepared, type InputLimits, type
  */
 export const DEFAULT_MAX_INPUT_BYTES = 256 * 1024;
 
-export type DeliveryResult = { delivered: true } | { delivered: false; reason: 'closed' };
+/**
+ * What became of a delivery. By signal (the default) `delivered: true` means the thread has the input queued; with
+ * acknowledgement (`acknowledged: true`) it means the thread took it (`deferred`: held back behind the pending call), and
+ * `delivered: false` carries the prepare rules' reason (`wrong_call`, `duplicate`, `unknown_subscription`, ...).
+ */
+export type DeliveryResult =
+  | { delivered: true; acknowledged?: boolean; deferred?: boolean }
+  | { delivered: false; reason: 'closed' | DropReason };
 
 /** Validates a message and returns it, or throws {@link InvalidInputError} / {@link PayloadTooLargeError}. */
 export function checkInput(message: unknown, maxBytes = DEFAULT_MAX_INPUT_BYTES): InputMessage {

@@ -61,3 +61,12 @@ export class ThreadBusyError extends Error {
     super(`thread '${threadId}' refused the input for ${waitedMs} ms (its run reached Temporal's signal limit); try again`);
   }
 }
+
+/** The Temporal server could not be reached (or did not answer in time). Nothing was changed; try again. */
+export class TemporalUnavailableError extends Error {
+  override readonly name = 'TemporalUnavailableError';
+  readonly retryable = true;
+  constructor(cause: unknown) {
+    super(`the Temporal server is unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}

@@ -2,7 +2,7 @@
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import type { AgentStatus, ThreadKind } from '../core/types';
 import { searchAttributes, THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
-import { FAILED_STATUS, stuckWorkflows } from './stuck';
+import { stuckWorkflows } from './stuck';
 
 export interface ThreadFilter {
   status?: AgentStatus;
@@ -49,7 +49,7 @@ export async function* listThreads(temporal: Client, taskQueue: string, filter: 
   if (filter.kind) clauses.push(`ThreadKind = ${quote(filter.kind)}`);
   if (filter.parentThreadId) clauses.push(`ParentThreadId = ${quote(filter.parentThreadId)}`);
   if (filter.stuck) {
-    for await (const { wf, problems } of stuckWorkflows(temporal, clauses)) yield { ...summaryOf(wf), status: FAILED_STATUS, problems };
+    for await (const { wf, problems } of stuckWorkflows(temporal, clauses)) yield { ...summaryOf(wf), status: 'failed', problems };
     return;
   }
   for await (const wf of temporal.workflow.list({ query: clauses.join(' AND ') })) yield summaryOf(wf);

@@ -6,16 +6,9 @@
 import type { Client, WorkflowExecutionDescription, WorkflowExecutionInfo } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import type { AgentStatus, ThreadKind, ThreadStatus } from '../core/types';
+import type { ThreadKind, ThreadStatus } from '../core/types';
 import type { ConversationStore } from '../store/conversation-store';
 import { searchAttributes } from '../workflows/definitions';
-
-/**
- * The status of a thread whose workflow task is failing. It is not a value of the `AgentStatus` search attribute
- * (the workflow cannot write while its task fails); only `status()` and stuck listings report it.
- */
-// The cast goes once `AgentStatus` in src/core/types.ts includes 'failed' (owned by the lead).
-export const FAILED_STATUS = 'failed' as AgentStatus;
 
 /**
  * Temporal (1.30+) sets this system search attribute on a running workflow after
@@ -94,7 +87,7 @@ export async function failedThreadStatus(client: Client, threadId: string, store
   return {
     threadId,
     kind: (sa.get(searchAttributes.ThreadKind) as ThreadKind | undefined) ?? 'root',
-    status: FAILED_STATUS,
+    status: 'failed',
     ...(parent && { parentThreadId: parent }),
     pendingCall: null,
     historyLength: store ? await store.length(threadId) : 0,
@@ -111,29 +104,44 @@ export async function failedThreadStatus(client: Client, threadId: string, store
   };
 }
 
+/** Resolves undefined after `ms`; `cancel` lets the process exit sooner. */
+function pause(ms: number): { done: Promise<undefined>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const done = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  return { done, cancel: () => clearTimeout(timer) };
+}
+
 /**
- * The status query's answer, or `failed` when the thread's workflow task is failing. The server rejects a query only
- * from the failing task's third attempt on and holds it up to its query timeout (30 s) before that, so the thread's
- * description, read alongside, decides; a healthy thread costs that one extra call.
+ * The status query's answer, or `failed` when the thread's workflow task is failing. The description decides (a
+ * worker of another build can answer a query from the history while the task keeps failing on this one), read along
+ * with the query: one extra call for a healthy thread. The server rejects a query only from a failing task's third
+ * attempt on and holds it up to its query timeout (30 s) before that, so while the query is held the description is
+ * read again every `recheckMs`.
  */
-export async function statusOrFailed(client: Client, threadId: string, query: () => Promise<ThreadStatus>, store?: ConversationStore): Promise<ThreadStatus> {
+export async function statusOrFailed(
+  client: Client,
+  threadId: string,
+  query: () => Promise<ThreadStatus>,
+  store?: ConversationStore,
+  recheckMs = 1000,
+): Promise<ThreadStatus> {
   const queried = query().then(
     (status) => ({ status }),
     (error: unknown) => ({ error }),
   );
-  const failing = failedThreadStatus(client, threadId, store).catch(() => undefined);
-  const first = await Promise.race([queried, failing.then((failed) => ({ failed }))]);
-  if ('failed' in first && first.failed) return first.failed;
-  // Even when the query answers first the description decides: a worker of another build can answer a query from
-  // the history while the thread's task keeps failing on this one.
-  const failed = await failing;
-  if (failed) return failed;
-  const answer = await queried;
-  if ('status' in answer) return answer.status;
-  // The query failed while the first failing attempt ran (before the description could tell): look again.
-  const later = await failedThreadStatus(client, threadId, store).catch(() => undefined);
-  if (later) return later;
-  throw answer.error;
+  for (;;) {
+    const failed = await failedThreadStatus(client, threadId, store).catch(() => undefined);
+    if (failed) return failed;
+    const held = pause(recheckMs);
+    const answer = await Promise.race([queried, held.done]);
+    held.cancel();
+    if (!answer) continue;
+    if ('status' in answer) return answer.status;
+    // The query failed while the first failing attempt ran: the description can tell by now.
+    const later = await failedThreadStatus(client, threadId, store).catch(() => undefined);
+    if (later) return later;
+    throw answer.error;
+  }
 }
 
 /** Whether a list query failed because the server has no `TemporalReportedProblems` (before Temporal 1.30). */

@@ -22,14 +22,18 @@ export async function waitForIdle(temporal: Client, args: WaitArgs): Promise<Thr
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), args.timeoutMs);
   const timeout = () => new ThreadTimeoutError(args.threadId, args.settled ? 'settling' : 'idling', args.timeoutMs);
+  const aborted = new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(timeout()), { once: true }));
+  aborted.catch(() => undefined);
   try {
     for (;;) {
       try {
-        return await temporal.connection.withAbortSignal(abort.signal, async () => {
+        const call = temporal.connection.withAbortSignal(abort.signal, async () => {
           const { status } = await handle.describe();
           if (status.name !== 'RUNNING') return await args.finalStatus();
           return await handle.executeUpdate(waitForIdleUpdate, { args: [{ settled: args.settled }] });
         });
+        // The SDK polls an update's outcome in a loop of its own that the signal does not always end: race it.
+        return await Promise.race([call, aborted]);
       } catch (e) {
         if (abort.signal.aborted) throw timeout();
         if (!(e instanceof WorkflowUpdateFailedError || e instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw e;

@@ -157,6 +157,12 @@ export type DropReason =
   | 'unknown_subscription'
   | 'unknown_call';
 
+/**
+ * What a thread did with an acknowledged input: it reached history (or waits, held back behind the pending call, and
+ * will), or it was dropped and why.
+ */
+export type DeliveryAck = { accepted: true; deferred?: boolean } | { accepted: false; reason: DropReason };
+
 /** A thread's externally visible state (`thread.status()`). */
 export interface ThreadStatus {
   threadId: string;

@@ -5,7 +5,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { CallbackState } from '../core/callback-state';
-import type { ThreadStatus } from '../core/types';
+import type { DeliveryAck, ThreadStatus } from '../core/types';
 
 /** The workflow type name of a thread. */
 export const THREAD_WORKFLOW_TYPE = 'agentThread';
@@ -14,6 +14,13 @@ export const THREAD_WORKFLOW_TYPE = 'agentThread';
 export const inputSignal = defineSignal<[unknown]>('input');
 
 export const statusQuery = defineQuery<ThreadStatus>('status');
+
+/**
+ * One input, acknowledged: the update returns once the thread has taken the input into a slice's batch (or held it
+ * back behind a pending call), saying whether it reached history or was dropped and why. Costs two history events where
+ * the signal costs one, and needs a worker to answer; the signal stays the path for tools and gateways.
+ */
+export const deliverUpdate = defineUpdate<DeliveryAck, [unknown]>('deliver');
 
 /** What the thread says of one of its tool calls (by id): whether a callback URL for it is still good (RAP gateway). */
 export const callbackStateQuery = defineQuery<CallbackState, [string]>('callbackState');

@@ -22,8 +22,9 @@ import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { sliceIdFor } from '../core/ids';
 import { applyDeferral, prepareBatch, splitInterruptBatch } from '../core/prepare';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
-import { addUsage, type AgentStatus, type DropReason, type StoredItem, type ThreadStatus } from '../core/types';
+import { addUsage, type AgentStatus, type DropReason, type InputMessage, type StoredItem, type ThreadStatus } from '../core/types';
 import { compactionInput } from '../core/inputs';
+import { installDeliverUpdate } from './acknowledged';
 import { handleControlInputs } from './control-inputs';
 import { sliceSummary, titleOf } from './ui-text';
 import { inputLimitViolation, isUserText, validateInputMessage } from '../core/validate';
@@ -132,6 +133,11 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     }
   };
 
+  const enqueue = (m: InputMessage) => {
+    st.inbox.push(m);
+    inputsArrived += 1;
+    if (isUserText(m) && !st.prep.processedInputIds.has(m.id)) userTextsArrived += 1;
+  };
   setHandler(inputSignal, (raw: unknown) => {
     const v = validateInputMessage(raw);
     // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
@@ -139,10 +145,9 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       count('malformed');
       return;
     }
-    st.inbox.push(v.value);
-    inputsArrived += 1;
-    if (isUserText(v.value) && !st.prep.processedInputIds.has(v.value.id)) userTextsArrived += 1;
+    enqueue(v.value);
   });
+  const acks = installDeliverUpdate(threadId, st, enqueue, count);
   setHandler(statusQuery, snapshot);
   // For the RAP gateway's revocation check; a query issues no commands, so it is replay-safe.
   setHandler(callbackStateQuery, (callId: string) => callbackState(st.prep, callId));
@@ -261,10 +266,12 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       }
       // Event and compaction children inherit the committed history, without a trailing unanswered call.
       const safePoint = st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
+      const taken = batch;
       batch = await handleControlInputs(actx, batch, safePoint, count);
       const prep = prepareBatch(st.prep, applyDeferral(st.prep, batch), uuid4);
       dropStalePrompts();
       for (const d of prep.dropped) count(d.reason);
+      acks.settle(taken, prep.dropped, st.prep.deferred);
       for (const req of prep.eventChildren) await spawnEventChild(actx, req, safePoint);
       if (!prep.ready) {
         publish();

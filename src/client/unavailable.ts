@@ -1,0 +1,28 @@
+/**
+ * Connection failures as a typed, retryable error. The Temporal client retries an unreachable server for a while and
+ * then throws a raw gRPC `ServiceError`; callers of this runtime should not have to know gRPC status codes to tell
+ * "try again later" from "your input is wrong".
+ */
+import { isGrpcServiceError, ServiceError } from '@temporalio/client';
+import { TemporalUnavailableError } from './errors';
+
+/** gRPC UNAVAILABLE and DEADLINE_EXCEEDED: the server could not be reached or did not answer in time. */
+const TRANSIENT_CODES = new Set([14, 4]);
+
+export function isUnavailable(e: unknown): boolean {
+  for (let err: unknown = e; err instanceof Error; err = err.cause) {
+    if (isGrpcServiceError(err) && TRANSIENT_CODES.has(err.code)) return true;
+    if (err instanceof ServiceError && /UNAVAILABLE|DEADLINE_EXCEEDED|tcp connect error|Connection refused/i.test(err.message)) return true;
+  }
+  return false;
+}
+
+/** Runs `call`; a connection failure becomes {@link TemporalUnavailableError}. */
+export async function typedUnavailable<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    if (isUnavailable(e)) throw new TemporalUnavailableError(e);
+    throw e;
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Acknowledged delivery (the `deliver` update): the caller learns what the thread did with its input — accepted, held
+ * back, or dropped with the prepare rules' reason — instead of "signalled" for an input the thread then drops. The
+ * thread's loop settles each awaited input when it takes it into a batch. Issues no commands of its own beyond the
+ * update's, so threads recorded before it replay unchanged.
+ */
+import { condition, setHandler } from '@temporalio/workflow';
+import type { Dropped } from '../core/prepare';
+import type { DeliveryAck, DropReason, InputMessage } from '../core/types';
+import { inputLimitViolation, validateInputMessage } from '../core/validate';
+import { deliverUpdate } from './definitions';
+import type { ThreadState } from './state';
+
+export interface Acknowledgements {
+  /** After a batch was prepared: settles the awaited inputs it took. `deferred`: ids held back behind the pending call. */
+  settle(taken: readonly InputMessage[], dropped: readonly Dropped[], deferred: readonly InputMessage[]): void;
+}
+
+/** Registers the `deliver` update; `enqueue` is the signal handler's path into the inbox. */
+export function installDeliverUpdate(
+  threadId: string,
+  st: ThreadState,
+  enqueue: (m: InputMessage) => void,
+  count: (reason: DropReason) => void,
+): Acknowledgements {
+  const awaited = new Map<string, DeliveryAck | undefined>();
+  setHandler(
+    deliverUpdate,
+    async (raw: unknown): Promise<DeliveryAck> => {
+      const m = raw as InputMessage;
+      // A resend after the first attempt's run continued-as-new: the input is already queued (or done).
+      if (st.prep.processedInputIds.has(m.id)) {
+        count('duplicate');
+        return { accepted: false, reason: 'duplicate' };
+      }
+      if (!st.inbox.some((q) => q.id === m.id)) enqueue(m);
+      awaited.set(m.id, undefined);
+      await condition(() => awaited.get(m.id) !== undefined);
+      const ack = awaited.get(m.id)!;
+      awaited.delete(m.id);
+      return ack;
+    },
+    {
+      // Rejected updates leave no trace in history: a malformed input costs the thread nothing.
+      validator: (raw: unknown) => {
+        const v = validateInputMessage(raw);
+        if (!v.ok) throw new Error(v.error);
+        if (v.value.threadId !== threadId) throw new Error(`input.threadId names '${v.value.threadId}', not this thread`);
+        const limit = inputLimitViolation(raw);
+        if (limit) throw new Error(limit);
+      },
+    },
+  );
+  return {
+    settle(taken, dropped, deferred) {
+      if (awaited.size === 0) return;
+      // Two copies of one id in a batch (a resend): one accepted and one dropped as a duplicate means accepted.
+      const copies = new Map<string, number>();
+      for (const m of taken) copies.set(m.id, (copies.get(m.id) ?? 0) + 1);
+      const reasons = new Map<string, Dropped[]>();
+      for (const d of dropped) reasons.set(d.id, [...(reasons.get(d.id) ?? []), d]);
+      const held = new Set(deferred.map((m) => m.id));
+      for (const [id, n] of copies) {
+        if (!awaited.has(id) || awaited.get(id) !== undefined) continue;
+        const drops = reasons.get(id) ?? [];
+        const ack: DeliveryAck =
+          drops.length >= n ? { accepted: false, reason: drops[0]!.reason } : held.has(id) ? { accepted: true, deferred: true } : { accepted: true };
+        awaited.set(id, ack);
+      }
+    },
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * Deliveries tell the truth: an acknowledged delivery reports what the thread did with the input (accepted, held
+ * back, or dropped and why), a server outage is a typed retryable error, and `waitForIdle` keeps its deadline.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { resultInput } from '../src/core/inputs';
+import { startDevServer } from '../src/devserver/server';
+import { TemporalUnavailableError, ThreadTimeoutError } from '../src/client/errors';
+import { ScriptedModel } from '../src/model/scripted';
+import { subscriptionEvent } from '../src/tools/messages';
+import { defineTool, type ToolContext } from '../src/tools/tool';
+import { toolResult } from '../src/tools/messages';
+import { eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
+
+const calls: ToolContext[] = [];
+// Answers through the acknowledged path while the slice that dispatched it is still running: the thread has not yet
+// recorded the call as pending when the result arrives.
+const instant = defineTool({
+  name: 'instant',
+  description: 'answers at once',
+  parameters: { type: 'object' },
+  execute(_a, ctx) {
+    // Not awaited: the slice that dispatched the call ends first, as with any tool that answers later.
+    void sys.client.deliver(toolResult(ctx, 'instant answer'), { acknowledge: true }).then((r) => acks.push(r));
+  },
+});
+const acks: unknown[] = [];
+const model = new ScriptedModel((req) => {
+  const last = req.messages[req.messages.length - 1]!;
+  if (last.role === 'user' && last.text.startsWith('call ')) return { toolCall: { name: last.text.slice(5), args: {} } };
+  return { text: `ok: ${last.role === 'user' ? last.text : last.role}` };
+});
+
+let sys: TestSystem;
+beforeAll(async () => {
+  sys = await startTestSystem({ model, tools: [recordingTool('wait', calls), instant] });
+});
+afterAll(async () => sys?.shutdown());
+
+it('says accepted, dropped with the reason, or duplicate', async () => {
+  const thread = await sys.client.startThread({ threadId: uid('ack') });
+  await thread.sendUserText('call wait');
+  const call = await eventually(() => calls.find((c) => c.threadId === thread.threadId), 30_000, 'the call');
+  await thread.waitForIdle();
+
+  const wrong = resultInput(thread.threadId, 'no-such-call', 'late');
+  expect(await thread.deliver(wrong, { acknowledge: true })).toEqual({ delivered: false, reason: 'wrong_call' });
+  // Events wait while a call is pending (reference spec §5.3): the answer is "held back", judged once the call is done.
+  const event = subscriptionEvent({ threadId: thread.threadId, toolCallId: 'no-such-subscription' }, 'tick');
+  expect(await thread.deliver(event, { acknowledge: true })).toEqual({ delivered: true, acknowledged: true, deferred: true });
+  expect((await thread.status()).deferred).toBe(1);
+
+  const right = resultInput(thread.threadId, call.toolCallId, 'the answer');
+  expect(await thread.deliver(right, { acknowledge: true })).toEqual({ delivered: true, acknowledged: true });
+  expect(await thread.deliver(right, { acknowledge: true })).toEqual({ delivered: false, reason: 'duplicate' });
+  const done = await thread.waitForIdle({ settled: true });
+  expect(done.dropped).toEqual({ wrong_call: 1, unknown_subscription: 1, duplicate: 1 });
+  expect(render(await thread.history())).toEqual(['user: call wait', 'call #1 wait {}', 'result #1: the answer', 'assistant: ok: tool_result']);
+});
+
+it('accepts a result that arrives before the thread has recorded its call', async () => {
+  const thread = await sys.client.startThread({ threadId: uid('ack-race') });
+  await thread.sendUserText('call instant');
+  await eventually(() => acks.length > 0, 30_000, 'the acknowledgement');
+  expect(acks[0]).toEqual({ delivered: true, acknowledged: true });
+  await thread.waitForIdle({ settled: true });
+  expect(render(await thread.history())).toEqual(['user: call instant', 'call #1 instant {}', 'result #1: instant answer', 'assistant: ok: tool_result']);
+});
+
+it('reports a closed thread as closed, and an unknown one as ThreadNotFoundError', async () => {
+  const thread = await sys.client.startThread({ threadId: uid('ack-closed') });
+  await thread.sendUserText('hello');
+  await thread.waitForIdle();
+  await thread.workflow.terminate('test');
+  expect(await thread.deliver(resultInput(thread.threadId, 'c', 'x'), { acknowledge: true })).toEqual({ delivered: false, reason: 'closed' });
+  await expect(sys.client.deliver(resultInput(uid('nobody'), 'c', 'x'), { acknowledge: true })).rejects.toMatchObject({ name: 'ThreadNotFoundError' });
+});
+
+it('keeps the deadline of waitForIdle and cancels the wait', async () => {
+  const thread = await sys.client.startThread({ threadId: uid('deadline') });
+  await thread.sendUserText('call wait');
+  await eventually(() => calls.find((c) => c.threadId === thread.threadId), 30_000, 'the call');
+  const started = Date.now();
+  const err = await thread.waitForIdle({ settled: true, timeoutMs: 1_500 }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(ThreadTimeoutError);
+  // Not the server's long-poll length (tens of seconds), nor before the deadline.
+  expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+  expect(Date.now() - started).toBeLessThan(10_000);
+});
+
+it('turns an unreachable server into TemporalUnavailableError', async () => {
+  const server = await startDevServer({ ui: false });
+  const other = await startTestSystem({ model, address: server.address, noWorker: true });
+  try {
+    const thread = await other.client.startThread({ threadId: uid('outage') });
+    await server.stop();
+    const err = await thread.deliver(resultInput(thread.threadId, 'c', 'x')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TemporalUnavailableError);
+    expect((err as TemporalUnavailableError).retryable).toBe(true);
+  } finally {
+    await other.shutdown().catch(() => undefined);
+    await server.stop().catch(() => undefined);
+  }
+}, 120_000);

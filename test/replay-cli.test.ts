@@ -1,0 +1,31 @@
+/**
+ * `infinity-temporal replay`: the replay gate run on exported production histories, as an operator runs it before a
+ * deploy — the real CLI as a process, histories as `temporal workflow show --output json` writes them.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { cliRunner } from './cli-process';
+
+const cli = cliRunner(() => [], {});
+const v01 = (name: string) => join(__dirname, 'fixtures', 'histories', 'v0.1', `${name}.json`);
+
+it('passes histories that replay and names those that do not, exiting 2', async () => {
+  const ok = await cli.run('replay', v01('sync-tool'), v01('tree-child-report-close'));
+  expect(ok.stderr).toBe('');
+  expect(ok.code).toBe(0);
+  expect(ok.stdout).toContain('2 histories replay');
+
+  // The same thread as if its code had called another activity: the nondeterminism a bad deploy meets.
+  const tampered = join(mkdtempSync(join(tmpdir(), 'replay-cli-')), 'tampered.json');
+  const history = JSON.parse(readFileSync(v01('sync-tool'), 'utf8')) as { events: Record<string, { activityType?: { name: string } }>[] };
+  const scheduled = history.events.find((e) => e.activityTaskScheduledEventAttributes)!;
+  scheduled.activityTaskScheduledEventAttributes!.activityType = { name: 'someOtherActivity' };
+  writeFileSync(tampered, JSON.stringify(history));
+  const bad = await cli.run('replay', v01('sync-tool'), tampered);
+  expect(bad.code).toBe(2);
+  expect(bad.stdout).toMatch(/ok +.*sync-tool\.json/);
+  expect(bad.stdout).toMatch(/FAILED +.*tampered\.json: DeterminismViolationError/);
+  expect(bad.stderr).toContain('1 of 2 histories do not replay');
+}, 120_000);
