@@ -9,12 +9,9 @@ import {
   allHandlersFinished,
   isCancellation,
   proxyActivities,
-  setCurrentDetails,
   setHandler,
   upsertMemo,
-  upsertSearchAttributes,
   workflowInfo,
-  ActivityCancellationType,
   uuid4,
 } from '@temporalio/workflow';
 import { callbackState } from '../core/callback-state';
@@ -22,18 +19,19 @@ import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { sliceIdFor } from '../core/ids';
 import { applyDeferral, prepareBatch, splitInterruptBatch } from '../core/prepare';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
-import { addUsage, type AgentStatus, type DropReason, type InputMessage, type StoredItem, type ThreadStatus } from '../core/types';
+import { addUsage, type DropReason, type InputMessage, type StoredItem } from '../core/types';
 import { compactionInput } from '../core/inputs';
 import { installDeliverUpdate } from './acknowledged';
 import { handleControlInputs } from './control-inputs';
 import { sliceSummary, titleOf } from './ui-text';
 import { inputLimitViolation, isUserText, validateInputMessage } from '../core/validate';
-import { callbackStateQuery, inputSignal, searchAttributes, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
+import { callbackStateQuery, inputSignal, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
 import { carryOut, spawnEventChild, startTimer, userIdOf, type ActionContext } from './runtime-actions';
 import { CARRY_MAX_CHARS, serializedChars, takeBatch } from '../core/batching';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
 import { v02 } from './patches';
 import { carryState, restoreState, type ThreadWorkflowArgs } from './state';
+import { sliceActivityOptions, statusView } from './status-view';
 
 /** The activity interface as the workflow sees it (implemented in `src/activities/slice.ts`). */
 interface SliceActivity {
@@ -48,17 +46,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   const opts = args.options ?? {};
   const st = restoreState(args);
   const actx: ActionContext = { args, st };
-  const { runSlice } = proxyActivities<SliceActivity>({
-    startToCloseTimeout: opts.sliceTimeoutMs ?? 30 * 60_000,
-    heartbeatTimeout: opts.sliceHeartbeatTimeoutMs ?? 4_000,
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: {
-      initialInterval: '1s',
-      maximumInterval: '30s',
-      maximumAttempts: opts.sliceMaxAttempts ?? 10,
-      nonRetryableErrorTypes: ['CommitConflictError'],
-    },
-  });
+  const { runSlice } = proxyActivities<SliceActivity>(sliceActivityOptions(opts));
 
   let sliceRunning = false;
   let retrying = false;
@@ -68,70 +56,11 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   /** Inputs that have arrived in this run, and their count when the thread last blocked (release 0.2 rules only). */
   let inputsArrived = 0;
   let blockedAtInput: number | undefined;
-  // The status the search attribute already holds (set at start, or by the previous run): no redundant upsert.
-  let shownStatus = workflowInfo().typedSearchAttributes.get(searchAttributes.AgentStatus) as AgentStatus | undefined;
-  let shownDetails = '';
-
   const count = (reason: DropReason) => {
     st.dropped[reason] = (st.dropped[reason] ?? 0) + 1;
   };
-  // `failed` is only ever set under release 0.2's rules, so histories of 0.1 replay with the statuses they had.
-  const status = (): AgentStatus =>
-    st.prep.closed ? 'closed' : sliceRunning ? 'running' : st.failed ? 'failed' : st.prep.pendingCall ? 'waiting_tool' : 'idle';
+  const { snapshot, publish } = statusView(args, st, () => sliceRunning);
   const idle = () => !sliceRunning && st.inbox.length === 0 && (st.carry.length === 0 || st.blocked);
-  const snapshot = (): ThreadStatus => {
-    const s: ThreadStatus = {
-      threadId,
-      kind: args.kind,
-      status: status(),
-      pendingCall: st.prep.pendingCall,
-      historyLength: st.length,
-      slices: st.slices,
-      runs: st.runs,
-      queued: st.inbox.length,
-      deferred: st.prep.deferred.length,
-      dropped: { ...st.dropped },
-      subscriptions: Object.fromEntries(st.prep.subscriptions),
-      children: [...st.children.keys()],
-      compaction: { ...st.compaction },
-      prompts: [...st.prompts],
-    };
-    if (args.spawn) s.parentThreadId = args.spawn.parentThreadId;
-    if (st.lastUsage) s.lastUsage = st.lastUsage;
-    if (st.usage) s.usage = st.usage;
-    if (st.lastError) s.lastError = st.lastError;
-    if (st.setAside.length > 0) s.setAside = [...st.setAside];
-    return s;
-  };
-
-  /**
-   * Keeps the search attribute and the UI's current details in step with the thread; writes only on change.
-   * The search attribute holds the settled state (idle, waiting_tool, closed): writing `running` too would cost two
-   * history events and two visibility writes per slice for a state that lasts seconds (`status()` still shows it).
-   */
-  const publish = () => {
-    const s = status();
-    const settled: AgentStatus = s === 'running' ? (st.prep.pendingCall ? 'waiting_tool' : 'idle') : s;
-    if (opts.statusSearchAttribute !== false && settled !== shownStatus) {
-      upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value: settled }]);
-      shownStatus = settled;
-    }
-    const pending = st.prep.pendingCall;
-    const details = [
-      `**${s}** · ${st.length} items · ${st.slices} slices`,
-      pending ? `waiting for \`${pending.name}\` (call ${pending.id})` : '',
-      ...st.prompts.map((p) => (p.kind === 'oauth' ? `needs authorization: ${p.authUrl}` : `asks the user: ${p.prompt} [${p.choices.join(' / ')}]`)),
-      st.lastText ? `last reply: ${st.lastText}` : '',
-      st.lastError ? `last error: ${st.lastError}` : '',
-      ...st.setAside.slice(-1).map((b) => `set aside ${b.messageIds.length} inputs of ${b.sliceId}: ${b.reason}`),
-    ]
-      .filter(Boolean)
-      .join('\n\n');
-    if (details !== shownDetails) {
-      setCurrentDetails(details);
-      shownDetails = details;
-    }
-  };
 
   const enqueue = (m: InputMessage) => {
     st.inbox.push(m);

@@ -1,0 +1,96 @@
+/**
+ * What a thread shows of itself: its status (the `status` query), the `AgentStatus` search attribute and the Temporal
+ * UI's current details, kept in step and written only on change; and the options of its slice activity.
+ */
+import { type ActivityOptions, setCurrentDetails, upsertSearchAttributes, workflowInfo, ActivityCancellationType } from '@temporalio/workflow';
+import type { AgentStatus, ThreadStatus } from '../core/types';
+import { searchAttributes } from './definitions';
+import type { ThreadOptions, ThreadState, ThreadWorkflowArgs } from './state';
+
+/** Timeouts and retries of the `runSlice` activity: a slice may stream for long, but a dead worker is noticed fast. */
+export function sliceActivityOptions(opts: ThreadOptions): ActivityOptions {
+  return {
+    startToCloseTimeout: opts.sliceTimeoutMs ?? 30 * 60_000,
+    heartbeatTimeout: opts.sliceHeartbeatTimeoutMs ?? 4_000,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: '1s',
+      maximumInterval: '30s',
+      maximumAttempts: opts.sliceMaxAttempts ?? 10,
+      nonRetryableErrorTypes: ['CommitConflictError'],
+    },
+  };
+}
+
+export interface StatusView {
+  status(): AgentStatus;
+  snapshot(): ThreadStatus;
+  /** Brings the search attribute and the current details up to date (each only if it changed). */
+  publish(): void;
+}
+
+export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunning: () => boolean): StatusView {
+  const opts = args.options ?? {};
+  // The status the search attribute already holds (set at start, or by the previous run): no redundant upsert.
+  let shownStatus = workflowInfo().typedSearchAttributes.get(searchAttributes.AgentStatus) as AgentStatus | undefined;
+  let shownDetails = '';
+
+  // `failed` is only ever set under release 0.2's rules, so histories of 0.1 replay with the statuses they had.
+  const status = (): AgentStatus =>
+    st.prep.closed ? 'closed' : sliceRunning() ? 'running' : st.failed ? 'failed' : st.prep.pendingCall ? 'waiting_tool' : 'idle';
+
+  const snapshot = (): ThreadStatus => {
+    const s: ThreadStatus = {
+      threadId: args.threadId,
+      kind: args.kind,
+      status: status(),
+      pendingCall: st.prep.pendingCall,
+      historyLength: st.length,
+      slices: st.slices,
+      runs: st.runs,
+      queued: st.inbox.length,
+      deferred: st.prep.deferred.length,
+      dropped: { ...st.dropped },
+      subscriptions: Object.fromEntries(st.prep.subscriptions),
+      children: [...st.children.keys()],
+      compaction: { ...st.compaction },
+      prompts: [...st.prompts],
+    };
+    if (args.spawn) s.parentThreadId = args.spawn.parentThreadId;
+    if (st.lastUsage) s.lastUsage = st.lastUsage;
+    if (st.usage) s.usage = st.usage;
+    if (st.lastError) s.lastError = st.lastError;
+    if (st.setAside.length > 0) s.setAside = [...st.setAside];
+    return s;
+  };
+
+  /**
+   * The search attribute holds the settled state (idle, waiting_tool, failed, closed): writing `running` too would cost
+   * two history events and two visibility writes per slice for a state that lasts seconds (`status()` still shows it).
+   */
+  const publish = () => {
+    const s = status();
+    const settled: AgentStatus = s === 'running' ? (st.prep.pendingCall ? 'waiting_tool' : 'idle') : s;
+    if (opts.statusSearchAttribute !== false && settled !== shownStatus) {
+      upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value: settled }]);
+      shownStatus = settled;
+    }
+    const pending = st.prep.pendingCall;
+    const details = [
+      `**${s}** · ${st.length} items · ${st.slices} slices`,
+      pending ? `waiting for \`${pending.name}\` (call ${pending.id})` : '',
+      ...st.prompts.map((p) => (p.kind === 'oauth' ? `needs authorization: ${p.authUrl}` : `asks the user: ${p.prompt} [${p.choices.join(' / ')}]`)),
+      st.lastText ? `last reply: ${st.lastText}` : '',
+      st.lastError ? `last error: ${st.lastError}` : '',
+      ...st.setAside.slice(-1).map((b) => `set aside ${b.messageIds.length} inputs of ${b.sliceId}: ${b.reason}`),
+    ]
+      .filter(Boolean)
+      .join('\n\n');
+    if (details !== shownDetails) {
+      setCurrentDetails(details);
+      shownDetails = details;
+    }
+  };
+
+  return { status, snapshot, publish };
+}
