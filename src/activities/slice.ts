@@ -202,6 +202,14 @@ export function createSliceActivities(deps: SliceDependencies) {
           now: () => Date.now(),
         },
       });
+      // Only the workflow's own cancel (a user text interrupting the slice) commits a partial turn. Any other cancel —
+      // this attempt's timeout passed (the server answers its heartbeat NOT_FOUND / TIMED_OUT), the worker shuts down,
+      // the activity was paused or reset — means the server has discarded or will retry this attempt: a commit here
+      // would answer for the next attempt with a turn cut off mid-stream.
+      if (out.interrupted && ctx.cancellationSignal.aborted && !ctx.cancellationDetails?.cancelRequested) {
+        const reason = ctx.cancellationSignal.reason instanceof Error ? ctx.cancellationSignal.reason.message : String(ctx.cancellationSignal.reason);
+        throw ApplicationFailure.retryable(`slice attempt abandoned (${reason}): nothing committed`, 'SliceAbandoned');
+      }
       const items = [...append, ...out.buffer.flushed];
       const lastText = [...items].reverse().find((s) => s.item.kind === 'assistant')?.item;
       const summary = compactionSummary(record, out, lastText?.kind === 'assistant' ? lastText.text : undefined);

@@ -153,7 +153,7 @@ export function registerThreadCommands(program: Command, out: Out): void {
   program
     .command('threads')
     .description('list threads, optionally filtered')
-    .option('--status <status>', 'idle | waiting_tool | closed')
+    .option('--status <status>', 'idle | waiting_tool | failed | closed')
     .option('--parent <threadId>', 'children of this thread')
     .option('--kind <kind>', 'root | child | event | compaction')
     .option('--stuck', 'only threads whose workflow task keeps failing, e.g. after a bad deploy (docs/upgrading.md)')

@@ -60,7 +60,14 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     st.dropped[reason] = (st.dropped[reason] ?? 0) + 1;
   };
   const { snapshot, publish } = statusView(args, st, () => sliceRunning);
-  const idle = () => !sliceRunning && st.inbox.length === 0 && (st.carry.length === 0 || st.blocked);
+  // 0.2: also busy while a batch is being turned into a slice or a slice's action carried out (a child starting):
+  // 0.1 looked idle there, and a wait could return with a spawn half done.
+  let acting = false;
+  // A thread blocked on its store (0.2) waits for the next input whatever is queued: that is idle too.
+  const idle = () =>
+    !acting &&
+    !sliceRunning &&
+    ((blockedAtInput !== undefined && inputsArrived === blockedAtInput) || (st.inbox.length === 0 && (st.carry.length === 0 || st.blocked)));
 
   const enqueue = (m: InputMessage) => {
     st.inbox.push(m);
@@ -170,11 +177,13 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   for (const t of st.timers) startTimer(actx, t);
   publish();
   for (;;) {
+    acting = false;
     // 0.2: a blocked thread retries once per input that arrives after it blocked, never in a loop on the queued ones.
     await condition(() =>
       blockedAtInput !== undefined ? inputsArrived > blockedAtInput : st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked),
     );
     blockedAtInput = undefined;
+    acting = v02();
     let append: StoredItem[];
     let interruptedCalls: string[] = [];
     retrying = st.carry.length > 0;
