@@ -69,7 +69,7 @@ export const DEFAULT_DYNAMIC_CONFIG: Record<string, unknown> = {
   'history.maximumBufferedEventsBatch': 2000,
   // Signals one run accepts (default 10,000). Under a continuous flood a thread can continue-as-new only once no signal
   // arrives during its workflow task; the cap brings that moment sooner. Senders retry (client/busy.ts).
-  'history.maximumSignalsPerExecution': 5000,
+  'history.maximumSignalsPerExecution': 3000,
 };
 
 export async function freePort(): Promise<number> {
