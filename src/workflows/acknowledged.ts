@@ -4,6 +4,7 @@
  * thread's loop settles each awaited input when it takes it into a batch. Issues no commands of its own beyond the
  * update's, so threads recorded before it replay unchanged.
  */
+import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { condition, setHandler } from '@temporalio/workflow';
 import type { Dropped } from '../core/prepare';
 import type { DeliveryAck, DropReason, InputMessage } from '../core/types';
@@ -41,6 +42,8 @@ export function installDeliverUpdate(
       return ack;
     },
     {
+      // Open when the run continues-as-new: abandoned on purpose, the client asks the next run, which has the input.
+      unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON,
       // Rejected updates leave no trace in history: a malformed input costs the thread nothing.
       validator: (raw: unknown) => {
         const v = validateInputMessage(raw);

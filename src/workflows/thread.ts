@@ -53,9 +53,12 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   let interruptNext = false;
   /** User texts (not yet processed) that have arrived in this run. */
   let userTextsArrived = 0;
-  /** Inputs that have arrived in this run, and their count when the thread last blocked (release 0.2 rules only). */
+  /** Inputs that have arrived in this run. */
   let inputsArrived = 0;
-  let blockedAtInput: number | undefined;
+  /** When the thread last blocked (release 0.2 rules only): inputs arrived and queued then. */
+  let blockedAt: { inputs: number; queued: number } | undefined;
+  // Something new since the thread blocked: a signal, or a result the workflow queued itself (a timer, a child start).
+  const newSinceBlock = () => blockedAt !== undefined && (inputsArrived > blockedAt.inputs || st.inbox.length > blockedAt.queued);
   const count = (reason: DropReason) => {
     st.dropped[reason] = (st.dropped[reason] ?? 0) + 1;
   };
@@ -67,7 +70,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   const idle = () =>
     !acting &&
     !sliceRunning &&
-    ((blockedAtInput !== undefined && inputsArrived === blockedAtInput) || (st.inbox.length === 0 && (st.carry.length === 0 || st.blocked)));
+    ((blockedAt !== undefined && !newSinceBlock()) || (st.inbox.length === 0 && (st.carry.length === 0 || st.blocked)));
 
   const enqueue = (m: InputMessage) => {
     st.inbox.push(m);
@@ -179,10 +182,8 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   for (;;) {
     acting = false;
     // 0.2: a blocked thread retries once per input that arrives after it blocked, never in a loop on the queued ones.
-    await condition(() =>
-      blockedAtInput !== undefined ? inputsArrived > blockedAtInput : st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked),
-    );
-    blockedAtInput = undefined;
+    await condition(() => (blockedAt !== undefined ? newSinceBlock() : st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked)));
+    blockedAt = undefined;
     acting = v02();
     let append: StoredItem[];
     let interruptedCalls: string[] = [];
@@ -244,7 +245,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
           st.carry = aside.replacements;
         } else {
           st.blocked = true;
-          blockedAtInput = inputsArrived;
+          blockedAt = { inputs: inputsArrived, queued: st.inbox.length };
         }
       } else {
         st.blocked = true;
