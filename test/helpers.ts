@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import type { PayloadCodec } from '@temporalio/common';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { findTemporalCli } from '../src/devserver/cli';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -209,4 +209,27 @@ export function greenBuildTool(): Tool {
       setTimeout(() => void ctx.send(toolResult(ctx, `Build ${args.build_id}: green`)), 10);
     },
   });
+}
+
+/**
+ * The README's restore of a lost store: stop the system's worker, close its store, drop stale `-wal`/`-shm`, put the
+ * backup in place, and start a new worker (same task queue) on the restored file. The caller shuts both down.
+ */
+export async function restoreStore(sys: TestSystem, backup: string, model: ModelProvider): Promise<{ worker: AgentWorker; store: SqliteConversationStore }> {
+  await sys.worker!.shutdown();
+  await sys.store.close();
+  rmSync(`${sys.storePath}-wal`, { force: true });
+  rmSync(`${sys.storePath}-shm`, { force: true });
+  copyFileSync(backup, sys.storePath);
+  const store = new SqliteConversationStore(sys.storePath);
+  const worker = await createAgentWorker({
+    connection: sys.connection,
+    taskQueue: sys.taskQueue,
+    store,
+    model,
+    completionPolicy: FAST_POLICY,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+  });
+  void worker.run();
+  return { worker, store };
 }

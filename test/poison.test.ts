@@ -8,7 +8,7 @@
  * dropped in the workflow's signal handler.
  */
 import { execFile } from 'node:child_process';
-import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -25,7 +25,7 @@ import { toolResult } from '../src/tools/messages';
 import type { ToolContext } from '../src/tools/tool';
 import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
 import { cliRunner, jsonLines } from './cli-process';
-import { eventually, FAST_POLICY, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { eventually, FAST_POLICY, recordingTool, render, restoreStore, startTestSystem, type TestSystem, uid } from './helpers';
 
 const mentionsPoison = (m: ModelMessage) =>
   (m.role === 'user' && m.text.includes('poison')) || (m.role === 'tool_result' && firstText(m.content).includes('poison'));
@@ -400,22 +400,8 @@ describe('a slice that fails for a lost store blocks, without spinning', () => {
     expect(model.requests.length).toBe(calls); // the model was never called for a slice that could not commit
 
     // The README's restore: stop the worker, drop the stale WAL companions, put the backup in place, start again.
-    await sys.worker!.shutdown();
-    await sys.store.close();
-    rmSync(`${sys.storePath}-wal`, { force: true });
-    rmSync(`${sys.storePath}-shm`, { force: true });
-    copyFileSync(backup, sys.storePath);
-    const store = new SqliteConversationStore(sys.storePath);
-    const worker = await createAgentWorker({
-      connection: sys.connection,
-      taskQueue: sys.taskQueue,
-      store,
-      model,
-      completionPolicy: FAST_POLICY,
-      workflowBundle: { codePath: inject('workflowBundlePath') },
-    });
-    void worker.run();
-    second = { worker, store };
+    second = await restoreStore(sys, backup, model);
+    const { store } = second;
 
     await thread.sendUserText('six');
     const resumed = await thread.waitForIdle();

@@ -13,9 +13,9 @@ import type { SliceResult } from '../src/core/slice-protocol';
 import { StoreFileLostError } from '../src/index';
 import { ScriptedModel } from '../src/model/scripted';
 import { SqliteConversationStore } from '../src/store/sqlite';
-import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
+import type { AgentWorker } from '../src/worker/create-worker';
 import { cliRunner } from './cli-process';
-import { eventually, FAST_POLICY, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { eventually, render, restoreStore, startTestSystem, type TestSystem, uid } from './helpers';
 
 const scratch = () => join(inject('scratchDir'), `lost-${randomUUID()}.sqlite`);
 const result = (sliceId: string, length: number): SliceResult => ({ sliceId, length, pendingCall: null, answeredCallIds: [], followUps: [], interrupted: false });
@@ -131,24 +131,9 @@ describe('a worker whose store file is lost', () => {
 
   const model = () => new ScriptedModel((req) => ({ text: `ok: ${lastUser(req)}` }));
 
-  /** The README's restore: stop the worker, drop the stale WAL companions, put the backup in place, start again. */
+  /** The README's restore (test/helpers.ts), kept for the afterEach to shut down. */
   async function restore(s: TestSystem, backup: string, m: ScriptedModel) {
-    await s.worker!.shutdown();
-    await s.store.close();
-    rmSync(`${s.storePath}-wal`, { force: true });
-    rmSync(`${s.storePath}-shm`, { force: true });
-    copyFileSync(backup, s.storePath);
-    const store = new SqliteConversationStore(s.storePath);
-    const worker = await createAgentWorker({
-      connection: s.connection,
-      taskQueue: s.taskQueue,
-      store,
-      model: m,
-      completionPolicy: FAST_POLICY,
-      workflowBundle: { codePath: inject('workflowBundlePath') },
-    });
-    void worker.run();
-    return (second = { worker, store });
+    return (second = await restoreStore(s, backup, m));
   }
 
   it('fails the next slice with the file named when the store is removed, and resumes after a restore', async () => {
