@@ -4,7 +4,7 @@
  */
 import { type Client, QueryRejectedError, WorkflowClient } from '@temporalio/client';
 import type { CallbackState } from '../core/callback-state';
-import type { CallbackStateCheck } from '../rap/callback-guard';
+import type { CallbackStateCheck } from '../core/callback-state';
 import { callbackStateQuery } from '../workflows/definitions';
 
 export interface CallbackCheckOptions {

@@ -25,3 +25,10 @@ export function callbackState(prep: Pick<PrepareState, 'closed' | 'pendingCall' 
   if (prep.pendingCall?.id === callId) return 'pending';
   return 'unknown';
 }
+
+/**
+ * Asks the thread about one of its calls. Undefined when it cannot tell in time (no worker, an older worker without
+ * the query, an unknown thread): the callback is then delivered, since a signal is durable and the thread drops
+ * stale inputs itself. An event must never be lost to this check.
+ */
+export type CallbackStateCheck = (threadId: string, callId: string) => Promise<CallbackState | undefined>;

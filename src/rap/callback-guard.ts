@@ -4,15 +4,10 @@
  * that has nothing but a Temporal client. 410 Gone: the call was answered, its subscription ended, or the thread
  * closed. A bounded memory of what this gateway delivered covers the moments before the thread records it (409).
  */
-import type { CallbackState } from '../core/callback-state';
+import type { CallbackStateCheck } from '../core/callback-state';
 import type { RapCallback } from './wire';
 
-/**
- * Asks the thread about one of its calls. Undefined when it cannot tell in time (no worker, an older worker without
- * the query, an unknown thread): the callback is then delivered, since a signal is durable and the thread drops
- * stale inputs itself. An event must never be lost to this check.
- */
-export type CallbackStateCheck = (threadId: string, callId: string) => Promise<CallbackState | undefined>;
+export type { CallbackStateCheck };
 
 export type Admission = { ok: true } | { ok: false; status: 409 | 410; error: string };
 
