@@ -3,6 +3,9 @@
  * whether the worker survives, how many runs the thread goes through, and that every text is committed once.
  *
  *   npx tsx bench/probes/flood.ts [texts=5000] [concurrency=100]
+ *
+ * FLOOD_DC='{"history.maximumBufferedEventsBatch":100}' overrides the dev server's dynamic config (e.g. Temporal's
+ * defaults, to see the failure loop of decision 45); FLOOD_SAVE=/tmp/flood writes each run's history as JSON.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
