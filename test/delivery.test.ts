@@ -10,7 +10,9 @@ import { ScriptedModel } from '../src/model/scripted';
 import { subscriptionEvent } from '../src/tools/messages';
 import { defineTool, type ToolContext } from '../src/tools/tool';
 import { toolResult } from '../src/tools/messages';
-import { eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { join } from 'node:path';
+import { createAgentWorker } from '../src/worker/create-worker';
+import { eventually, FAST_POLICY, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const calls: ToolContext[] = [];
 // Answers through the acknowledged path while the slice that dispatched it is still running: the thread has not yet
@@ -74,6 +76,34 @@ it('reports a closed thread as closed, and an unknown one as ThreadNotFoundError
   await thread.workflow.terminate('test');
   expect(await thread.deliver(resultInput(thread.threadId, 'c', 'x'), { acknowledge: true })).toEqual({ delivered: false, reason: 'closed' });
   await expect(sys.client.deliver(resultInput(uid('nobody'), 'c', 'x'), { acknowledge: true })).rejects.toMatchObject({ name: 'ThreadNotFoundError' });
+});
+
+it('falls back to the signal against a worker of release 0.1, which has no deliver update', async () => {
+  // A rolling deploy: this client is 0.2, the thread's worker still runs 0.1's workflow code.
+  const old = await startTestSystem({ model, tools: [recordingTool('wait', calls)], noWorker: true });
+  const worker = await createAgentWorker({
+    connection: old.connection,
+    taskQueue: old.taskQueue,
+    store: old.store,
+    model,
+    tools: [recordingTool('wait', calls)],
+    completionPolicy: FAST_POLICY,
+    workflowBundle: { codePath: join(__dirname, 'fixtures', 'bundles', 'v0.1', 'workflows-bundle.js') },
+  });
+  void worker.run();
+  try {
+    const thread = await old.client.startThread({ threadId: uid('ack-v01') });
+    await thread.sendUserText('call wait');
+    const call = await eventually(() => calls.find((c) => c.threadId === thread.threadId), 30_000, 'the call');
+    await thread.waitForIdle();
+    const r = await thread.deliver(resultInput(thread.threadId, call.toolCallId, 'by signal'), { acknowledge: true });
+    expect(r).toEqual({ delivered: true, acknowledged: false });
+    await thread.waitForIdle({ settled: true });
+    expect(render(await thread.history())).toEqual(['user: call wait', 'call #1 wait {}', 'result #1: by signal', 'assistant: ok: tool_result']);
+  } finally {
+    await worker.shutdown();
+    await old.shutdown();
+  }
 });
 
 it('keeps the deadline of waitForIdle and cancels the wait', async () => {

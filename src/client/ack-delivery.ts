@@ -11,7 +11,10 @@ import { type DeliveryResult, deliverInput, prepareInput } from './deliver';
 import { InvalidInputError, ThreadNotFoundError } from './errors';
 import { discardPrepared, type InputLimits } from './staging';
 
-const UNKNOWN_UPDATE = /(unknown|no handler|handler .*not found|not registered).*update|update.*(unknown|not found|not registered)/i;
+/** A worker of a release without the `deliver` update (the SDK's rejection text). */
+const NO_HANDLER = /no registered handler for update/i;
+/** The run ended (continued-as-new) after accepting the update and before answering it: the next run has the input. */
+const RUN_ENDED = /completed before the update completed|continued.as.new/i;
 
 /** Validates, stages if large, and delivers with acknowledgement. */
 export async function deliverAcknowledged(client: Client, message: unknown, limits: InputLimits = {}): Promise<DeliveryResult> {
@@ -36,9 +39,12 @@ export async function deliverAcknowledged(client: Client, message: unknown, limi
         }
         if (e instanceof WorkflowUpdateFailedError) {
           const why = e.cause?.message ?? e.message;
-          if (UNKNOWN_UPDATE.test(why)) return (result = { ...(await deliverInput(client, msg, limits)), acknowledged: false } as DeliveryResult);
-          // The validator refused it: nothing reached the thread.
-          if (attempt === 0 && !/continued.as.new|completed/i.test(why)) throw new InvalidInputError(why);
+          if (NO_HANDLER.test(why)) {
+            const signalled = await deliverInput(client, msg, limits);
+            return (result = signalled.delivered ? { ...signalled, acknowledged: false } : signalled);
+          }
+          // Otherwise the validator refused it: nothing reached the thread.
+          if (!RUN_ENDED.test(why)) throw new InvalidInputError(why);
         } else if (!(e instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) {
           throw e;
         }
