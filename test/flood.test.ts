@@ -273,6 +273,16 @@ function runTotals(runs: readonly RunReport[], sendsEndedAt: number) {
 }
 
 /** This process's memory (it hosts the worker, the client and the store), MiB: RSS, and the JS heap in use within it. */
+/** A thread with an active subscription (the `watch` tool), so the flood can carry events too. */
+async function subscribedThread(sys: TestSystem, calls: readonly ToolContext[], threadId: string) {
+  const thread = await sys.client.startThread({ threadId });
+  await thread.sendUserText('call watch');
+  await thread.waitForIdle({ settled: true });
+  const sub = calls.find((c) => c.threadId === thread.threadId)!;
+  expect((await thread.status()).subscriptions).toEqual({ [sub.toolCallId]: 'watch' });
+  return { thread, sub };
+}
+
 function memory() {
   const m = process.memoryUsage();
   return { rss: Math.round(m.rss / 2 ** 20), heapUsed: Math.round(m.heapUsed / 2 ** 20) };
@@ -330,11 +340,7 @@ describe('a flood into one busy thread under lowered history limits', () => {
   });
 
   it('3,000 texts and 300 events: each accepted input committed once, never terminated, no run over the limit', async () => {
-    const thread = await sys.client.startThread({ threadId: uid('flood-low') });
-    await thread.sendUserText('call watch');
-    await thread.waitForIdle({ settled: true });
-    const sub = calls.find((c) => c.threadId === thread.threadId)!;
-    expect((await thread.status()).subscriptions).toEqual({ [sub.toolCallId]: 'watch' });
+    const { thread, sub } = await subscribedThread(sys, calls, uid('flood-low'));
     const mem0 = memory();
 
     // 3,000 texts, and after every tenth an associative subscription event (committed inline).
@@ -408,10 +414,7 @@ describe('the default limits', () => {
   });
 
   it('20,000 inputs into one thread: each committed once, no workflow-task failure loop, the worker alive', async () => {
-    const thread = await sys.client.startThread({ threadId: uid('flood-20k') });
-    await thread.sendUserText('call watch');
-    await thread.waitForIdle({ settled: true });
-    const sub = calls.find((c) => c.threadId === thread.threadId)!;
+    const { thread, sub } = await subscribedThread(sys, calls, uid('flood-20k'));
     // After the worker's first workflow task: its workflow bundle is loaded.
     const mem0 = memory();
 
