@@ -10,11 +10,15 @@ import { deliverUpdate } from '../workflows/definitions';
 import { type DeliveryResult, deliverInput, prepareInput } from './deliver';
 import { InvalidInputError, ThreadNotFoundError } from './errors';
 import { discardPrepared, type InputLimits } from './staging';
+import { isWorkflowTaskFailing } from './unavailable';
 
 /** A worker of a release without the `deliver` update (the SDK's rejection text). */
 const NO_HANDLER = /no registered handler for update/i;
 /** The run ended (continued-as-new) after accepting the update and before answering it: the next run has the input. */
 const RUN_ENDED = /completed before the update completed|continued.as.new/i;
+
+/** Update attempts while the thread's workflow task is failing (≈ 6 s of backoff) before the input goes by signal. */
+const TASK_FAILING_ATTEMPTS = 7;
 
 /** Validates, stages if large, and delivers with acknowledgement. */
 export async function deliverAcknowledged(client: Client, message: unknown, limits: InputLimits = {}): Promise<DeliveryResult> {
@@ -45,6 +49,15 @@ export async function deliverAcknowledged(client: Client, message: unknown, limi
           }
           // Otherwise the validator refused it: nothing reached the thread.
           if (!RUN_ENDED.test(why)) throw new InvalidInputError(why);
+        } else if (isWorkflowTaskFailing(e)) {
+          // The server refuses updates until the task's next attempt succeeds (a task timed out on a loaded worker, or
+          // a bug). A signal is stored whatever the task does: the input is kept, only its acknowledgement is lost.
+          if (attempt + 1 >= TASK_FAILING_ATTEMPTS) {
+            const signalled = await deliverInput(client, msg, limits);
+            return (result = signalled.delivered ? { ...signalled, acknowledged: false } : signalled);
+          }
+          await new Promise((r) => setTimeout(r, Math.min(1_000, 100 * 2 ** attempt)));
+          continue;
         } else if (!(e instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) {
           throw e;
         }

@@ -26,3 +26,12 @@ export async function typedUnavailable<T>(call: () => Promise<T>): Promise<T> {
     throw e;
   }
 }
+
+/** The server's FAILED_PRECONDITION for an update while the workflow task's last attempt failed or timed out. */
+export function isWorkflowTaskFailing(e: unknown): boolean {
+  for (let err: unknown = e; err instanceof Error; err = err.cause) {
+    if (isGrpcServiceError(err) && err.code === 9 && /workflow task in failed state/i.test(err.details ?? err.message)) return true;
+    if (err instanceof ServiceError && /workflow task in failed state/i.test(err.message)) return true;
+  }
+  return false;
+}
