@@ -53,7 +53,7 @@ async function main() {
     }
   });
 
-  let worker: Worker;
+  let worker: { run(): Promise<void>; shutdown(): Promise<void> | void };
   if (design === 'ours') {
     const store = new SqliteConversationStore(env.STORE_PATH!);
     const tool = defineTool({
@@ -78,7 +78,7 @@ async function main() {
         else if (e.type === 'status' && e.status === 'idle') send({ k: 'end', id: e.threadId, at: now() });
       },
     });
-    worker = agent.worker;
+    worker = agent;
   } else {
     const slots = Number(env.ACTIVITY_SLOTS ?? 200);
     const drain = async (threadId: string, transcriptBytes: number) => {

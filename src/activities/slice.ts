@@ -2,7 +2,7 @@
  * The `runSlice` activity (DESIGN §5): load → one completion → commit atomically → dispatch at most one async tool
  * call. Its input and output stay small; the conversation moves only between this process and the store.
  */
-import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import { messageIds } from '../core/ids';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
 import { AUTO_COMPACTION_TRIGGERED, DEFAULT_SYSTEM_PROMPT, INTERRUPT_PREFIX, systemPromptSuffix, TOOL_CALL_FAILED } from '../core/texts';
@@ -15,6 +15,8 @@ import type { Tool, ToolContext, ToolLifecycle } from '../tools/tool';
 import { BUILTIN_TOOL_NAMES } from '../core/builtin-tools';
 import { type AsyncCall, type CompletionOutput, type CompletionPolicy, DEFAULT_COMPLETION_POLICY, runCompletion } from './completion';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
+import { sliceEntryPoints } from './slice-entry';
+import { type SliceControl, SliceJobs } from './slice-jobs';
 import { resolveStaged } from './staged-inputs';
 
 export interface SliceDependencies {
@@ -37,6 +39,13 @@ export interface SliceDependencies {
   lifecycle?: readonly ToolLifecycle[];
   /** How often the slice heartbeats (default 1 s); heartbeats carry crash detection and cancellation. */
   heartbeatIntervalMs?: number;
+  /** Slices handed off by a local activity wait here for their adopting activity. */
+  jobs?: SliceJobs;
+  /**
+   * This worker's own task queue, where a local slice past its budget is adopted; without it a local slice runs to its
+   * end within the local activity.
+   */
+  handoffQueue?: string;
 }
 
 function eventsForAppended(threadId: string, entries: readonly StoredItem[]): ThreadEvent[] {
@@ -134,7 +143,8 @@ export function createSliceActivities(deps: SliceDependencies) {
     return { ...prior, followUps: [...prior.followUps, ...followUps] };
   }
 
-  async function runSlice(input: SliceInput): Promise<SliceResult> {
+  /** One slice, under `control`: an activity's context, or a job that a local activity started and another adopts. */
+  async function runSlice(input: SliceInput, control: SliceControl): Promise<SliceResult> {
     const { threadId, sliceId } = input;
     const prior = await deps.store.findSlice(threadId, sliceId);
     if (prior) return replayCommitted(input, prior);
@@ -171,108 +181,90 @@ export function createSliceActivities(deps: SliceDependencies) {
     const view = await modelView(deps.store, chain);
     const append = await resolveInjected(callLookup(deps.store, chain, view), staged.items);
 
-    const ctx = Context.current();
-    // No heartbeat at the start: most slices finish well within the interval, and each heartbeat is a server call.
-    const heartbeat = setInterval(() => ctx.heartbeat(), deps.heartbeatIntervalMs ?? 1000);
-    try {
-      for (const e of eventsForAppended(threadId, append)) emit(e);
-      emit({ threadId, type: 'status', status: 'running' });
-      emit({ threadId, type: 'completion_started', sliceId });
-      const out = await runCompletion({
+    for (const e of eventsForAppended(threadId, append)) emit(e);
+    emit({ threadId, type: 'status', status: 'running' });
+    emit({ threadId, type: 'completion_started', sliceId });
+    const out = await runCompletion({
+      threadId,
+      sliceId,
+      system: (deps.systemPrompt ?? DEFAULT_SYSTEM_PROMPT) + systemPromptSuffix(threadId, record.rootThreadId),
+      history: [...view, ...append.map((s) => s.item)],
+      tools,
+      model: deps.model,
+      policy,
+      signal: control.signal,
+      emit,
+      toolContext: toolContext(threadId, record.rootThreadId, ancestors, input.userId),
+      runtime: {
         threadId,
-        sliceId,
-        system: (deps.systemPrompt ?? DEFAULT_SYSTEM_PROMPT) + systemPromptSuffix(threadId, record.rootThreadId),
-        history: [...view, ...append.map((s) => s.item)],
-        tools,
-        model: deps.model,
-        policy,
-        signal: ctx.cancellationSignal,
-        emit,
-        toolContext: toolContext(threadId, record.rootThreadId, ancestors, input.userId),
-        runtime: {
-          threadId,
-          kind: record.kind,
-          stack: chain.map((r) => r.threadId),
-          parentThreadId: record.parentThreadId,
-          subscriptions: new Set(input.subscriptions ?? []),
-          parentOf: async (id) => {
-            const r = await deps.store.getThread(id);
-            return r ? r.parentThreadId : null;
-          },
-          now: () => Date.now(),
+        kind: record.kind,
+        stack: chain.map((r) => r.threadId),
+        parentThreadId: record.parentThreadId,
+        subscriptions: new Set(input.subscriptions ?? []),
+        parentOf: async (id) => {
+          const r = await deps.store.getThread(id);
+          return r ? r.parentThreadId : null;
         },
-      });
-      // Only the workflow's own cancel (a user text interrupting the slice) commits a partial turn. Any other cancel —
-      // this attempt's timeout passed (the server answers its heartbeat NOT_FOUND / TIMED_OUT), the worker shuts down,
-      // the activity was paused or reset — means the server has discarded or will retry this attempt: a commit here
-      // would answer for the next attempt with a turn cut off mid-stream.
-      if (out.interrupted && ctx.cancellationSignal.aborted && !ctx.cancellationDetails?.cancelRequested) {
-        const reason = ctx.cancellationSignal.reason instanceof Error ? ctx.cancellationSignal.reason.message : String(ctx.cancellationSignal.reason);
-        throw ApplicationFailure.retryable(`slice attempt abandoned (${reason}): nothing committed`, 'SliceAbandoned');
-      }
-      const items = [...append, ...out.buffer.flushed];
-      const lastText = [...items].reverse().find((s) => s.item.kind === 'assistant')?.item;
-      const summary = compactionSummary(record, out, lastText?.kind === 'assistant' ? lastText.text : undefined);
-      const result: SliceResult = {
-        sliceId,
-        length: committedLength + items.length,
-        pendingCall: out.asyncCall ? { id: out.asyncCall.id, name: out.asyncCall.name, passive: out.asyncCall.passive } : null,
-        answeredCallIds: out.answeredCallIds,
-        followUps: [],
-        interrupted: out.interrupted,
-      };
-      if (out.usage) result.usage = out.usage;
-      if (lastText?.kind === 'assistant') result.lastText = shorten(lastText.text);
-      if (out.error) result.error = out.error;
-      if (out.action) result.action = out.action;
-      if (out.cancelledSubscriptions.length > 0) result.cancelledSubscriptions = out.cancelledSubscriptions;
-      if (summary) {
-        // A compaction thread that answered in text instead of closing: its answer is the summary; close it.
-        if (!result.action) result.action = { type: 'close', callId: `${sliceId}-summary` };
-      } else if (overThreshold(record.kind, out.lastRoundUsage)) {
-        result.compact = true;
-        emit({ threadId, type: 'info', text: AUTO_COMPACTION_TRIGGERED });
-      }
-
-      const outcome = await deps.store.commit({
-        threadId,
-        sliceId,
-        expectedLength: input.expectedLength,
-        items,
-        result,
-        ...(summary && { summary }),
-        ...(staged.consumed.length > 0 && { consumedStaged: staged.consumed }),
-      });
-      if (outcome === 'duplicate') {
-        // A zombie attempt of this slice committed first: its result is the one that counts.
-        return replayCommitted(input, (await deps.store.findSlice(threadId, sliceId))!);
-      }
-      if (result.action?.type === 'close') {
-        await deps.store.markClosed(threadId);
-        notify((l) => l.threadClosed?.(threadId));
-      }
-      for (const callId of out.cancelledSubscriptions) notify((l) => l.callCancelled?.(threadId, callId));
-      emit({ threadId, type: 'completion_finished', sliceId, usage: out.usage });
-      if (out.asyncCall) result.followUps = await dispatch(threadId, record.rootThreadId, out.asyncCall, ancestors, input.userId);
-      emit({ threadId, type: 'status', status: result.pendingCall ? 'waiting_tool' : 'idle' });
-      return result;
-    } finally {
-      clearInterval(heartbeat);
+        now: () => Date.now(),
+      },
+    });
+    // Only the workflow's own cancel (a user text interrupting the slice) commits a partial turn. Any other cancel —
+    // this attempt's timeout passed (the server answers its heartbeat NOT_FOUND / TIMED_OUT), the worker shuts down,
+    // the activity was paused or reset — means the server has discarded or will retry this attempt: a commit here
+    // would answer for the next attempt with a turn cut off mid-stream.
+    if (out.interrupted && control.signal.aborted && !control.interruptRequested()) {
+      const reason = control.signal.reason instanceof Error ? control.signal.reason.message : String(control.signal.reason);
+      throw ApplicationFailure.retryable(`slice attempt abandoned (${reason}): nothing committed`, 'SliceAbandoned');
     }
+    const items = [...append, ...out.buffer.flushed];
+    const lastText = [...items].reverse().find((s) => s.item.kind === 'assistant')?.item;
+    const summary = compactionSummary(record, out, lastText?.kind === 'assistant' ? lastText.text : undefined);
+    const result: SliceResult = {
+      sliceId,
+      length: committedLength + items.length,
+      pendingCall: out.asyncCall ? { id: out.asyncCall.id, name: out.asyncCall.name, passive: out.asyncCall.passive } : null,
+      answeredCallIds: out.answeredCallIds,
+      followUps: [],
+      interrupted: out.interrupted,
+    };
+    if (out.usage) result.usage = out.usage;
+    if (lastText?.kind === 'assistant') result.lastText = shorten(lastText.text);
+    if (out.error) result.error = out.error;
+    if (out.action) result.action = out.action;
+    if (out.cancelledSubscriptions.length > 0) result.cancelledSubscriptions = out.cancelledSubscriptions;
+    if (summary) {
+      // A compaction thread that answered in text instead of closing: its answer is the summary; close it.
+      if (!result.action) result.action = { type: 'close', callId: `${sliceId}-summary` };
+    } else if (overThreshold(record.kind, out.lastRoundUsage)) {
+      result.compact = true;
+      emit({ threadId, type: 'info', text: AUTO_COMPACTION_TRIGGERED });
+    }
+
+    const outcome = await deps.store.commit({
+      threadId,
+      sliceId,
+      expectedLength: input.expectedLength,
+      items,
+      result,
+      ...(summary && { summary }),
+      ...(staged.consumed.length > 0 && { consumedStaged: staged.consumed }),
+    });
+    if (outcome === 'duplicate') {
+      // A zombie attempt of this slice committed first: its result is the one that counts.
+      return replayCommitted(input, (await deps.store.findSlice(threadId, sliceId))!);
+    }
+    if (result.action?.type === 'close') {
+      await deps.store.markClosed(threadId);
+      notify((l) => l.threadClosed?.(threadId));
+    }
+    for (const callId of out.cancelledSubscriptions) notify((l) => l.callCancelled?.(threadId, callId));
+    emit({ threadId, type: 'completion_finished', sliceId, usage: out.usage });
+    if (out.asyncCall) result.followUps = await dispatch(threadId, record.rootThreadId, out.asyncCall, ancestors, input.userId);
+    emit({ threadId, type: 'status', status: result.pendingCall ? 'waiting_tool' : 'idle' });
+    return result;
   }
 
-  /** Every failed attempt is told to live listeners; the thread itself records the last one (status().lastError). */
-  async function runSliceReported(input: SliceInput): Promise<SliceResult> {
-    try {
-      return await runSlice(input);
-    } catch (e) {
-      const attempt = Context.current().info.attempt;
-      if (!(e instanceof CancelledFailure)) emit({ threadId: input.threadId, type: 'info', text: `Error: slice ${input.sliceId} failed (attempt ${attempt}): ${e instanceof Error ? e.message : String(e)}` });
-      throw e;
-    }
-  }
-
-  return { runSlice: runSliceReported };
+  return sliceEntryPoints(runSlice, emit, { jobs: deps.jobs ?? new SliceJobs(), handoffQueue: deps.handoffQueue, heartbeatIntervalMs: deps.heartbeatIntervalMs });
 }
 
 export type SliceActivities = ReturnType<typeof createSliceActivities>;

@@ -23,6 +23,12 @@ export interface SliceInput {
   userId?: string;
 }
 
+/**
+ * What the local slice activity answers (release 0.3): the slice's result, or that it streams on past its budget and
+ * waits on this worker's own task queue for an activity to adopt it.
+ */
+export type LocalSliceOutcome = { done: SliceResult } | { handoff: { taskQueue: string } };
+
 /** Where a child thread attaches to its parent: it inherits the parent's first `order` own items. */
 export interface SpawnPoint {
   parentThreadId: string;

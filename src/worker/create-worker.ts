@@ -2,12 +2,15 @@
  * `createAgentWorker`: a Temporal worker that serves threads — the workflow bundle plus the slice activity bound
  * to a store, a model and tools. Any number of workers may serve one task queue; none keeps a thread resident.
  */
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import type { PayloadCodec, VersioningBehavior } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerDeploymentOptions, type WorkerOptions } from '@temporalio/worker';
 import { createSliceActivities } from '../activities/slice';
+import { SliceJobs } from '../activities/slice-jobs';
 import type { CompletionPolicy } from '../activities/completion';
 import type { ThreadEvent } from '../core/types';
 import type { ModelProvider } from '../model/provider';
@@ -126,7 +129,12 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       downstream(e);
     };
   }
+  // Slices that outlive their local activity's budget are adopted here, on a queue only this process polls.
+  const jobs = new SliceJobs();
+  const handoffQueue = `${options.taskQueue}/slices/${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const activities = createSliceActivities({
+    jobs,
+    handoffQueue,
     store: options.store,
     model: options.model,
     tools: options.tools ?? [],
@@ -140,6 +148,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     ...(options.toolLifecycle && { lifecycle: options.toolLifecycle }),
   });
   let worker: Worker;
+  let adopter: Worker;
   try {
     worker = await Worker.create({
       connection: options.connection,
@@ -152,6 +161,17 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       ...(dataConverter && { dataConverter }),
       ...options.workerOptions,
     });
+    // Unversioned on purpose: it only ever runs slices this very process started, whatever build the thread is on.
+    adopter = await Worker.create({
+      connection: options.connection,
+      namespace,
+      taskQueue: handoffQueue,
+      activities: { adoptSlice: activities.adoptSlice },
+      ...(dataConverter && { dataConverter }),
+      ...(options.workerOptions?.maxConcurrentActivityTaskExecutions !== undefined && {
+        maxConcurrentActivityTaskExecutions: options.workerOptions.maxConcurrentActivityTaskExecutions,
+      }),
+    });
   } catch (e) {
     await events?.close();
     throw e;
@@ -162,11 +182,21 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     taskQueue: options.taskQueue,
     ...(events && { eventsUrl: events.url }),
     run() {
-      running ??= worker.run();
+      running ??= (async () => {
+        const stopBoth = () => {
+          for (const w of [worker, adopter]) if (w.getState() === 'RUNNING') w.shutdown();
+        };
+        // Either worker failing stops the other: a thread's slices need both.
+        const runs = [worker.run(), adopter.run()].map((p) => p.catch((e: unknown) => (stopBoth(), Promise.reject(e))));
+        const settled = await Promise.allSettled(runs);
+        jobs.abandonAll('the worker shut down');
+        const failed = settled.find((r) => r.status === 'rejected');
+        if (failed) throw failed.reason;
+      })();
       return running;
     },
     async shutdown() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      for (const w of [worker, adopter]) if (w.getState() === 'RUNNING') w.shutdown();
       await running;
       await events?.close();
     },

@@ -13,9 +13,19 @@ import { patched } from '@temporalio/workflow';
  */
 export const V02 = 'infinity-v0.2';
 
+/** Release 0.3: a slice runs as a local activity first and is adopted by a regular activity past its budget. */
+export const V03 = 'infinity-v0.3';
+
 /**
  * Whether this run follows release 0.2's rules. False while replaying history written by 0.1 code; true from the
  * first live workflow task on (the SDK records the marker then), so a parked 0.1 thread takes the new rules when it
  * wakes.
  */
-export const v02 = (): boolean => patched(V02);
+export const v02 = (): boolean => v03() || patched(V02);
+
+/**
+ * Whether this run follows release 0.3's rules (which include 0.2's). A run started by 0.3 records only this marker:
+ * one marker and one `TemporalChangeVersion` upsert per run instead of two of each. Histories of 0.2 still replay
+ * with 0.2's rules (their marker says so), and those of 0.1 with 0.1's.
+ */
+export const v03 = (): boolean => patched(V03);

@@ -26,6 +26,13 @@ export interface ThreadOptions {
    * @default 2000
    */
   maxRunEvents?: number;
+  /**
+   * How long a slice runs as a local activity (inside the workflow task: one history event, no second task) before a
+   * regular activity on the same worker adopts it, so a user text can interrupt it (decision 50). 0: every slice is a
+   * regular activity, as in release 0.2. A user text that arrives within the budget waits for it to end.
+   * @default 500
+   */
+  localSliceBudgetMs?: number;
 }
 
 /** How a spawned thread starts: the call it must answer first, and what it receives. */

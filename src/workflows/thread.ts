@@ -1,14 +1,11 @@
 /**
- * The thread workflow (DESIGN §4): an inbox of signals, processed in batches, one `runSlice` activity at a time.
+ * The thread workflow (DESIGN §4): an inbox of signals, processed in batches, one slice at a time (`slice-runner.ts`).
  * Deterministic: it imports only the Temporal workflow API and `src/core`.
  */
 import {
-  CancellationScope,
   condition,
   continueAsNew,
   allHandlersFinished,
-  isCancellation,
-  proxyActivities,
   setHandler,
   upsertMemo,
   workflowInfo,
@@ -29,24 +26,16 @@ import { callbackStateQuery, inputSignal, statusQuery, waitForIdleUpdate, type W
 import { carryOut, spawnEventChild, startTimer, userIdOf, type ActionContext } from './runtime-actions';
 import { CARRY_MAX_CHARS, serializedChars, takeBatch } from '../core/batching';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
-import { v02 } from './patches';
+import { v02, v03 } from './patches';
 import { carryState, restoreState, type ThreadWorkflowArgs } from './state';
-import { sliceActivityOptions, statusView } from './status-view';
-
-/** The activity interface as the workflow sees it (implemented in `src/activities/slice.ts`). */
-interface SliceActivity {
-  runSlice(input: SliceInput): Promise<SliceResult>;
-}
-
-/** `type`: the activity's failure type (`ApplicationFailure.type`), if it had one. */
-type SliceOutcome = { ok: SliceResult } | { cancelled: true } | { failed: string; type?: string };
+import { type SliceOutcome, sliceRunner } from './slice-runner';
+import { statusView } from './status-view';
 
 export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   const { threadId } = args;
   const opts = args.options ?? {};
   const st = restoreState(args);
   const actx: ActionContext = { args, st };
-  const { runSlice } = proxyActivities<SliceActivity>(sliceActivityOptions(opts));
 
   let sliceRunning = false;
   let retrying = false;
@@ -87,6 +76,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     enqueue(v.value);
   });
   const acks = installDeliverUpdate(threadId, st, enqueue, count);
+  const runSliceOf = sliceRunner(opts, { userTexts: () => userTextsArrived, interrupting: () => (interruptNext = true) });
   setHandler(statusQuery, snapshot);
   // For the RAP gateway's revocation check; a query issues no commands, so it is replay-safe.
   setHandler(callbackStateQuery, (callId: string) => callbackState(st.prep, callId));
@@ -129,31 +119,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     if (interruptedCalls.length > 0) input.interruptedCalls = interruptedCalls;
     const userId = userIdOf(actx);
     if (userId !== undefined) input.userId = userId;
-    const scope = new CancellationScope();
-    let done = false;
-    const summary = sliceSummary(st.slices + 1, append, toolName, retrying);
-    const promise = scope.run(() => runSlice.executeWithOptions({ summary }, [input]));
-    void promise.then(
-      () => (done = true),
-      () => (done = true),
-    );
-    // Only texts that arrive while this slice runs interrupt it; older ones wait behind a retried slice. A counter,
-    // not a scan of the inbox: conditions are evaluated after every signal, and a flood makes a scan quadratic.
-    const before = userTextsArrived;
-    await condition(() => done || userTextsArrived > before);
-    if (!done) {
-      interruptNext = true;
-      scope.cancel();
-    }
-    try {
-      return { ok: await promise };
-    } catch (e) {
-      if (isCancellation(e)) return { cancelled: true };
-      const cause = e instanceof Error ? e.cause : undefined;
-      const type = cause instanceof Error && 'type' in cause && typeof cause.type === 'string' ? cause.type : undefined;
-      const failed = e instanceof Error ? (cause instanceof Error ? cause.message : e.message) : String(e);
-      return type ? { failed, type } : { failed };
-    }
+    return runSliceOf(input, sliceSummary(st.slices + 1, append, toolName, retrying), v03());
   };
 
   const apply = (r: SliceResult) => {

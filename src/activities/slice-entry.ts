@@ -1,0 +1,96 @@
+/**
+ * The slice's three activity entry points (decision 50):
+ * - `runSliceLocal`, a local activity: runs the slice inside the workflow task, for at most a budget. Most slices end
+ *   within it, and cost one marker event instead of an activity's three events and a second workflow task. One that
+ *   streams longer is handed off: it keeps running here, and the local activity returns this worker's own task queue.
+ * - `adoptSlice`, a regular activity on that queue: takes over the running job, so the thread can interrupt it (a
+ *   regular activity hears cancellation through its heartbeat; a local one cannot hear signals at all).
+ * - `runSlice`, a regular activity on the thread's task queue: release 0.2's only path, and since 0.3 the fallback
+ *   when the local path fails or the adopting worker is gone.
+ */
+import { CancelledFailure, Context } from '@temporalio/activity';
+import type { LocalSliceOutcome, SliceInput, SliceResult } from '../core/slice-protocol';
+import type { ThreadEvent } from '../core/types';
+import { type SliceControl, SliceJobs } from './slice-jobs';
+
+type RunSlice = (input: SliceInput, control: SliceControl) => Promise<SliceResult>;
+
+export interface SliceEntryOptions {
+  jobs: SliceJobs;
+  /** This worker's own task queue; without it a local slice runs to its end inside the local activity. */
+  handoffQueue?: string;
+  /** @default 1000 */
+  heartbeatIntervalMs?: number;
+}
+
+export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, opts: SliceEntryOptions) {
+  /** Every failed attempt is told to live listeners; the thread itself records the last one (status().lastError). */
+  const reported = async (input: SliceInput, body: () => Promise<SliceResult>): Promise<SliceResult> => {
+    try {
+      return await body();
+    } catch (e) {
+      const attempt = Context.current().info.attempt;
+      if (!(e instanceof CancelledFailure)) {
+        emit({ threadId: input.threadId, type: 'info', text: `Error: slice ${input.sliceId} failed (attempt ${attempt}): ${e instanceof Error ? e.message : String(e)}` });
+      }
+      throw e;
+    }
+  };
+
+  /** No heartbeat at the start: most slices finish well within the interval, and each heartbeat is a server call. */
+  const heartbeating = async <T>(body: Promise<T>): Promise<T> => {
+    const ctx = Context.current();
+    const timer = setInterval(() => ctx.heartbeat(), opts.heartbeatIntervalMs ?? 1000);
+    try {
+      return await body;
+    } finally {
+      clearInterval(timer);
+    }
+  };
+
+  async function runSlice(input: SliceInput): Promise<SliceResult> {
+    const ctx = Context.current();
+    // Only the workflow's own cancel is an interrupt; a timeout, shutdown, pause or reset abandons the attempt.
+    const control: SliceControl = { signal: ctx.cancellationSignal, interruptRequested: () => ctx.cancellationDetails?.cancelRequested === true };
+    return await reported(input, () => heartbeating(run(input, control)));
+  }
+
+  async function runSliceLocal(input: SliceInput, budgetMs: number): Promise<LocalSliceOutcome> {
+    const ctx = Context.current();
+    const job = opts.jobs.start(SliceJobs.key(input.threadId, input.sliceId), (control) => run(input, control));
+    // The workflow task ended under us (eviction, worker shutdown): nobody will read this attempt's result.
+    const abandon = () => job.abort('abandon', 'the local slice was cancelled (its workflow task ended)');
+    ctx.cancellationSignal.addEventListener('abort', abandon, { once: true });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const budget =
+      opts.handoffQueue === undefined ? [] : [new Promise<'budget'>((resolve) => (timer = setTimeout(() => resolve('budget'), budgetMs)))];
+    try {
+      // A failure here is not reported: the workflow runs the slice again as a regular activity, which reports its own.
+      const first = await Promise.race([job.promise, ...budget]);
+      if (first !== 'budget') return { done: first };
+      ctx.cancellationSignal.removeEventListener('abort', abandon);
+      opts.jobs.park(job);
+      return { handoff: { taskQueue: opts.handoffQueue! } };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function adoptSlice(input: SliceInput, options: { interrupt?: boolean } = {}): Promise<SliceResult> {
+    const ctx = Context.current();
+    const key = SliceJobs.key(input.threadId, input.sliceId);
+    // Not parked (expired, or already adopted by an earlier attempt): run it afresh; the commit is idempotent.
+    const job = opts.jobs.adopt(key) ?? opts.jobs.start(key, (control) => run(input, control));
+    const stop = () => {
+      const reason = ctx.cancellationSignal.reason instanceof Error ? ctx.cancellationSignal.reason.message : String(ctx.cancellationSignal.reason);
+      job.abort(ctx.cancellationDetails?.cancelRequested === true ? 'interrupt' : 'abandon', reason);
+    };
+    if (ctx.cancellationSignal.aborted) stop();
+    else ctx.cancellationSignal.addEventListener('abort', stop, { once: true });
+    // A user text had already arrived when the workflow saw the hand-off: interrupt at once.
+    if (options.interrupt) job.abort('interrupt', 'a user text arrived while the slice streamed');
+    return await reported(input, () => heartbeating(job.promise));
+  }
+
+  return { runSlice, runSliceLocal, adoptSlice };
+}

@@ -1,0 +1,111 @@
+/**
+ * How the thread runs one slice, and how a user text interrupts it.
+ *
+ * Release 0.2: a regular activity on the thread's task queue, cancelled when a user text arrives meanwhile.
+ * Release 0.3 (decision 50): a local activity first, for at most a budget (most completions end within it, and then a
+ * slice costs one marker event and no second workflow task); a slice still streaming at the budget is adopted by a
+ * regular activity on the worker that runs it, where a user text can cancel it as before. Any failure of that path
+ * falls back to release 0.2's activity, whose retries and timeouts are the server's.
+ */
+import { CancellationScope, condition, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { LocalSliceOutcome, SliceInput, SliceResult } from '../core/slice-protocol';
+import type { ThreadOptions } from './state';
+import { sliceActivityOptions } from './status-view';
+
+/** `type`: the activity's failure type (`ApplicationFailure.type`), if it had one. */
+export type SliceOutcome = { ok: SliceResult } | { cancelled: true } | { failed: string; type?: string };
+
+/** The activities as the workflow sees them (implemented in `src/activities/slice-entry.ts`). */
+interface SliceActivities {
+  runSlice(input: SliceInput): Promise<SliceResult>;
+  adoptSlice(input: SliceInput, options: { interrupt?: boolean }): Promise<SliceResult>;
+}
+interface LocalSliceActivities {
+  runSliceLocal(input: SliceInput, budgetMs: number): Promise<LocalSliceOutcome>;
+}
+
+/** How long a slice runs as a local activity before a regular activity adopts it. */
+export const DEFAULT_LOCAL_SLICE_BUDGET_MS = 500;
+/** A worker that does not pick up the adopting activity within this is taken for gone. */
+const ADOPT_SCHEDULE_TO_START = '10s';
+
+export interface SliceRunnerHooks {
+  /** User texts that have arrived in this run: one arriving while a slice runs interrupts it. */
+  userTexts(): number;
+  /** Called when a user text interrupts the running slice. */
+  interrupting(): void;
+}
+
+export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks) {
+  const remote = sliceActivityOptions(opts);
+  const { runSlice, adoptSlice } = proxyActivities<SliceActivities>(remote);
+  const budgetMs = opts.localSliceBudgetMs ?? DEFAULT_LOCAL_SLICE_BUDGET_MS;
+  const { runSliceLocal } = proxyLocalActivities<LocalSliceActivities>({
+    // The budget bounds it on a worker with a hand-off queue; on one without, the slice runs to its end in here.
+    startToCloseTimeout: remote.startToCloseTimeout,
+    // One attempt: the fallback is the regular activity, with the server's retries and backoff.
+    retry: { maximumAttempts: 1 },
+  });
+
+  /** Runs an activity that a user text arriving after `before` cancels (its slice commits what it streamed). */
+  const interruptible = async (start: () => Promise<SliceResult>, before: number): Promise<SliceOutcome> => {
+    const scope = new CancellationScope();
+    let done = false;
+    const promise = scope.run(start);
+    void promise.then(
+      () => (done = true),
+      () => (done = true),
+    );
+    // A counter, not a scan of the inbox: conditions are evaluated after every signal, and a scan would make a flood
+    // quadratic. Only texts that arrive while this slice runs interrupt it; older ones wait behind a retried slice.
+    await condition(() => done || hooks.userTexts() > before);
+    if (!done) {
+      hooks.interrupting();
+      scope.cancel();
+    }
+    try {
+      return { ok: await promise };
+    } catch (e) {
+      return failure(e);
+    }
+  };
+
+  const remoteSlice = (input: SliceInput, summary: string) => interruptible(() => runSlice.executeWithOptions({ summary }, [input]), hooks.userTexts());
+
+  /** Release 0.3's path: local first, adopted past the budget, release 0.2's activity when anything else happens. */
+  const localSlice = async (input: SliceInput, summary: string): Promise<SliceOutcome> => {
+    const before = hooks.userTexts();
+    let first: LocalSliceOutcome;
+    try {
+      first = await runSliceLocal.executeWithOptions({ summary }, [input, budgetMs]);
+    } catch (e) {
+      if (isCancellation(e)) return { cancelled: true };
+      return await remoteSlice(input, summary);
+    }
+    if ('done' in first) return { ok: first.done };
+    // A user text that arrived during the local part was held by the server until this workflow task: it interrupts.
+    const interrupt = hooks.userTexts() > before;
+    if (interrupt) hooks.interrupting();
+    const adopted = await interruptible(
+      () =>
+        adoptSlice.executeWithOptions(
+          { ...remote, summary, taskQueue: first.handoff.taskQueue, scheduleToStartTimeout: ADOPT_SCHEDULE_TO_START, retry: { maximumAttempts: 1 } },
+          [input, { interrupt }],
+        ),
+      hooks.userTexts(),
+    );
+    return 'failed' in adopted ? await remoteSlice(input, summary) : adopted;
+  };
+
+  /** Runs one slice; `local` (release 0.3) takes the local path. */
+  return (input: SliceInput, summary: string, local: boolean): Promise<SliceOutcome> =>
+    local && budgetMs > 0 ? localSlice(input, summary) : remoteSlice(input, summary);
+}
+
+function failure(e: unknown): SliceOutcome {
+  if (isCancellation(e)) return { cancelled: true };
+  const cause = e instanceof Error ? e.cause : undefined;
+  const type = cause instanceof Error && 'type' in cause && typeof cause.type === 'string' ? cause.type : undefined;
+  const failed = e instanceof Error ? (cause instanceof Error ? cause.message : e.message) : String(e);
+  return type ? { failed, type } : { failed };
+}
