@@ -28,12 +28,15 @@ describe('Temporal UI metadata', () => {
       await thread.waitForIdle({ settled: true });
       await thread.sendUserText('spawn a helper');
       await eventually(() => waits.find((w) => w.threadId === thread.threadId));
+      // The tool runs inside the slice: the slice's record lands in history when its workflow task completes.
+      await thread.waitForIdle();
 
       const description = await thread.workflow.describe();
       expect(description.memo?.title).toBe('Is build 42 green? Please check.');
       const history = await thread.workflow.fetchHistory();
       const summaries = (history.events ?? [])
-        .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+        // A slice is a local activity (its marker) unless it outran its budget: then also the adopting activity.
+        .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' || e.activityTaskScheduledEventAttributes)
         .map((e) => decode(e.userMetadata?.summary));
       expect(summaries.slice(0, 3)).toEqual(['slice 1: user "Is build 42 green? Please check."', 'slice 2: result of get_build_status', 'slice 3: user "spawn a helper"']);
       expect(summaries[3]).toBe('slice 4: result of spawn_thread');

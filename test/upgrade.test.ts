@@ -3,14 +3,14 @@
  * wait — a tool result pending, a `sleep` timer, `sleep_until_event_or_input`, an open subscription, a spawned child
  * waiting on its own tool — and is killed. Build B (this checkout's bundle) takes over the same task queue and store;
  * the results, events and wake-ups arrive there. Every thread ends with its exact committed history, no workflow task
- * of any run failed, and each thread switched to the 0.2 rules (the `infinity-v0.2` patch marker) at the first thing
- * B did for it.
+ * of any run failed, and each thread switched to the current rules (the `infinity-v0.3` patch marker, which implies
+ * 0.2's too) at the first thing B did for it.
  *
  * Then the other way (a rollback to A): a run that B continued-as-new (carried state version 2, no marker) keeps
  * working on A; a run in which B recorded the marker cannot be replayed by A — Temporal fails its workflow task as
  * nondeterministic and the thread is stuck until a build with the patch serves it again (it then finishes, nothing
- * lost). B records the marker in the first task it runs for any thread, so once 0.2 has run, workflow code must not
- * go back below 0.2 for the threads it woke: roll forward with a fix, or keep a 0.2 build serving them (PINNED to it
+ * lost). B records the marker in the first task it runs for any thread, so once 0.3 has run, workflow code must not
+ * go back below 0.3 for the threads it woke: roll forward with a fix, or keep a 0.3 build serving them (PINNED to it
  * under Worker Versioning; AUTO_UPGRADE threads would follow a rollback and fail). See docs/upgrading.md.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -24,13 +24,14 @@ import { AgentClient, type ThreadHandle } from '../src/client/agent-client';
 import * as T from '../src/core/texts';
 import { ScriptedModel } from '../src/model/scripted';
 import { subscriptionEvent, toolResult } from '../src/tools/messages';
-import { V02 } from '../src/workflows/patches';
+import { V02, V03 } from '../src/workflows/patches';
 import type { ThreadWorkflowArgs } from '../src/workflows/state';
 import { eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 type HistoryEvent = proto.api.history.v1.IHistoryEvent;
 
 const V01_BUNDLE = join(__dirname, 'fixtures', 'bundles', 'v0.1', 'workflows-bundle.js');
+const V02_BUNDLE = join(__dirname, 'fixtures', 'bundles', 'v0.2', 'workflows-bundle.js');
 /**
  * Long enough that no sleeper wakes while build A still runs (parking the rest and stopping A take a few seconds),
  * short enough to fire while B finishes the others. A sleeper that woke on A fails the "woke on B" check, loudly.
@@ -147,17 +148,18 @@ const taskFailures = (runs: Run[]) =>
   );
 
 /**
- * For a thread born on A and woken on B (one run): the workflow tasks before B's first are all A's and record no
- * marker; from B's first on, all are B's, and the first command B issued is the `infinity-v0.2` marker.
+ * For a thread born on A and woken on B (one run): the workflow tasks before B's first are all A's and record only A's
+ * own markers; from B's first on, all are B's, and the first command B issued is the `infinity-v0.3` marker.
  */
-function switchedToV02(run: Run): string | undefined {
+function switchedToCurrent(run: Run, aPatches: readonly string[]): string | undefined {
   const tasks = run.events.map((e, i) => ({ i, who: identity(e) })).filter((t) => t.who !== undefined);
   const firstB = tasks.find((t) => t.who === 'build-B');
   if (!firstB) return `${run.workflowId}: no workflow task ran on build B (woke on A?)`;
   if (tasks.some((t) => (t.i < firstB.i ? t.who !== 'build-A' : t.who !== 'build-B'))) return `${run.workflowId}: builds interleave: ${tasks.map((t) => t.who).join(',')}`;
-  if (run.events.slice(0, firstB.i).some((e) => patchId(e) !== undefined)) return `${run.workflowId}: a patch marker in the v0.1 part`;
+  const foreign = run.events.slice(0, firstB.i).map(patchId).find((id) => id !== undefined && !aPatches.includes(id));
+  if (foreign) return `${run.workflowId}: a patch marker build A does not know in A's part: ${foreign}`;
   const first = run.events.slice(firstB.i + 1).find(isCommandEvent);
-  if (!first || patchId(first) !== V02) return `${run.workflowId}: B's first command is not the ${V02} marker`;
+  if (!first || patchId(first) !== V03) return `${run.workflowId}: B's first command is not the ${V03} marker`;
   return undefined;
 }
 
@@ -215,13 +217,18 @@ function parkedLines(p: Parked): string[] {
 
 const childLines = (p: Parked) => [`result #1: ${T.childSeed(p.childId!, `wait:done ${p.n}`)}`, 'call #2 child_wait {}'];
 
-it('parks 50 threads on build A (v0.1), finishes them on build B (0.2), and tells what a rollback to A does', async () => {
+/**
+ * The deploy: build A (`aBundle`) parks 50 threads in every kind of wait, plus the two of the rollback half, and goes;
+ * build B (this checkout) finishes them all with exact histories. Temporal's record: no workflow task failed, A's part
+ * of a run holds only `aPatches` markers, and the first thing B did for each thread was this release's marker.
+ */
+async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
   const temporal = sys.temporal;
   // Threads for the rollback half: `viaCan` continues-as-new early under 0.2 rules (v0.1 ignores maxRunEvents).
   const canClient = new AgentClient({ client: temporal, taskQueue: sys.taskQueue, store: sys.store, threadOptions: { maxRunEvents: 30 } });
 
   // ---- Build A parks 50 threads, and first the two of the rollback half (waiting on a tool too).
-  let a = await startBuild('A', V01_BUNDLE);
+  const a = await startBuild('A', aBundle);
   const viaCan = await canClient.startThread({ threadId: uid('up-can') });
   await viaCan.sendUserText('call wait_for_ci {"build":101}');
   const touched = await sys.client.startThread({ threadId: uid('up-touched') });
@@ -269,7 +276,7 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (0.2), and tell
   // The tool results arrive while no worker runs at all: they wait in Temporal. The rest once B polls.
   const tools = parked.filter((p) => p.kind === 'tool');
   await Promise.all(tools.map((p) => p.thread.deliver(toolResult({ threadId: p.thread.threadId, toolCallId: p.callId! }, `Build ${p.n}: green`))));
-  let b = await startBuild('B', inject('workflowBundlePath'));
+  const b = await startBuild('B', inject('workflowBundlePath'));
   await Promise.all(
     parked.map(async (p) => {
       if (p.kind === 'parent') await sys.client.deliver(toolResult({ threadId: p.childId!, toolCallId: p.callId! }, 'ci passed'));
@@ -346,10 +353,10 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (0.2), and tell
   expect(taskFailures(runs)).toEqual([]);
   // Only these ends are normal: still waiting (roots, open children), closed children, or continued.
   expect(runs.filter((r) => !['RUNNING', 'COMPLETED', 'CONTINUED_AS_NEW'].includes(r.status)).map((r) => `${r.workflowId}: ${r.status}`)).toEqual([]);
-  expect(runs.filter((r) => bornOnA.includes(r.workflowId)).map(switchedToV02).filter(Boolean)).toEqual([]);
+  expect(runs.filter((r) => bornOnA.includes(r.workflowId)).map((r) => switchedToCurrent(r, aPatches)).filter(Boolean)).toEqual([]);
   for (const r of runs.filter((r) => bornOnB.includes(r.workflowId))) {
     expect(r.events.filter(identity).every((e) => identity(e) === 'build-B')).toBe(true);
-    expect(r.events.some((e) => patchId(e) === V02)).toBe(true);
+    expect(r.events.some((e) => patchId(e) === V03)).toBe(true);
   }
   // A later B process (a restart, a cache eviction) replays every upgraded run to its end without nondeterminism.
   const replays = Worker.runReplayHistories(
@@ -359,6 +366,18 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (0.2), and tell
   const replayErrors: string[] = [];
   for await (const r of replays) if (r.error) replayErrors.push(`${r.workflowId}: ${String(r.error)}`);
   expect(replayErrors).toEqual([]);
+  return { temporal, viaCan, touched, b };
+}
+
+it('parks 50 threads on build A (release 0.2) and finishes them on build B (this release)', async () => {
+  const { b } = await parkOnAFinishOnB(V02_BUNDLE, [V02]);
+  await b.stop();
+}, 240_000);
+
+it('parks 50 threads on build A (v0.1), finishes them on build B (this release), and tells what a rollback to A does', async () => {
+  const parked = await parkOnAFinishOnB(V01_BUNDLE, []);
+  const { temporal, viaCan, touched } = parked;
+  let b = parked.b;
 
   // ---- Rollback, prepared on B. `viaCan` gets texts until B continues its run as new (0.2: maxRunEvents).
   await viaCan.waitForIdle({ settled: true });
@@ -385,7 +404,7 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (0.2), and tell
   const touchedLines = ['user: call wait_for_ci {"build":102}', 'call #1 wait_for_ci {"build":102}', 'result #1: Build 102: green', 'assistant: ok: Build 102: green'];
   expect(render(await touched.history())).toEqual(touchedLines);
   const touchedRun = (await historiesOf(temporal, touched.threadId))[0]!;
-  expect(touchedRun.events.some((e) => patchId(e) === V02)).toBe(true);
+  expect(touchedRun.events.some((e) => patchId(e) === V03)).toBe(true);
 
   // The SDK's own verdict, in this process: v0.1 code replays the continued run, and fails on the marked one.
   await Worker.runReplayHistory({ workflowBundle: { codePath: V01_BUNDLE }, replayName: 'v0.1 on a run B continued' }, { events: run2.events }, viaCan.threadId);
@@ -398,11 +417,11 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (0.2), and tell
     (e: unknown) => e as Error,
   );
   expect(v01OnMarked?.name).toBe('DeterminismViolationError');
-  expect(v01OnMarked?.message).toContain(`Non-deprecated patch marker encountered for change ${V02}`);
+  expect(v01OnMarked?.message).toContain(`Non-deprecated patch marker encountered for change ${V03}`);
 
   // ---- The rollback: B goes, A comes back.
   await b.stop();
-  a = await startBuild('A', V01_BUNDLE);
+  const a = await startBuild('A', V01_BUNDLE);
   await viaCan.sendUserText('after rollback');
   await viaCan.waitForIdle({ settled: true });
   canLines.push('user: after rollback', 'assistant: ok: after rollback');
@@ -423,14 +442,14 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (0.2), and tell
     'build A to fail the marked run',
   );
   expect(failure.cause).toBe(proto.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR);
-  expect(failure.failure?.message).toContain(`Non-deprecated patch marker encountered for change ${V02}`);
+  expect(failure.failure?.message).toContain(`Non-deprecated patch marker encountered for change ${V03}`);
   expect(failure.identity).toBe('build-A');
   // What an operator sees: the client reports the thread failed, with Temporal's reason.
   const stuck = await eventually(async () => {
     const s = await touched.status();
     return s.status === 'failed' ? s : undefined;
   }, 30_000, 'the thread to show failed');
-  expect(stuck.lastError).toContain(V02);
+  expect(stuck.lastError).toContain(V03);
   expect(render(await touched.history())).toEqual(touchedLines);
 
   // ---- Forward again: a build with the patch serves it, and the waiting input is answered.
@@ -441,7 +460,7 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (0.2), and tell
   // Its only failures are A's, on the marker; B completed the task after them.
   const touchedFailures = taskFailures(await historiesOf(temporal, touched.threadId));
   expect(touchedFailures.length).toBeGreaterThan(0);
-  expect(touchedFailures.every((f) => f.includes(`Non-deprecated patch marker encountered for change ${V02}`))).toBe(true);
+  expect(touchedFailures.every((f) => f.includes(`Non-deprecated patch marker encountered for change ${V03}`))).toBe(true);
   expect((await touched.status()).status).toBe('idle');
   await viaCan.sendUserText('forward again');
   await viaCan.waitForIdle({ settled: true });

@@ -25,11 +25,11 @@ export interface SliceEntryOptions {
 
 export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, opts: SliceEntryOptions) {
   /** Every failed attempt is told to live listeners; the thread itself records the last one (status().lastError). */
-  const reported = async (input: SliceInput, body: () => Promise<SliceResult>): Promise<SliceResult> => {
+  const reported = async <T>(input: SliceInput, body: () => Promise<T>): Promise<T> => {
     try {
       return await body();
     } catch (e) {
-      const attempt = Context.current().info.attempt;
+      const attempt = Context.current().info.attempt + (input.priorAttempts ?? 0);
       if (!(e instanceof CancelledFailure)) {
         emit({ threadId: input.threadId, type: 'info', text: `Error: slice ${input.sliceId} failed (attempt ${attempt}): ${e instanceof Error ? e.message : String(e)}` });
       }
@@ -64,13 +64,16 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
     let timer: ReturnType<typeof setTimeout> | undefined;
     const budget =
       opts.handoffQueue === undefined ? [] : [new Promise<'budget'>((resolve) => (timer = setTimeout(() => resolve('budget'), budgetMs)))];
-    try {
-      // A failure here is not reported: the workflow runs the slice again as a regular activity, which reports its own.
+    const local = async (): Promise<LocalSliceOutcome> => {
       const first = await Promise.race([job.promise, ...budget]);
       if (first !== 'budget') return { done: first };
       ctx.cancellationSignal.removeEventListener('abort', abandon);
       opts.jobs.park(job);
       return { handoff: { taskQueue: opts.handoffQueue! } };
+    };
+    try {
+      // The slice's first attempt: its failure is reported like any attempt's.
+      return await reported(input, local);
     } finally {
       clearTimeout(timer);
     }

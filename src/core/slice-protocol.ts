@@ -21,6 +21,8 @@ export interface SliceInput {
   interruptedCalls?: string[];
   /** The end user of the thread tree, for remote tools (RAP `user_id`). */
   userId?: string;
+  /** Attempts of this slice made before this activity's (its local first attempt): reported attempts count on from it. */
+  priorAttempts?: number;
 }
 
 /**

@@ -7,7 +7,7 @@
  * regular activity on the worker that runs it, where a user text can cancel it as before. Any failure of that path
  * falls back to release 0.2's activity, whose retries and timeouts are the server's.
  */
-import { CancellationScope, condition, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { LocalSliceOutcome, SliceInput, SliceResult } from '../core/slice-protocol';
 import type { ThreadOptions } from './state';
 import { sliceActivityOptions } from './status-view';
@@ -72,6 +72,21 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks) {
 
   const remoteSlice = (input: SliceInput, summary: string) => interruptible(() => runSlice.executeWithOptions({ summary }, [input]), hooks.userTexts());
 
+  const maxAttempts = remote.retry?.maximumAttempts ?? 10;
+  const nonRetryable = new Set(remote.retry?.nonRetryableErrorTypes ?? []);
+  /**
+   * The local path is the slice's first attempt. After it failed, release 0.2's activity makes the others (attempts
+   * 2…N, so reported), unless the failure was one no attempt can mend.
+   */
+  const afterFirstAttempt = async (input: SliceInput, summary: string, e: unknown): Promise<SliceOutcome> => {
+    const outcome = failure(e);
+    const app = applicationFailureOf(e);
+    const final = app !== undefined && (app.nonRetryable || nonRetryable.has(app.type ?? ''));
+    if ('cancelled' in outcome || final || maxAttempts <= 1) return outcome;
+    const retry = { ...remote.retry, maximumAttempts: maxAttempts - 1 };
+    return await interruptible(() => runSlice.executeWithOptions({ ...remote, summary, retry }, [{ ...input, priorAttempts: 1 }]), hooks.userTexts());
+  };
+
   /** Release 0.3's path: local first, adopted past the budget, release 0.2's activity when anything else happens. */
   const localSlice = async (input: SliceInput, summary: string): Promise<SliceOutcome> => {
     const before = hooks.userTexts();
@@ -79,22 +94,22 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks) {
     try {
       first = await runSliceLocal.executeWithOptions({ summary }, [input, budgetMs]);
     } catch (e) {
-      if (isCancellation(e)) return { cancelled: true };
-      return await remoteSlice(input, summary);
+      return await afterFirstAttempt(input, summary, e);
     }
     if ('done' in first) return { ok: first.done };
     // A user text that arrived during the local part was held by the server until this workflow task: it interrupts.
     const interrupt = hooks.userTexts() > before;
     if (interrupt) hooks.interrupting();
-    const adopted = await interruptible(
-      () =>
-        adoptSlice.executeWithOptions(
-          { ...remote, summary, taskQueue: first.handoff.taskQueue, scheduleToStartTimeout: ADOPT_SCHEDULE_TO_START, retry: { maximumAttempts: 1 } },
-          [input, { interrupt }],
-        ),
-      hooks.userTexts(),
-    );
-    return 'failed' in adopted ? await remoteSlice(input, summary) : adopted;
+    const options = { ...remote, summary, taskQueue: first.handoff.taskQueue, scheduleToStartTimeout: ADOPT_SCHEDULE_TO_START, retry: { maximumAttempts: 1 } };
+    // The adopting activity's failure: a timeout, the slice's own error, or the worker gone before it started.
+    let adoptError: unknown;
+    const adopt = () =>
+      adoptSlice.executeWithOptions(options, [input, { interrupt }]).catch((e: unknown) => {
+        adoptError = e;
+        throw e;
+      });
+    const adopted = await interruptible(adopt, hooks.userTexts());
+    return 'failed' in adopted ? await afterFirstAttempt(input, summary, adoptError) : adopted;
   };
 
   /** Runs one slice; `local` (release 0.3) takes the local path. */
@@ -102,8 +117,20 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks) {
     local && budgetMs > 0 ? localSlice(input, summary) : remoteSlice(input, summary);
 }
 
+/**
+ * The activity's own failure: a regular activity's arrives as the cause of an `ActivityFailure`, a local activity's
+ * as the `ApplicationFailure` itself.
+ */
+function applicationFailureOf(e: unknown): ApplicationFailure | undefined {
+  if (e instanceof ApplicationFailure) return e;
+  return e instanceof Error && e.cause instanceof ApplicationFailure ? e.cause : undefined;
+}
+
 function failure(e: unknown): SliceOutcome {
   if (isCancellation(e)) return { cancelled: true };
+  const app = applicationFailureOf(e);
+  if (app) return app.type ? { failed: app.message, type: app.type } : { failed: app.message };
+  // A timeout or another failure of Temporal's: its message says what happened (release 0.2's reading).
   const cause = e instanceof Error ? e.cause : undefined;
   const type = cause instanceof Error && 'type' in cause && typeof cause.type === 'string' ? cause.type : undefined;
   const failed = e instanceof Error ? (cause instanceof Error ? cause.message : e.message) : String(e);
