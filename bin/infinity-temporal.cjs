@@ -15,11 +15,17 @@ function fromSources() {
   return require(source);
 }
 
+/**
+ * Exits once stdout and stderr have handed everything to the OS: `process.exit` drops what a pipe has not taken yet
+ * (the end of a long `history --json | ...` was lost). Writes complete in order, so an empty write's callback comes
+ * after all earlier output.
+ */
+function exitAfterOutput(code) {
+  process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+}
+
 const cli = fromSources() ?? require(join(__dirname, '..', 'dist', 'src', 'cli', 'main.js'));
-cli.main(process.argv).then(
-  (code) => process.exit(code),
-  (e) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+cli.main(process.argv).then(exitAfterOutput, (e) => {
+  console.error(e);
+  exitAfterOutput(1);
+});

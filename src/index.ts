@@ -49,6 +49,8 @@ export {
 } from './store/conversation-store';
 export { InMemoryConversationStore } from './store/memory';
 export { SqliteConversationStore, type SqliteStoreOptions } from './store/sqlite';
+export { PostgresConversationStore, type PostgresStoreOptions } from './store/postgres';
+export { openConversationStore, type OpenStoreOptions } from './store/open';
 export { StoreFileLostError, type StoreFileChange, type StoreFileRole } from './store/file-guard';
 
 export { defineTool, type Tool, type ToolContext, type ToolDefinition, type JsonSchemaObject } from './tools/tool';

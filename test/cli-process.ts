@@ -20,12 +20,13 @@ export function cliRunner(globals: () => string[], env: Record<string, string | 
     start,
     async run(...args) {
       const child = start(args);
-      let stdout = '';
-      let stderr = '';
-      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      // Decoded whole at the end: a chunk may end in the middle of a multi-byte character.
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout!.on('data', (d: Buffer) => out.push(d));
+      child.stderr!.on('data', (d: Buffer) => err.push(d));
       const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? -1)));
-      return { code, stdout, stderr };
+      return { code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
     },
   };
 }

@@ -2,11 +2,11 @@
  * Real processes: a worker SIGKILLed mid-slice, or right after it committed, is replaced by a new one; the thread
  * completes and its committed history has no lost or duplicated turn.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, expect, inject, it } from 'vitest';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
 import { SqliteConversationStore } from '../src/store/sqlite';
+import { startWorkerProcess } from './crash-worker';
 import { SLOW_TEXT } from './fixtures/crash-constants';
 import { render, startTestSystem, type TestSystem, uid } from './helpers';
 
@@ -24,40 +24,11 @@ afterAll(async () => {
   await sys?.shutdown();
 });
 
-/** Starts a worker process and resolves once it prints `READY`; `waitFor` resolves on a matching line. */
+/** A worker process on the system's task queue and store; killed after each test. */
 function startWorker(extraEnv: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures', 'worker-process.ts')], {
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TASK_QUEUE: sys.taskQueue,
-      STORE_PATH: sys.storePath,
-      BUNDLE_PATH: inject('workflowBundlePath'),
-      ...extraEnv,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  procs.push(child);
-  const lines: string[] = [];
-  const waiters: { re: RegExp; resolve: () => void }[] = [];
-  let buf = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    const parts = buf.split('\n');
-    buf = parts.pop()!;
-    for (const line of parts) {
-      lines.push(line);
-      for (const w of waiters.filter((w) => w.re.test(line))) w.resolve();
-    }
-  });
-  const waitFor = (re: RegExp, ms = 60_000) =>
-    new Promise<void>((resolve, reject) => {
-      if (lines.some((l) => re.test(l))) return resolve();
-      const t = setTimeout(() => reject(new Error(`worker never printed ${re}; got ${lines.slice(-5).join(' | ')}`)), ms);
-      waiters.push({ re, resolve: () => (clearTimeout(t), resolve()) });
-    });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  return { child, lines, waitFor, exited };
+  const worker = startWorkerProcess(sys.taskQueue, sys.storePath, extraEnv);
+  procs.push(worker.child);
+  return worker;
 }
 
 it('survives a worker killed in the middle of a streaming slice', async () => {

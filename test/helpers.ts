@@ -27,6 +27,7 @@ export interface TestSystem {
   client: AgentClient;
   temporal: Client;
   store: ConversationStore;
+  /** The store's SQLite file; with `options.store`, what `options.storePath` names (its URL, say), else ''. */
   storePath: string;
   /** Undefined with `noWorker`. */
   worker?: AgentWorker;
@@ -48,6 +49,8 @@ export interface TestSystemOptions {
   /** Start no worker (e.g. when a separate process runs it). */
   noWorker?: boolean;
   storePath?: string;
+  /** The conversation store to use instead of a new SQLite file (e.g. a PostgreSQL one); `shutdown` closes it. */
+  store?: ConversationStore;
   /** Another dev server than the suite's. */
   address?: string;
   /** Lifecycle notices for remote tools (RAP). */
@@ -67,8 +70,8 @@ export const FAST_POLICY: Partial<CompletionPolicy> = {
 
 export async function startTestSystem(options: TestSystemOptions): Promise<TestSystem> {
   const connection = await NativeConnection.connect({ address: options.address ?? inject('temporalAddress') });
-  const storePath = options.storePath ?? join(inject('scratchDir'), `store-${randomUUID()}.sqlite`);
-  const store = new SqliteConversationStore(storePath);
+  const storePath = options.storePath ?? (options.store ? '' : join(inject('scratchDir'), `store-${randomUUID()}.sqlite`));
+  const store = options.store ?? new SqliteConversationStore(storePath);
   const taskQueue = `test-${randomUUID()}`;
   const events = new LocalEventHub();
   const seen: ThreadEvent[] = [];

@@ -20,7 +20,7 @@ export function buildProgram(out: (line: string) => void = (l) => process.stdout
     .option('--address <host:port>', 'Temporal frontend (env TEMPORAL_ADDRESS; default: the running `dev`)')
     .option('--namespace <name>', 'Temporal namespace (env TEMPORAL_NAMESPACE; default "default")')
     .option('--task-queue <name>', 'task queue of the agent workers (env INFINITY_TASK_QUEUE; default infinity-agents)')
-    .option('--store <file>', 'the conversation store, a SQLite file (env INFINITY_STORE)')
+    .option('--store <file|url>', 'the conversation store: a SQLite file or a postgres:// URL (env INFINITY_STORE)')
     .option('--events-url <urls>', "the workers' live events endpoints, comma-separated (env INFINITY_EVENTS_URL)")
     .option('--events-token <token>', 'bearer token of that endpoint (env INFINITY_EVENTS_TOKEN)')
     .option('--data-dir <dir>', 'where `dev` keeps its databases and state (default .temporal/local)')

@@ -11,7 +11,8 @@ import { modelFromEnv, modelFromSpec } from '../model/registry';
 import { startRapGateway } from '../rap/gateway';
 import { callbackKeysFromEnv, startRemoteTools } from '../worker/remote-tools';
 import { CallbackTokens } from '../rap/tokens';
-import { SqliteConversationStore } from '../store/sqlite';
+import { describeStore, openConversationStore } from '../store/open';
+import { PostgresConversationStore } from '../store/postgres';
 import { buildStatusDemoTool } from '../tools/demo';
 import type { Tool } from '../tools/tool';
 import { startLocalSystem } from '../local-system';
@@ -184,7 +185,14 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       const target = await resolveTarget(flags);
       const storePath = target.store ?? join(dataDirOf(flags), 'conversations.sqlite');
       const connection = await NativeConnection.connect({ address: target.address, ...(target.tls !== undefined && { tls: target.tls }) });
-      const store = new SqliteConversationStore(storePath);
+      const store = openConversationStore(storePath);
+      // A database's schema migrates now rather than in the first slice: a wrong URL or role fails the start-up.
+      if (store instanceof PostgresConversationStore) {
+        await store.migrate().catch(async (e: unknown) => {
+          await store.close();
+          throw new CliError(`cannot use the conversation store ${describeStore(storePath)}: ${e instanceof Error ? e.message : String(e)}`);
+        });
+      }
       const model = modelOf(opts);
       const temporal = new Client({ connection, namespace: target.namespace });
       const remote = await remoteTools(opts, (m) => deliverInput(temporal, m, { store }), out, callbackStateOf(temporal));
@@ -203,7 +211,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       // Machine-readable first lines: tests and scripts wait for them.
       out(`worker ready · task queue ${target.taskQueue} · ${target.address} · model ${model.id}`);
       if (worker.eventsUrl) out(`events ${worker.eventsUrl}`);
-      out(`store ${storePath}`);
+      out(`store ${describeStore(storePath)}`);
       if (deployment) {
         out(`deployment ${deployment.name} · build ${deployment.buildId} · ${deployment.defaultVersioningBehavior}`);
         // A versioned worker gets no task until its build is current (or ramping, or pinned to).

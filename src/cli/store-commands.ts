@@ -1,6 +1,7 @@
 /** `backup`: a consistent copy of the conversation store, taken while workers go on writing to it. */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
+import { describeStore, isPostgresUrl } from '../store/open';
 import { SqliteConversationStore } from '../store/sqlite';
 import { CliError, storePathOf, type TargetFlags } from './target';
 
@@ -12,6 +13,12 @@ export function registerStoreCommands(program: Command, out: (line: string) => v
     .action(async (dest: string, _opts: unknown, cmd: Command) => {
       const file = storePathOf(cmd.optsWithGlobals<TargetFlags>());
       if (!file) throw new CliError('backup copies the conversation store: pass --store <sqlite file> (or set INFINITY_STORE, or run next to `dev`)');
+      if (isPostgresUrl(file)) {
+        throw new CliError(
+          `backup copies a SQLite store; ${describeStore(file)} is a PostgreSQL database: back it up with pg_dump ` +
+            '(e.g. `pg_dump --format=custom --file=conversations.dump <url>`), or with the backups your PostgreSQL service runs',
+        );
+      }
       if (!existsSync(file)) throw new CliError(`no conversation store at ${file}`);
       if (existsSync(dest)) throw new CliError(`${dest} exists; a backup goes to a new file`);
       // Read-only: a backup must not migrate or otherwise write the store it copies.

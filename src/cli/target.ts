@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import { AgentClient } from '../client/agent-client';
-import { SqliteConversationStore } from '../store/sqlite';
+import { isPostgresUrl, openConversationStore } from '../store/open';
 
 /** Options every command accepts (see `--help`). */
 export interface TargetFlags {
@@ -126,7 +126,11 @@ export async function openClient(target: Target, options: { stage?: boolean } = 
   } catch (e) {
     throw new CliError(`cannot reach Temporal at ${target.address}: ${e instanceof Error ? e.message : String(e)}`);
   }
-  const store = target.store && existsSync(target.store) ? new SqliteConversationStore(target.store, { readonly: !options.stage }) : undefined;
+  // A SQLite file that is not there is not created (and a client needs no store); a database URL is always opened.
+  const store =
+    target.store && (isPostgresUrl(target.store) || existsSync(target.store))
+      ? openConversationStore(target.store, { readonly: !options.stage })
+      : undefined;
   const client = new AgentClient({
     client: new Client({ connection, namespace: target.namespace }),
     taskQueue: target.taskQueue,

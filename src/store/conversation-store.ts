@@ -1,6 +1,7 @@
 /**
  * Where conversations live. Temporal carries ids and counters; the store carries the words.
- * Implementations: {@link InMemoryConversationStore} (tests) and {@link SqliteConversationStore} (embedded default).
+ * Implementations: {@link InMemoryConversationStore} (tests), {@link SqliteConversationStore} (embedded default) and
+ * {@link PostgresConversationStore} (workers on several machines).
  */
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';

@@ -45,6 +45,14 @@ export class ItemPrefixCache {
     return e.items;
   }
 
+  /** Drops a thread's cached prefix (a store found it no longer matches its database). */
+  forget(threadId: string): void {
+    const e = this.threads.get(threadId);
+    if (!e) return;
+    this.threads.delete(threadId);
+    this.bytes -= e.bytes;
+  }
+
   /**
    * Appends items that start at position `from` of the thread. Ignored unless they continue the cached prefix
    * exactly (a thread not cached yet must start at 0), so the cache never holds a gap.

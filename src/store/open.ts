@@ -1,0 +1,52 @@
+/** One string names a conversation store: a PostgreSQL URL, or a SQLite file. */
+import type { PoolConfig } from 'pg';
+import type { ConversationStore } from './conversation-store';
+import { PostgresConversationStore } from './postgres';
+import { SqliteConversationStore } from './sqlite';
+
+export interface OpenStoreOptions {
+  /**
+   * SQLite: open without write access (no migration either). A PostgreSQL store ignores it: what a process may write
+   * there is for the database's roles to say.
+   * @default false
+   */
+  readonly?: boolean;
+  /** See `SqliteStoreOptions.itemCacheBytes` / `PostgresStoreOptions.itemCacheBytes`. @default 32 MiB */
+  itemCacheBytes?: number;
+  /** PostgreSQL only: more pool settings (`max`, `ssl`, ...). */
+  pool?: Omit<PoolConfig, 'connectionString'>;
+  /** PostgreSQL only: the schema holding the tables. @default 'public' */
+  schema?: string;
+}
+
+/** Does the spec name a PostgreSQL database (`postgres://` or `postgresql://`)? */
+export const isPostgresUrl = (spec: string): boolean => /^postgres(ql)?:\/\//i.test(spec);
+
+/** The spec for display: a URL's password replaced by `***`. */
+export function describeStore(spec: string): string {
+  if (!isPostgresUrl(spec)) return spec;
+  try {
+    const url = new URL(spec);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return spec.replace(/\/\/[^@/]*@/, '//***@'); // not a URL we can parse: hide whatever credentials it holds
+  }
+}
+
+/**
+ * The store a spec names: a `postgres://` or `postgresql://` URL opens a {@link PostgresConversationStore} (its
+ * schema migrates on first use), anything else is the path of a {@link SqliteConversationStore} file.
+ */
+export function openConversationStore(spec: string, options: OpenStoreOptions = {}): ConversationStore {
+  const { readonly, itemCacheBytes, pool, schema } = options;
+  if (isPostgresUrl(spec)) {
+    return new PostgresConversationStore({
+      connectionString: spec,
+      ...(schema !== undefined && { schema }),
+      ...(pool && { pool }),
+      ...(itemCacheBytes !== undefined && { itemCacheBytes }),
+    });
+  }
+  return new SqliteConversationStore(spec, { ...(readonly !== undefined && { readonly }), ...(itemCacheBytes !== undefined && { itemCacheBytes }) });
+}
