@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/browser/**', 'node_modules/**'],
+    exclude: ['test/browser/**', 'test/cluster/**', 'node_modules/**'],
     globalSetup: ['test/global-setup.ts'],
     setupFiles: ['test/setup-runtime.ts'],
     // Temporal workers use native threads: separate processes keep them apart.
