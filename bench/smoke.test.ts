@@ -2,37 +2,70 @@
  * `npm run bench:smoke`: the whole benchmark harness on a tiny configuration, so it never rots. It checks that the
  * run finished and wrote well-formed results — never a timing.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import type { Results } from './results';
 
-it('runs every design and writes JSON, a markdown summary and a chart', () => {
+it('runs every design and writes JSON, a markdown summary and a chart', async () => {
   const out = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
-  execFileSync(process.execPath, ['--import', 'tsx', join(__dirname, 'run.ts'), '--profile', 'smoke', '--out', out], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    timeout: 540_000,
+  // Not execFileSync: the run takes minutes, and a test worker whose event loop is blocked that long misses vitest's
+  // RPC deadline ("Timeout calling onTaskUpdate").
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile(process.execPath, ['--import', 'tsx', join(__dirname, 'run.ts'), '--profile', 'smoke', '--out', out], { timeout: 540_000 }, (e) =>
+      e ? reject(e) : resolve(),
+    );
+    child.stderr?.pipe(process.stderr);
   });
   const files = readdirSync(out);
   const json = files.find((f) => f.endsWith('.json'))!;
   expect(files.filter((f) => f.startsWith(json.replace('.json', '')))).toHaveLength(3);
-  const r = JSON.parse(readFileSync(join(out, json), 'utf8'));
-  expect(Object.keys(r.designs).sort()).toEqual(['blocking', 'ceiling', 'ours']);
-  for (const d of Object.values(r.designs) as { waves: { completions: number; completionsPerSecond: number; latencyMs: { n: number } }[]; errors: string[] }[]) {
-    expect(d.errors).toEqual([]);
+  const r = JSON.parse(readFileSync(join(out, json), 'utf8')) as Results;
+  expect(Object.keys(r.designs).sort()).toEqual(['blocking', 'ceiling', 'ours', 'v01']);
+  for (const [name, d] of Object.entries(r.designs)) {
+    expect(d.errors, name).toEqual([]);
     expect(d.waves).toHaveLength(2);
     for (const w of d.waves) {
       // 3 agents × 2 turns × 2 completions each, and a latency for every tool result.
-      expect(w.completions).toBe(12);
-      expect(w.latencyMs.n).toBe(6);
+      expect(w.completions, name).toBe(12);
+      expect(w.latencyMs.n, name).toBe(6);
       expect(Number.isFinite(w.completionsPerSecond)).toBe(true);
     }
+    expect(d.completionsPerSecond, name).toBeGreaterThan(0);
+    expect(d.eventsPerTurn, name).toBeGreaterThan(0);
+    expect(Number.isFinite(d.cpuMsPerCompletion.server) && Number.isFinite(d.cpuMsPerCompletion.worker), name).toBe(true);
+    expect(d.restRss, name).toBeGreaterThan(0);
   }
-  expect(r.density.points.map((p: { agents: number }) => p.agents)).toEqual([0, 10, 20]);
-  expect(r.density.wake).toMatchObject({ sample: 5, exact: 5 });
-  expect(Number.isFinite(r.density.slopeBytesPerAgent)).toBe(true);
+  // Events by type for ours and the v0.1 reference, adding up to the events per turn of each sampled history.
+  for (const name of ['ours', 'v01'] as const) {
+    const byType = r.designs[name]!.eventsByType!;
+    expect(byType.workflow_execution_started, name).toBeGreaterThan(0);
+    for (const w of r.designs[name]!.waves) expect(Object.values(w.eventsByType).reduce((a, b) => a + b, 0)).toBeCloseTo(w.eventsPerTurn, 6);
+  }
+  // The v0.1 pattern schedules regular activities; the ceiling's completions are local activities (markers).
+  expect(r.designs.v01!.eventsByType!.activity_task_scheduled).toBeGreaterThan(0);
+  expect(r.designs.ceiling!.waves[0]!.eventsByType.marker_recorded).toBeGreaterThan(0);
+  expect(r.designs.ceiling!.waves[0]!.eventsByType.activity_task_scheduled ?? 0).toBe(0);
+  expect(r.serverRestRss).toBeGreaterThan(0);
+  for (const key of ['oursOverV01Throughput', 'oursOverCeilingThroughput', 'oursOverBlockingThroughput'] as const) {
+    expect(Number.isFinite(r.ratios[key]), key).toBe(true);
+    expect(r.ratios[key], key).toBeGreaterThan(0);
+  }
+  const density = r.density!;
+  expect(density.points.map((p) => p.agents)).toEqual([0, 10, 20]);
+  expect(density.wake).toMatchObject({ sample: 5, exact: 5 });
+  expect(Number.isFinite(density.slopeBytesPerAgent)).toBe(true);
+  expect(density.long!.points.map((p) => p.agents)).toEqual([0, 4]);
+  expect(density.long!.historyTurns).toBe(10);
+  for (const key of ['slopeBytesPerAgent', 'workerSlopeBytesPerAgent', 'serverSlopeBytesPerAgent'] as const) expect(Number.isFinite(density.long![key]), key).toBe(true);
+  expect(Number.isFinite(density.long!.diskBytesPerAgent.temporal) && Number.isFinite(density.long!.diskBytesPerAgent.store)).toBe(true);
   expect(r.rssTimeline.length).toBeGreaterThan(0);
   expect(readFileSync(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);
-  expect(readFileSync(join(out, json.replace('.json', '.md')), 'utf8')).toContain('| ours |');
+  const md = readFileSync(join(out, json.replace('.json', '.md')), 'utf8');
+  for (const design of ['ours', 'v01', 'ceiling', 'blocking']) expect(md).toContain(`| ${design} |`);
+  expect(md).toContain('ours / v01');
+  expect(md).toContain('(ours | v01)');
+  expect(md).toContain('Long conversations');
 });

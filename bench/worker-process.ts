@@ -1,7 +1,8 @@
 /**
- * One benchmark worker in its own process, so its memory is measured on its own. `DESIGN` selects ours, the
- * substrate ceiling or the blocking design. It reports tool dispatches, completion starts and turn ends to the driver
- * over IPC; the driver plays the external systems that answer tools.
+ * One benchmark worker in its own process, so its memory is measured on its own. `DESIGN` selects ours or a baseline
+ * (`v01`, `ceiling`, `blocking`): a baseline's worker registers every baseline workflow and the activities, which
+ * `ceilingAgent` runs as local activities and the others as regular ones. It reports tool dispatches, completion
+ * starts and turn ends to the driver over IPC; the driver plays the external systems that answer tools.
  */
 import { join } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -10,6 +11,7 @@ import { SqliteConversationStore } from '../src/store/sqlite';
 import { defineTool } from '../src/tools/tool';
 import { createAgentWorker } from '../src/worker/create-worker';
 import type { BaselineActivities } from './baselines/workflows';
+import type { Design } from './lib/fleet';
 import { runMain } from './lib/main';
 
 export type WorkerToDriver =
@@ -38,7 +40,7 @@ const send = (m: WorkerToDriver) => {
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const env = process.env;
-  const design = env.DESIGN as 'ours' | 'ceiling' | 'blocking';
+  const design = env.DESIGN as Design;
   const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS! });
   const maxCached = Number(env.MAX_CACHED ?? 100);
   const model = new SimulatedModel({ toolName: 'bench_tool', completionBytes: 1200, chunkBytes: 60 });

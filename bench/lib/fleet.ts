@@ -10,7 +10,16 @@ import { resultSignal, userSignal } from '../baselines/workflows';
 import type { DriverToWorker, WorkerToDriver } from '../worker-process';
 import type { ThreadOptions } from '../../src/workflows/state';
 
-export type Design = 'ours' | 'ceiling' | 'blocking';
+/**
+ * `ours`: the runtime. `v01`: release 0.1's operations per turn with empty bodies (regular activities), a fixed
+ * reference. `ceiling`: the current operations per turn with empty bodies (local activities). `blocking`: the
+ * transcript in workflow state and a tool call as an activity that waits for its result.
+ */
+export type Design = 'ours' | 'v01' | 'ceiling' | 'blocking';
+export const DESIGNS: readonly Design[] = ['ours', 'v01', 'ceiling', 'blocking'];
+
+/** The baselines' workflow per design (see `bench/baselines/workflows.ts`). */
+const BASELINE_WORKFLOW: Record<Exclude<Design, 'ours'>, string> = { v01: 'v01Agent', ceiling: 'ceilingAgent', blocking: 'blockingAgent' };
 
 export interface FleetOptions {
   design: Design;
@@ -24,7 +33,11 @@ export interface FleetOptions {
   threadOptions?: ThreadOptions;
 }
 
-type AgentMode = { kind: 'turns'; turns: number; toolDelayMs: number } | { kind: 'park' };
+/**
+ * What the driver does with an agent: `turns` runs it through `turns` turns, each tool answering after `toolDelayMs`;
+ * `turns-then-park` runs `turns` full turns (each tool answered at once) and parks it on the tool call of the next.
+ */
+type AgentMode = { kind: 'turns'; turns: number; toolDelayMs: number } | { kind: 'turns-then-park'; turns: number };
 
 interface AgentState {
   id: string;
@@ -103,11 +116,12 @@ export class Fleet {
       }
     } else if (m.k === 'tool') {
       a.pendingCall = m.call;
-      if (a.mode.kind === 'park') a.parked();
-      else setTimeout(() => void this.answer(a), a.mode.toolDelayMs);
-    } else if (m.k === 'end' && a.mode.kind === 'turns') {
+      if (a.mode.kind === 'turns') setTimeout(() => void this.answer(a), a.mode.toolDelayMs);
+      else if (a.turn >= a.mode.turns) a.parked();
+      else void this.answer(a);
+    } else if (m.k === 'end') {
       a.turn++;
-      if (a.turn < a.mode.turns) void this.sendUser(a);
+      if (a.mode.kind === 'turns-then-park' || a.turn < a.mode.turns) void this.sendUser(a);
       else a.done();
     }
   }
@@ -122,10 +136,11 @@ export class Fleet {
       if (this.opts.design === 'ours') {
         await this.agentClient.sendUserText(a.id, text, `${a.id}-u${a.turn}`);
       } else {
-        const workflow = this.opts.design === 'ceiling' ? 'ceilingAgent' : 'blockingAgent';
-        const turns = a.mode.kind === 'turns' ? a.mode.turns : 1;
-        // The ceiling writes the status attribute exactly when ours does.
-        const statusUpserts = this.opts.design === 'ceiling' && this.opts.threadOptions?.statusSearchAttribute !== false;
+        const workflow = BASELINE_WORKFLOW[this.opts.design];
+        // The workflow's turns: a parking agent's last turn is the one it parks in.
+        const turns = a.mode.kind === 'turns' ? a.mode.turns : a.mode.turns + 1;
+        // The empty-bodied baselines write the status attribute exactly when ours does.
+        const statusUpserts = this.opts.design !== 'blocking' && this.opts.threadOptions?.statusSearchAttribute !== false;
         await this.client.workflow.signalWithStart(workflow, {
           workflowId: a.id,
           taskQueue: this.taskQueue,
@@ -148,10 +163,10 @@ export class Fleet {
     try {
       if (this.opts.design === 'ours') {
         await this.agentClient.deliver(toolResult({ threadId: a.id, toolCallId: call }, `Build status for ${call}: green`));
-      } else if (this.opts.design === 'ceiling') {
-        await this.client.workflow.getHandle(a.id).signal(resultSignal, call);
-      } else {
+      } else if (this.opts.design === 'blocking') {
         this.send({ k: 'result', id: a.id, call });
+      } else {
+        await this.client.workflow.getHandle(a.id).signal(resultSignal, call);
       }
     } catch (e) {
       this.fail(e);
@@ -183,16 +198,25 @@ export class Fleet {
   }
 
   /** Starts agents that call a tool nobody answers; resolves when all are parked on it. */
-  async park(ids: string[], concurrency = 200, onProgress?: (n: number) => void): Promise<void> {
+  park(ids: string[], concurrency = 200, onProgress?: (n: number) => void): Promise<void> {
+    return this.parkAfter(ids, 0, concurrency, onProgress);
+  }
+
+  /**
+   * Runs agents through `turns` full turns (each tool answered at once), then parks them on the tool call of the next
+   * turn, which nobody answers; resolves when all are parked. With `turns` 0, `concurrency` bounds the first messages
+   * in flight (an agent is busy for one completion); otherwise it bounds the agents busy with their turns, so that
+   * they do not all contend for the worker's workflow cache at once.
+   */
+  async parkAfter(ids: string[], turns: number, concurrency = 200, onProgress?: (n: number) => void): Promise<void> {
     let parked = 0;
-    const all: Promise<void>[] = [];
-    const states: AgentState[] = [];
+    const states: { a: AgentState; parked: Promise<void> }[] = [];
     for (const id of ids) {
       let resolve!: () => void;
-      all.push(new Promise<void>((r) => (resolve = r)));
+      const promise = new Promise<void>((r) => (resolve = r));
       const a: AgentState = {
         id,
-        mode: { kind: 'park' },
+        mode: { kind: 'turns-then-park', turns },
         turn: 0,
         done: () => {},
         parked: () => {
@@ -202,10 +226,13 @@ export class Fleet {
         },
       };
       this.agents.set(id, a);
-      states.push(a);
+      states.push({ a, parked: promise });
     }
-    await pool(states, concurrency, (a) => this.sendUser(a));
-    await Promise.all(all);
+    await pool(states, concurrency, async (s) => {
+      await this.sendUser(s.a);
+      if (turns > 0) await s.parked;
+    });
+    await Promise.all(states.map((s) => s.parked));
   }
 
   /** Answers the parked agents' tools and waits until each finished its turn. */
@@ -219,7 +246,6 @@ export class Fleet {
     await pool(states, concurrency, (a) => this.answer(a));
     await Promise.all(done);
   }
-
 
   get temporal(): Client {
     return this.client;

@@ -2,7 +2,7 @@
  * `npx tsx bench/probes/latency-breakdown.ts <temporal.sqlite> [id-prefix ...]`: where the time between a tool result
  * and the next completion went, from the Temporal histories a benchmark run left in its dev server's database (the run
  * prints nothing about it; its work directory is `$TMPDIR/infinity-bench-*`). For each workflow whose id starts with a
- * prefix (default: the latency phase's `ours-lat-` and `ceiling-lat-`), the last signal before the final activity:
+ * prefix (default: the latency phase's `ours-lat-` and `v01-lat-`), the last signal before the final activity:
  * signal → workflow task started (server), → workflow task completed (worker), → activity started.
  */
 import { Client, Connection } from '@temporalio/client';
@@ -20,7 +20,7 @@ async function main() {
   const server = await startDevServer({ ui: false, dbFilename });
   try {
     const client = new Client({ connection: await Connection.connect({ address: server.address }) });
-    for (const prefix of prefixes.length > 0 ? prefixes : ['ours-lat-', 'ceiling-lat-']) {
+    for (const prefix of prefixes.length > 0 ? prefixes : ['ours-lat-', 'v01-lat-']) {
       const parts: Record<string, number[]> = { 'signal→WFT started': [], 'WFT started→completed': [], 'WFT completed→activity started': [], total: [] };
       for await (const wf of client.workflow.list({ query: `WorkflowId STARTS_WITH "${prefix}"` })) {
         const events = ((await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory()).events ?? []) as Event[];

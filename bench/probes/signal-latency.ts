@@ -1,6 +1,7 @@
 /**
  * `npx tsx bench/probes/signal-latency.ts [dynamic-config-json]`: one agent on an otherwise idle dev server; times a
- * signal to the start of the activity it unblocks, 60 times (the ceiling workflow of the benchmark, in-process worker).
+ * signal to the start of the activity it unblocks, 60 times (the benchmark's `v01Agent`, whose completions are regular
+ * activities, in-process worker).
  * Without an argument the dev server runs with our default dynamic config; e.g.
  * '{"history.transferProcessorMaxPollRPS":20}' puts back the server's default queue read rate.
  */
@@ -42,7 +43,7 @@ async function main() {
       latencies.push((await start) - t0);
     };
     const first = next();
-    await client.workflow.signalWithStart('ceilingAgent', { workflowId: id, taskQueue: 'probe', args: [id, turns], signal: userSignal, signalArgs: ['go'] });
+    await client.workflow.signalWithStart('v01Agent', { workflowId: id, taskQueue: 'probe', args: [id, turns], signal: userSignal, signalArgs: ['go'] });
     await first;
     for (let t = 0; t < turns; t++) {
       if (t > 0) await timed(() => client.workflow.getHandle(id).signal(userSignal, 'go'));

@@ -1,26 +1,23 @@
 /**
  * `npx tsx bench/probes/turn-events.ts [turns] [designs]`: the history events one benchmark turn costs, by event type,
- * for each design (default `ours,ceiling`): a few agents run the benchmark's turn pattern on a fresh dev server and
+ * for each design (default `ours,v01,ceiling`): a few agents run the benchmark's turn pattern on a fresh dev server and
  * their histories are counted. A turn is user text → completion that calls the tool → tool result → completion.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
-import { temporal as proto } from '@temporalio/proto';
 import { startDevServer } from '../../src/devserver/server';
 import { SqliteConversationStore } from '../../src/store/sqlite';
 import { threadWorkflowsPath } from '../../src/worker/create-worker';
 import { type Design, Fleet } from '../lib/fleet';
+import { eventTypeName as typeName } from '../lib/history';
 import { runMain } from '../lib/main';
-
-const typeName = (t: unknown) =>
-  ((typeof t === 'number' ? proto.api.enums.v1.EventType[t] : undefined) ?? String(t)).replace(/^EVENT_TYPE_/, '').toLowerCase();
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const turns = Number(process.argv[2] ?? 10);
-  const designs = (process.argv[3] ?? 'ours,ceiling').split(',') as Design[];
+  const designs = (process.argv[3] ?? 'ours,v01,ceiling').split(',') as Design[];
   const work = mkdtempSync(join(tmpdir(), 'infinity-turn-events-'));
   const storeFile = join(work, 'conversations.sqlite');
   new SqliteConversationStore(storeFile).close();
