@@ -189,6 +189,9 @@ interface RunReport {
   /** Causes of the failed workflow tasks, with the first failure message of each. */
   failures: Record<string, string>;
   terminated: boolean;
+  /** Local-activity markers (slices that began locally), and the most that one workflow task recorded. */
+  localSlices: number;
+  maxLocalPerTask: number;
 }
 
 /** Every run of a thread, oldest first: walked back from the current run through `continuedExecutionRunId`. */
@@ -205,7 +208,16 @@ async function runsOf(temporal: Client, threadId: string): Promise<RunReport[]> 
     const taskMs: number[] = [];
     let started: number | undefined;
     let workflowTaskFailed = 0;
+    let localSlices = 0;
+    let localInTask = 0;
+    let maxLocalPerTask = 0;
     for (const e of events) {
+      // A task's commands become the events after its WorkflowTaskCompleted.
+      if (e.workflowTaskCompletedEventAttributes) localInTask = 0;
+      if (e.markerRecordedEventAttributes?.markerName === 'core_local_activity') {
+        localSlices += 1;
+        maxLocalPerTask = Math.max(maxLocalPerTask, ++localInTask);
+      }
       const at = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
       if (e.workflowTaskStartedEventAttributes) started = at;
       const ended = e.workflowTaskCompletedEventAttributes || e.workflowTaskFailedEventAttributes || e.workflowTaskTimedOutEventAttributes;
@@ -237,6 +249,8 @@ async function runsOf(temporal: Client, threadId: string): Promise<RunReport[]> 
       taskMs,
       failures,
       terminated: events.some((e) => e.workflowExecutionTerminatedEventAttributes),
+      localSlices,
+      maxLocalPerTask,
     });
     runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
   }
@@ -321,7 +335,13 @@ const LOW_LIMITS = {
 };
 const LOW_MAX_RUN_EVENTS = 300;
 
-describe('a flood into one busy thread under lowered history limits', () => {
+// Also with the experimental local slices (decision 50): a workflow task that fails after its local slice committed
+// (continue-as-new refused because signals landed during the task, which happens in almost every run here) must not
+// lose the inputs that arrived meanwhile.
+describe.each([
+  { slices: 'activity slices', localSliceBudgetMs: 0 },
+  { slices: 'local slices', localSliceBudgetMs: 500 },
+])('a flood into one busy thread under lowered history limits, $slices', ({ localSliceBudgetMs }) => {
   let server: DevServer;
   let sys: TestSystem;
   const calls: ToolContext[] = [];
@@ -331,7 +351,7 @@ describe('a flood into one busy thread under lowered history limits', () => {
       address: server.address,
       model: floodModel(),
       tools: [watchTool(calls)],
-      threadOptions: { maxRunEvents: LOW_MAX_RUN_EVENTS },
+      threadOptions: { maxRunEvents: LOW_MAX_RUN_EVENTS, localSliceBudgetMs },
     });
   });
   afterAll(async () => {
@@ -361,7 +381,7 @@ describe('a flood into one busy thread under lowered history limits', () => {
     const runs = await runsOf(sys.temporal, thread.threadId);
     const totals = runTotals(runs, t0 + sent.ms);
     console.log(
-      'flood, lowered limits:',
+      `flood, lowered limits, localSliceBudgetMs ${localSliceBudgetMs}:`,
       JSON.stringify({
         ...counted(l),
         errors: sent.errors,
@@ -373,6 +393,8 @@ describe('a flood into one busy thread under lowered history limits', () => {
         eventsPerRun: runs.map((r) => r.events),
         failedTasksPerRun: runs.map((r) => r.workflowTaskFailed),
         statuses: runs.map((r) => r.status),
+        localSlices: runs.reduce((n, r) => n + r.localSlices, 0),
+        maxLocalPerTask: Math.max(...runs.map((r) => r.maxLocalPerTask)),
         statusRuns: idle.runs,
         slices: idle.slices,
         dropped: idle.dropped,
@@ -392,6 +414,11 @@ describe('a flood into one busy thread under lowered history limits', () => {
     expect(totals.maxRunEvents).toBeLessThanOrEqual(LOW_LIMITS['limit.historyCount.error']);
     // No loop: a continue-as-new attempt fails when a signal lands during its workflow task; one or two per run.
     expect(totals.workflowTaskFailed).toBeLessThanOrEqual(2 * runs.length);
+    // Local slices ran (or none, with them off), and never two in one workflow task.
+    const localSlices = runs.reduce((n, r) => n + r.localSlices, 0);
+    if (localSliceBudgetMs > 0) expect(localSlices).toBeGreaterThan(0);
+    else expect(localSlices).toBe(0);
+    expect(Math.max(...runs.map((r) => r.maxLocalPerTask))).toBeLessThanOrEqual(1);
 
     // And it still answers.
     await thread.sendUserText('final question');

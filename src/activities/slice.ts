@@ -131,8 +131,22 @@ export function createSliceActivities(deps: SliceDependencies) {
     }
   }
 
-  /** A retry of a slice that already committed: dispatch again (tools are idempotent per call id) and return. */
+  /**
+   * A retry of a slice that already committed: dispatch again (tools are idempotent per call id) and return. A slice
+   * that began locally has no input in Temporal's history, so its retry proves it asks for the same inputs: answering
+   * for other ones would report inputs committed that are not (decision 50).
+   */
   async function replayCommitted(input: SliceInput, prior: SliceResult): Promise<SliceResult> {
+    if (input.local && prior.appended !== undefined) {
+      const committed = await deps.store.load(input.threadId, input.expectedLength, input.expectedLength + prior.appended);
+      const same = prior.appended === input.append.length && committed.every((s, i) => s.messageId === input.append[i]?.messageId);
+      if (!same) {
+        throw ApplicationFailure.nonRetryable(
+          `slice ${input.sliceId} was committed with other inputs (${prior.appended}) than this attempt's (${input.append.length})`,
+          'SliceDiverged',
+        );
+      }
+    }
     if (!prior.pendingCall) return prior;
     const last = (await deps.store.load(input.threadId, prior.length - 1, prior.length))[0]?.item;
     if (last?.kind !== 'tool_call' || last.id !== prior.pendingCall.id) return prior;
@@ -226,6 +240,7 @@ export function createSliceActivities(deps: SliceDependencies) {
       answeredCallIds: out.answeredCallIds,
       followUps: [],
       interrupted: out.interrupted,
+      appended: append.length,
     };
     if (out.usage) result.usage = out.usage;
     if (lastText?.kind === 'assistant') result.lastText = shorten(lastText.text);

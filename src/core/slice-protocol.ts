@@ -23,6 +23,8 @@ export interface SliceInput {
   userId?: string;
   /** Attempts of this slice made before this activity's (its local first attempt): reported attempts count on from it. */
   priorAttempts?: number;
+  /** Began as a local activity (release 0.3): its input is not in Temporal's history, so a retry checks it (decision 50). */
+  local?: true;
 }
 
 /**
@@ -63,6 +65,8 @@ export interface SliceResult {
   lastText?: string;
   /** The slice was cancelled by a user interruption and committed what it had streamed. */
   interrupted: boolean;
+  /** How many of the committed items were the slice's inputs (`append`), recorded since release 0.3. */
+  appended?: number;
   /** A model error that ended the completion early; what was committed before it stays. */
   error?: string;
   /** The runtime tool the workflow must carry out; its call is `pendingCall`. */

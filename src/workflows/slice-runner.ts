@@ -2,11 +2,10 @@
  * How the thread runs one slice, and how a user text interrupts it.
  *
  * Release 0.2: a regular activity on the thread's task queue, cancelled when a user text arrives meanwhile.
- * Release 0.3, when `localSliceBudgetMs` is set (experimental, off by default; decision 50): a local activity first,
- * for at most a budget (most completions end within it, and then a slice costs one marker event and no second workflow
- * task); a slice still streaming at the budget is adopted by a regular activity on the worker that runs it, where a
- * user text can cancel it as before. Any failure of that path falls back to release 0.2's activity, whose retries and
- * timeouts are the server's.
+ * Release 0.3 (decision 50): the first slice of a workflow task runs as a local activity, for at most a budget (most
+ * completions end within it, and then a slice costs one marker event and no second workflow task); a slice still
+ * streaming at the budget is adopted by a regular activity on the worker that runs it, where a user text can cancel it
+ * as before. Any failure of that path falls back to release 0.2's activity, whose retries and timeouts are the server's.
  */
 import { ApplicationFailure, CancellationScope, condition, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { LocalSliceOutcome, SliceInput, SliceResult } from '../core/slice-protocol';
@@ -25,11 +24,8 @@ interface LocalSliceActivities {
   runSliceLocal(input: SliceInput, budgetMs: number): Promise<LocalSliceOutcome>;
 }
 
-/**
- * How long a slice runs as a local activity before a regular activity adopts it. 0: off, until a workflow task that
- * fails after a local slice committed can no longer lose inputs (decision 50).
- */
-export const DEFAULT_LOCAL_SLICE_BUDGET_MS = 0;
+/** How long a slice runs as a local activity before a regular activity adopts it (decision 50). */
+export const DEFAULT_LOCAL_SLICE_BUDGET_MS = 500;
 /** A worker that does not pick up the adopting activity within this is taken for gone. */
 const ADOPT_SCHEDULE_TO_START = '10s';
 
@@ -116,9 +112,9 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks) {
     return 'failed' in adopted ? await afterFirstAttempt(input, summary, adoptError) : adopted;
   };
 
-  /** Runs one slice; `local` (release 0.3) takes the local path. */
+  /** Runs one slice; `local` (release 0.3, `localSliceBudgetMs` set) takes the local path. */
   return (input: SliceInput, summary: string, local: boolean): Promise<SliceOutcome> =>
-    local && budgetMs > 0 ? localSlice(input, summary) : remoteSlice(input, summary);
+    local && budgetMs > 0 ? localSlice({ ...input, local: true }, summary) : remoteSlice(input, summary);
 }
 
 /**

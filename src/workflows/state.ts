@@ -27,12 +27,11 @@ export interface ThreadOptions {
    */
   maxRunEvents?: number;
   /**
-   * Experimental. How long a slice runs as a local activity (inside the workflow task: one history event, no second
-   * task) before a regular activity on the same worker adopts it, so a user text can interrupt it (decision 50).
-   * Not safe yet under load: a workflow task that fails after its local slice committed (a timeout, a crash, a
-   * continue-as-new refused because signals arrived) is retried with the inputs that arrived meanwhile, and the
-   * retried slice can take more inputs under the same slice id than the one that committed, which are then lost.
-   * @default 0 (every slice is a regular activity)
+   * How long the first slice of a workflow task runs as a local activity (inside the task: one history event, no
+   * second task) before a regular activity on the same worker adopts it, so a user text can interrupt it. Its batch is
+   * the queue's first input only, so every attempt of a failed task asks for the same slice (decision 50). A user
+   * text that arrives within the budget waits for it. 0: every slice is a regular activity, as in release 0.2.
+   * @default 500
    */
   localSliceBudgetMs?: number;
 }

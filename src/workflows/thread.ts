@@ -28,7 +28,7 @@ import { CARRY_MAX_CHARS, serializedChars, takeBatch } from '../core/batching';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
 import { v02, v03 } from './patches';
 import { carryState, restoreState, type ThreadWorkflowArgs } from './state';
-import { type SliceOutcome, sliceRunner } from './slice-runner';
+import { DEFAULT_LOCAL_SLICE_BUDGET_MS, type SliceOutcome, sliceRunner } from './slice-runner';
 import { statusView } from './status-view';
 
 export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
@@ -77,6 +77,9 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   });
   const acks = installDeliverUpdate(threadId, st, enqueue, count);
   const runSliceOf = sliceRunner(opts, { userTexts: () => userTextsArrived, interrupting: () => (interruptNext = true) });
+  const localSlices = (opts.localSliceBudgetMs ?? DEFAULT_LOCAL_SLICE_BUDGET_MS) > 0;
+  /** The workflow task (by its history length) whose first slice ran locally. */
+  let lastLocalTask = -1;
   setHandler(statusQuery, snapshot);
   // For the RAP gateway's revocation check; a query issues no commands, so it is replay-safe.
   setHandler(callbackStateQuery, (callId: string) => callbackState(st.prep, callId));
@@ -106,7 +109,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
   };
 
   /** Runs one slice; a user text arriving meanwhile cancels it (the slice commits what it streamed). */
-  const runOneSlice = async (append: StoredItem[], interruptedCalls: string[]): Promise<SliceOutcome> => {
+  const runOneSlice = async (append: StoredItem[], interruptedCalls: string[], local: boolean): Promise<SliceOutcome> => {
     const input: SliceInput = {
       threadId,
       kind: args.kind,
@@ -119,7 +122,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     if (interruptedCalls.length > 0) input.interruptedCalls = interruptedCalls;
     const userId = userIdOf(actx);
     if (userId !== undefined) input.userId = userId;
-    return runSliceOf(input, sliceSummary(st.slices + 1, append, toolName, retrying), v03());
+    return runSliceOf(input, sliceSummary(st.slices + 1, append, toolName, retrying), local);
   };
 
   const apply = (r: SliceResult) => {
@@ -154,6 +157,10 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     let append: StoredItem[];
     let interruptedCalls: string[] = [];
     retrying = st.carry.length > 0;
+    // 0.3 (decision 50): only the first slice of a workflow task may run locally, so a task that fails after it leaves
+    // at most one slice committed that its history does not show, and that slice's inputs are the queue's first only:
+    // every attempt of the task starts from the same state and queue head, so it asks for the same slice again.
+    const local = v03() && localSlices && workflowInfo().historyLength !== lastLocalTask;
     if (st.carry.length > 0) {
       // Retry exactly what the failed slice was given, under the same slice id, before anything new.
       st.blocked = false;
@@ -169,6 +176,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
         else st.inbox.push(...split.rest);
         interruptNext = false;
       }
+      if (local && batch.length > 1) st.inbox.unshift(...batch.splice(1));
       // Event and compaction children inherit the committed history, without a trailing unanswered call.
       const safePoint = st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
       const taken = batch;
@@ -189,7 +197,8 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     st.carry = append;
     sliceRunning = true;
     publish();
-    const outcome = await runOneSlice(append, interruptedCalls);
+    if (local) lastLocalTask = workflowInfo().historyLength;
+    const outcome = await runOneSlice(append, interruptedCalls, local);
     sliceRunning = false;
     if ('ok' in outcome) {
       apply(outcome.ok);
