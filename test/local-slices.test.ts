@@ -1,7 +1,7 @@
 /**
- * The experimental local slice path (`localSliceBudgetMs`, decision 50; off by default): a slice that ends within its
- * budget leaves one local-activity marker and no activity events; one that streams past it is adopted by a regular
- * activity on the running worker's own queue, and a user text still interrupts it.
+ * Local slices (`localSliceBudgetMs`, decision 50): a slice that ends within its budget leaves one local-activity
+ * marker and no activity events; one that streams past it is adopted by a regular activity on the running worker's
+ * own queue, and a user text still interrupts it.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
