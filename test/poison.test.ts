@@ -239,10 +239,12 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
 
   it('a tool result that arrives in one batch with a poison text: both set aside, the call answered with the error', async () => {
     // Its own worker, stopped while the two inputs arrive, so that the next one takes them in one workflow activation.
+    // Slices are regular activities here: a local slice takes the queue's first input only (decision 50), and this
+    // is about a batch of two, as any slice after the first of a workflow task takes under load.
     const own = await startTestSystem({
       model,
       tools: [recordingTool('wait_for', calls)],
-      threadOptions: { sliceMaxAttempts: 2, sliceTimeoutMs: 3_000, sliceHeartbeatTimeoutMs: 2_000 },
+      threadOptions: { sliceMaxAttempts: 2, sliceTimeoutMs: 3_000, sliceHeartbeatTimeoutMs: 2_000, localSliceBudgetMs: 0 },
       completionPolicy: { initiateTimeoutMs: 120_000, chunkTimeoutMs: 120_000 },
     });
     let next: AgentWorker | undefined;
