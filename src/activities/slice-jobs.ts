@@ -95,11 +95,6 @@ export class SliceJobs {
     return job;
   }
 
-  /** Jobs waiting for adoption (for shutdown and tests). */
-  get size(): number {
-    return this.parked.size;
-  }
-
   /** Abandons every parked job (worker shutdown). */
   abandonAll(reason: string): void {
     for (const job of this.parked.values()) {

@@ -5,9 +5,9 @@
  * them); no download URLs, no containers.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { temporalHome } from '../devserver/cli';
+import { isExecutable, temporalHome } from '../devserver/cli';
 
 /** The server the Temporal CLI 1.9.1 bundles (`temporal --version`: "Server 1.32.0"; the CLI's go.mod agrees). */
 export const TEMPORAL_SERVER_VERSION = 'v1.32.0';
@@ -38,15 +38,6 @@ export interface InstallClusterOptions {
 /** Paths of the cluster binaries under `dir` (default `./.temporal/cluster`), installed or not. */
 export function clusterBinaries(dir = join(temporalHome(), 'cluster'), version = TEMPORAL_SERVER_VERSION): ClusterBinaries {
   return { server: join(dir, 'bin', 'temporal-server'), sqlTool: join(dir, 'bin', 'temporal-sql-tool'), schemaDir: join(dir, 'schema'), version };
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** True when the binaries and schema under `dir` are there and stamped with `version`. */

@@ -21,7 +21,8 @@ export class TemporalCliNotFoundError extends Error {
   }
 }
 
-function isExecutable(path: string): boolean {
+/** Whether `path` exists and this process may execute it. */
+export function isExecutable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);
     return true;

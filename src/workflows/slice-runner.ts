@@ -12,8 +12,11 @@ import type { LocalSliceOutcome, SliceInput, SliceResult } from '../core/slice-p
 import type { ThreadOptions } from './state';
 import { sliceActivityOptions } from './status-view';
 
-/** `type`: the activity's failure type (`ApplicationFailure.type`), if it had one. */
-export type SliceOutcome = { ok: SliceResult } | { cancelled: true } | { failed: string; type?: string };
+/**
+ * `type`: the activity's failure type (`ApplicationFailure.type`), if it had one; `final`: no further attempt can mend
+ * it (non-retryable).
+ */
+export type SliceOutcome = { ok: SliceResult } | { cancelled: true } | { failed: string; type?: string; final?: true };
 
 /** The activities as the workflow sees them (implemented in `src/activities/slice-entry.ts`). */
 interface SliceActivities {
@@ -36,8 +39,16 @@ export interface SliceRunnerHooks {
   interrupting(): void;
 }
 
-export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks) {
+export interface SliceRunner {
+  /** Whether local slices are on for this thread (`localSliceBudgetMs` > 0). */
+  readonly localEnabled: boolean;
+  /** Runs one slice; `local` (release 0.3, with `localEnabled`) takes the local path. */
+  run(input: SliceInput, summary: string, local: boolean): Promise<SliceOutcome>;
+}
+
+export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): SliceRunner {
   const remote = sliceActivityOptions(opts);
+  const nonRetryable = new Set(remote.retry?.nonRetryableErrorTypes ?? []);
   const { runSlice, adoptSlice } = proxyActivities<SliceActivities>(remote);
   const budgetMs = opts.localSliceBudgetMs ?? DEFAULT_LOCAL_SLICE_BUDGET_MS;
   const { runSliceLocal } = proxyLocalActivities<LocalSliceActivities>({
@@ -66,23 +77,19 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks) {
     try {
       return { ok: await promise };
     } catch (e) {
-      return failure(e);
+      return failure(e, nonRetryable);
     }
   };
 
   const remoteSlice = (input: SliceInput, summary: string) => interruptible(() => runSlice.executeWithOptions({ summary }, [input]), hooks.userTexts());
 
   const maxAttempts = remote.retry?.maximumAttempts ?? 10;
-  const nonRetryable = new Set(remote.retry?.nonRetryableErrorTypes ?? []);
   /**
    * The local path is the slice's first attempt. After it failed, release 0.2's activity makes the others (attempts
    * 2…N, so reported), unless the failure was one no attempt can mend.
    */
-  const afterFirstAttempt = async (input: SliceInput, summary: string, e: unknown): Promise<SliceOutcome> => {
-    const outcome = failure(e);
-    const app = applicationFailureOf(e);
-    const final = app !== undefined && (app.nonRetryable || nonRetryable.has(app.type ?? ''));
-    if ('cancelled' in outcome || final || maxAttempts <= 1) return outcome;
+  const afterFirstAttempt = async (input: SliceInput, summary: string, outcome: SliceOutcome): Promise<SliceOutcome> => {
+    if (!('failed' in outcome) || outcome.final || maxAttempts <= 1) return outcome;
     const retry = { ...remote.retry, maximumAttempts: maxAttempts - 1 };
     return await interruptible(() => runSlice.executeWithOptions({ ...remote, summary, retry }, [{ ...input, priorAttempts: 1 }]), hooks.userTexts());
   };
@@ -94,27 +101,23 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks) {
     try {
       first = await runSliceLocal.executeWithOptions({ summary }, [input, budgetMs]);
     } catch (e) {
-      return await afterFirstAttempt(input, summary, e);
+      return await afterFirstAttempt(input, summary, failure(e, nonRetryable));
     }
     if ('done' in first) return { ok: first.done };
     // A user text that arrived during the local part was held by the server until this workflow task: it interrupts.
     const interrupt = hooks.userTexts() > before;
     if (interrupt) hooks.interrupting();
     const options = { ...remote, summary, taskQueue: first.handoff.taskQueue, scheduleToStartTimeout: ADOPT_SCHEDULE_TO_START, retry: { maximumAttempts: 1 } };
-    // The adopting activity's failure: a timeout, the slice's own error, or the worker gone before it started.
-    let adoptError: unknown;
-    const adopt = () =>
-      adoptSlice.executeWithOptions(options, [input, { interrupt }]).catch((e: unknown) => {
-        adoptError = e;
-        throw e;
-      });
-    const adopted = await interruptible(adopt, hooks.userTexts());
-    return 'failed' in adopted ? await afterFirstAttempt(input, summary, adoptError) : adopted;
+    // Its failure — a timeout, the slice's own error, or the worker gone before it started — ends the first attempt.
+    const adopted = await interruptible(() => adoptSlice.executeWithOptions(options, [input, { interrupt }]), hooks.userTexts());
+    return await afterFirstAttempt(input, summary, adopted);
   };
 
-  /** Runs one slice; `local` (release 0.3, `localSliceBudgetMs` set) takes the local path. */
-  return (input: SliceInput, summary: string, local: boolean): Promise<SliceOutcome> =>
-    local && budgetMs > 0 ? localSlice({ ...input, local: true }, summary) : remoteSlice(input, summary);
+  const localEnabled = budgetMs > 0;
+  return {
+    localEnabled,
+    run: (input, summary, local) => (local && localEnabled ? localSlice({ ...input, local: true }, summary) : remoteSlice(input, summary)),
+  };
 }
 
 /**
@@ -126,10 +129,13 @@ function applicationFailureOf(e: unknown): ApplicationFailure | undefined {
   return e instanceof Error && e.cause instanceof ApplicationFailure ? e.cause : undefined;
 }
 
-function failure(e: unknown): SliceOutcome {
+function failure(e: unknown, nonRetryable: ReadonlySet<string>): SliceOutcome {
   if (isCancellation(e)) return { cancelled: true };
   const app = applicationFailureOf(e);
-  if (app) return app.type ? { failed: app.message, type: app.type } : { failed: app.message };
+  if (app) {
+    const final = app.nonRetryable || nonRetryable.has(app.type ?? '');
+    return { failed: app.message, ...(app.type && { type: app.type }), ...(final && { final: true as const }) };
+  }
   // A timeout or another failure of Temporal's: its message says what happened (release 0.2's reading).
   const cause = e instanceof Error ? e.cause : undefined;
   const type = cause instanceof Error && 'type' in cause && typeof cause.type === 'string' ? cause.type : undefined;

@@ -28,7 +28,7 @@ import { CARRY_MAX_CHARS, serializedChars, takeBatch } from '../core/batching';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
 import { v02, v03 } from './patches';
 import { carryState, restoreState, type ThreadWorkflowArgs } from './state';
-import { DEFAULT_LOCAL_SLICE_BUDGET_MS, type SliceOutcome, sliceRunner } from './slice-runner';
+import { type SliceOutcome, sliceRunner } from './slice-runner';
 import { statusView } from './status-view';
 
 export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
@@ -76,8 +76,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     enqueue(v.value);
   });
   const acks = installDeliverUpdate(threadId, st, enqueue, count);
-  const runSliceOf = sliceRunner(opts, { userTexts: () => userTextsArrived, interrupting: () => (interruptNext = true) });
-  const localSlices = (opts.localSliceBudgetMs ?? DEFAULT_LOCAL_SLICE_BUDGET_MS) > 0;
+  const slices = sliceRunner(opts, { userTexts: () => userTextsArrived, interrupting: () => (interruptNext = true) });
   /** The workflow task (by its history length) whose first slice ran locally. */
   let lastLocalTask = -1;
   setHandler(statusQuery, snapshot);
@@ -122,7 +121,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     if (interruptedCalls.length > 0) input.interruptedCalls = interruptedCalls;
     const userId = userIdOf(actx);
     if (userId !== undefined) input.userId = userId;
-    return runSliceOf(input, sliceSummary(st.slices + 1, append, toolName, retrying), local);
+    return slices.run(input, sliceSummary(st.slices + 1, append, toolName, retrying), local);
   };
 
   const apply = (r: SliceResult) => {
@@ -160,7 +159,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     // 0.3 (decision 50): only the first slice of a workflow task may run locally, so a task that fails after it leaves
     // at most one slice committed that its history does not show, and that slice's inputs are the queue's first only:
     // every attempt of the task starts from the same state and queue head, so it asks for the same slice again.
-    const local = v03() && localSlices && workflowInfo().historyLength !== lastLocalTask;
+    const local = v03() && slices.localEnabled && workflowInfo().historyLength !== lastLocalTask;
     if (st.carry.length > 0) {
       // Retry exactly what the failed slice was given, under the same slice id, before anything new.
       st.blocked = false;
