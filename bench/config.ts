@@ -24,7 +24,28 @@ export interface Config {
   /** Run `ours` without the AgentStatus search attribute (two fewer history events and visibility writes per turn). */
   noStatusAttribute?: boolean;
   budgetBytes?: number;
+  /** The scaling profiles' matrix (then `agentsPerWave`, `turns`, `toolDelayMs` are each cell's load). */
+  scaling?: ScalingConfig;
   outDir: string;
+}
+
+export const SCALING_SERVERS = ['dev', 'cluster'] as const;
+export const SCALING_STORES = ['sqlite', 'postgres'] as const;
+/** `dev`: `temporal server start-dev` (SQLite, one shard); `cluster`: the local multi-shard cluster on PostgreSQL. */
+export type ScalingServer = (typeof SCALING_SERVERS)[number];
+export type ScalingStore = (typeof SCALING_STORES)[number];
+
+/** Every server × store × worker count is a cell: the same load on a fresh task queue with that many worker processes. */
+export interface ScalingConfig {
+  servers: ScalingServer[];
+  stores: ScalingStore[];
+  workers: number[];
+  /** Agents that run one turn on a cell's fresh workers before its measurement starts (not measured). */
+  warmupAgents: number;
+  /** History shards of the cluster. */
+  shards: number;
+  /** A cell not done by then is recorded as incomplete, and the run goes on. */
+  cellTimeoutMs: number;
 }
 
 /** Full turns a long-conversation agent runs before it parks on the next turn's tool call. */
@@ -35,6 +56,8 @@ export const PARK_STEPS = 3;
 export const COLORS: Record<Design, string> = { ours: '#1f77b4', v01: '#ff7f0e', ceiling: '#2ca02c', blocking: '#d62728' };
 
 const designs = [...DESIGNS];
+/** The other phases' sizes in the scaling profiles, which run none of them. */
+const NO_OTHER_PHASES = { designs: ['ours'] as Design[], waves: 1, parked: 0, density: [], longDensity: [], wakeSample: 0, latencyAgents: 0, latencyToolDelayMs: 0 };
 export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
   smoke: {
     designs,
@@ -79,7 +102,47 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     latencyToolDelayMs: 60_000,
     budgetBytes: 8 * 1024 * MiB,
   },
+  scaling: {
+    ...NO_OTHER_PHASES,
+    agentsPerWave: 100,
+    turns: 15,
+    toolDelayMs: 100,
+    maxCachedWorkflows: 100,
+    scaling: { servers: [...SCALING_SERVERS], stores: [...SCALING_STORES], workers: [1, 2, 4], warmupAgents: 20, shards: 4, cellTimeoutMs: 300_000 },
+  },
+  'scaling-smoke': {
+    ...NO_OTHER_PHASES,
+    agentsPerWave: 3,
+    turns: 2,
+    toolDelayMs: 20,
+    maxCachedWorkflows: 50,
+    scaling: { servers: [...SCALING_SERVERS], stores: [...SCALING_STORES], workers: [1, 2], warmupAgents: 2, shards: 4, cellTimeoutMs: 120_000 },
+  },
 };
+
+/** A comma-separated list whose every item is one of `allowed`. */
+function listOf<T extends string>(v: string | undefined, allowed: readonly T[], d: T[], what: string): T[] {
+  if (v === undefined) return d;
+  const items = v.split(',').filter(Boolean);
+  const unknown = items.filter((i) => !allowed.includes(i as T));
+  if (unknown.length > 0) throw new Error(`unknown ${what} ${unknown.join(', ')}; one of ${allowed.join(', ')}`);
+  return items as T[];
+}
+
+/** The scaling matrix of a scaling profile, with the command line's `--servers`, `--stores`, `--workers`, ... over it. */
+function scalingOf(base: ScalingConfig | undefined, values: Record<string, string | boolean | undefined>): ScalingConfig | undefined {
+  if (!base) return undefined;
+  const str = (k: string) => values[k] as string | undefined;
+  const workers = str('workers')?.split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+  return {
+    servers: listOf(str('servers'), SCALING_SERVERS, base.servers, 'server'),
+    stores: listOf(str('stores'), SCALING_STORES, base.stores, 'store'),
+    workers: workers ?? base.workers,
+    warmupAgents: str('warmup-agents') === undefined ? base.warmupAgents : Number(str('warmup-agents')),
+    shards: str('shards') === undefined ? base.shards : Number(str('shards')),
+    cellTimeoutMs: base.cellTimeoutMs,
+  };
+}
 
 /** The configuration of this run: a profile, with the command line's options over it. */
 export function config(args: string[] = process.argv.slice(2)): Config {
@@ -100,6 +163,11 @@ export function config(args: string[] = process.argv.slice(2)): Config {
       'latency-agents': { type: 'string' },
       'no-status-attribute': { type: 'boolean', default: false },
       'latency-tool-delay-ms': { type: 'string' },
+      servers: { type: 'string' },
+      stores: { type: 'string' },
+      workers: { type: 'string' },
+      'warmup-agents': { type: 'string' },
+      shards: { type: 'string' },
       out: { type: 'string' },
     },
   });
@@ -126,6 +194,7 @@ export function config(args: string[] = process.argv.slice(2)): Config {
     latencyAgents: num(values['latency-agents'], base.latencyAgents),
     noStatusAttribute: values['no-status-attribute'] ?? false,
     latencyToolDelayMs: num(values['latency-tool-delay-ms'], base.latencyToolDelayMs),
+    scaling: scalingOf(base.scaling, values),
     outDir: values.out ?? join(__dirname, 'results'),
   };
 }

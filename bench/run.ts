@@ -1,10 +1,11 @@
 /**
- * `npm run bench [-- --profile default|pi5|smoke ...]`: idle-agent density and throughput of infinity-temporal on a
+ * `npm run bench [-- --profile default|pi5|smoke|scaling|scaling-smoke ...]`: idle-agent density and throughput of infinity-temporal on a
  * local Temporal dev server, side by side with the v0.1 operation pattern, the ceiling of the current one and the
  * blocking design, in one run. Writes bench/results/<profile>-<timestamp>.{json,md,svg}. See bench/README.md.
  *
  * `main` only sequences the phases (bench/phases/): all workers start, the waves run interleaved, then per design the
- * latency and parked phases, then the density phase in a fresh worker of ours.
+ * latency and parked phases, then the density phase in a fresh worker of ours. The scaling profiles run
+ * `bench/scaling-run.ts` instead.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -27,12 +28,14 @@ import { parkedPhase } from './phases/parked';
 import { type DesignRun, startFleets, wavesPhase } from './phases/waves';
 import { summary } from './report';
 import { designResult, type Results, ratios } from './results';
+import { scalingMain } from './scaling-run';
 
 export { summary } from './report';
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const cfg = config();
+  if (cfg.scaling) return scalingMain({ ...cfg, scaling: cfg.scaling });
   const started = new Date();
   const budget = cfg.budgetBytes ? enterMemoryBudget(cfg.budgetBytes) : { mode: 'none' as const };
   const work = mkdtempSync(join(tmpdir(), 'infinity-bench-'));

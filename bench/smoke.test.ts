@@ -7,18 +7,26 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { GROUPS } from './phases/scaling';
 import type { Results } from './results';
+import type { ScalingResults } from './scaling-run';
 
-it('runs every design and writes JSON, a markdown summary and a chart', async () => {
-  const out = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
+/** Runs `npm run bench -- --profile <profile>` into a new directory; returns the directory. */
+async function runBench(profile: string, timeoutMs: number): Promise<string> {
+  const out = mkdtempSync(join(tmpdir(), `bench-${profile}-`));
   // Not execFileSync: the run takes minutes, and a test worker whose event loop is blocked that long misses vitest's
   // RPC deadline ("Timeout calling onTaskUpdate").
   await new Promise<void>((resolve, reject) => {
-    const child = execFile(process.execPath, ['--import', 'tsx', join(__dirname, 'run.ts'), '--profile', 'smoke', '--out', out], { timeout: 540_000 }, (e) =>
+    const child = execFile(process.execPath, ['--import', 'tsx', join(__dirname, 'run.ts'), '--profile', profile, '--out', out], { timeout: timeoutMs }, (e) =>
       e ? reject(e) : resolve(),
     );
     child.stderr?.pipe(process.stderr);
   });
+  return out;
+}
+
+it('runs every design and writes JSON, a markdown summary and a chart', async () => {
+  const out = await runBench('smoke', 540_000);
   const files = readdirSync(out);
   const json = files.find((f) => f.endsWith('.json'))!;
   expect(files.filter((f) => f.startsWith(json.replace('.json', '')))).toHaveLength(3);
@@ -68,4 +76,39 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
   expect(md).toContain('ours / v01');
   expect(md).toContain('(ours | v01)');
   expect(md).toContain('Long conversations');
+});
+
+it('runs the scaling matrix: every server × store × worker count, each cell completing all its turns', async () => {
+  const out = await runBench('scaling-smoke', 300_000);
+  const files = readdirSync(out);
+  const json = files.find((f) => f.endsWith('.json'))!;
+  expect(json).toMatch(/^scaling-smoke-/);
+  expect(files.filter((f) => f.startsWith(json.replace('.json', '')))).toHaveLength(3);
+  const r = JSON.parse(readFileSync(join(out, json), 'utf8')) as ScalingResults;
+  const { agentsPerWave: agents, turns } = r.config;
+  const cells = r.scaling.cells;
+  expect(cells.map((c) => `${c.server}/${c.store}/${c.workers}`).sort()).toEqual(
+    ['cluster', 'dev'].flatMap((s) => ['postgres', 'sqlite'].flatMap((st) => [1, 2].map((w) => `${s}/${st}/${w}`))).sort(),
+  );
+  for (const c of cells) {
+    const name = `${c.server}/${c.store}/${c.workers}`;
+    expect(c.errors, name).toEqual([]);
+    expect(c.complete, name).toBe(true);
+    expect(c.turnsEnded, name).toBe(agents * turns);
+    expect(c.completions, name).toBe(agents * turns * 2);
+    expect(c.latencyMs.n, name).toBe(agents * turns);
+    expect(c.completionsPerSecond, name).toBeGreaterThan(0);
+    for (const g of GROUPS) {
+      expect(Number.isFinite(c.cpuMsPerCompletion[g]) && Number.isFinite(c.cores[g]), `${name} ${g}`).toBe(true);
+      expect(c.rss[g], `${name} ${g}`).toBeGreaterThan(0);
+    }
+    expect(GROUPS).toContain(c.bottleneck);
+    expect(Object.values(c.postgresCpuMsPerCompletion).every(Number.isFinite), name).toBe(true);
+    expect(c.serverRestRss, name).toBeGreaterThan(0);
+  }
+  expect(r.restRss.postgres).toBeGreaterThan(0);
+  expect(readFileSync(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);
+  const md = readFileSync(join(out, json.replace('.json', '.md')), 'utf8');
+  expect(md).toContain('| worker processes | dev server · SQLite | dev server · PostgreSQL | cluster · SQLite | cluster · PostgreSQL |');
+  expect(md.match(/\| \*\*(server|workers|postgres|driver)\*\* \|$/gm)).toHaveLength(cells.length);
 });

@@ -2,12 +2,14 @@
  * One benchmark worker in its own process, so its memory is measured on its own. `DESIGN` selects ours or a baseline
  * (`v01`, `ceiling`, `blocking`): a baseline's worker registers every baseline workflow and the activities, which
  * `ceilingAgent` runs as local activities and the others as regular ones. It reports tool dispatches, completion
- * starts and turn ends to the driver over IPC; the driver plays the external systems that answer tools.
+ * starts and turn ends to the driver over IPC; the driver plays the external systems that answer tools. `STORE` is
+ * ours' conversation store, a SQLite file or a `postgres://` URL; several such processes may share one task queue.
  */
 import { join } from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { SimulatedModel } from '../src/model/simulated';
-import { SqliteConversationStore } from '../src/store/sqlite';
+import { openConversationStore } from '../src/store/open';
+import { PostgresConversationStore } from '../src/store/postgres';
 import { defineTool } from '../src/tools/tool';
 import { createAgentWorker } from '../src/worker/create-worker';
 import type { BaselineActivities } from './baselines/workflows';
@@ -56,8 +58,13 @@ async function main() {
   });
 
   let worker: { run(): Promise<void>; shutdown(): Promise<void> | void };
+  let close = async () => {};
   if (design === 'ours') {
-    const store = new SqliteConversationStore(env.STORE_PATH!);
+    const store = openConversationStore(env.STORE!);
+    // As the CLI's worker does: a database's schema migrates before the first slice (under an advisory lock, so
+    // worker processes starting together do not race).
+    if (store instanceof PostgresConversationStore) await store.migrate();
+    close = () => store.close();
     const tool = defineTool({
       name: 'bench_tool',
       description: 'an external system that answers later',
@@ -126,6 +133,7 @@ async function main() {
   send({ k: 'ready' });
   process.on('SIGTERM', () => worker.shutdown());
   await running;
+  await close();
   await connection.close();
 }
 

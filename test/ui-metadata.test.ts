@@ -53,4 +53,24 @@ describe('Temporal UI metadata', () => {
       await sys.shutdown();
     }
   });
+
+  it('titles a thread its first user text creates at its start: no memo write in its history', async () => {
+    const sys = await startTestSystem({ model: new ScriptedModel(() => ({ text: 'Green.' })) });
+    try {
+      const threadId = uid('ui-title');
+      await sys.client.sendUserText(threadId, '  Is build\n7 green?  ');
+      const thread = sys.client.thread(threadId);
+      await thread.waitForIdle();
+      expect((await thread.workflow.describe()).memo?.title).toBe('Is build 7 green?');
+      const types = ((await thread.workflow.fetchHistory()).events ?? []).map((e) => e.eventType);
+      expect(types).not.toContain(temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED);
+      // A thread started without text is titled by its workflow when the first user text arrives.
+      const started = await sys.client.startThread({ threadId: uid('ui-title') });
+      await started.sendUserText('Second thread');
+      await started.waitForIdle();
+      expect((await started.workflow.describe()).memo?.title).toBe('Second thread');
+    } finally {
+      await sys.shutdown();
+    }
+  });
 });

@@ -1,14 +1,13 @@
 /**
- * A fleet: one design's worker process and the driver side that plays users and external tools for its agents.
+ * A fleet: one design's worker process(es) and the driver side that plays users and external tools for its agents.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { AgentClient } from '../../src/client/agent-client';
 import { toolResult } from '../../src/tools/messages';
 import { resultSignal, userSignal } from '../baselines/workflows';
-import type { DriverToWorker, WorkerToDriver } from '../worker-process';
+import type { WorkerToDriver } from '../worker-process';
 import type { ThreadOptions } from '../../src/workflows/state';
+import { WorkerProcesses } from './worker-processes';
 
 /**
  * `ours`: the runtime. `v01`: release 0.1's operations per turn with empty bodies (regular activities), a fixed
@@ -24,8 +23,11 @@ const BASELINE_WORKFLOW: Record<Exclude<Design, 'ours'>, string> = { v01: 'v01Ag
 export interface FleetOptions {
   design: Design;
   address: string;
-  storePath: string;
+  /** `ours`' conversation store: a SQLite file path or a `postgres://` URL (`openConversationStore`). */
+  store: string;
   bundlePath: string;
+  /** Worker processes on the fleet's task queue (`ours` only). @default 1 */
+  workers?: number;
   maxCachedWorkflows: number;
   /** Activity slots of the baselines' worker (the blocking design needs one per waiting agent). */
   activitySlots: number;
@@ -52,60 +54,52 @@ interface AgentState {
 const now = () => performance.timeOrigin + performance.now();
 
 export class Fleet {
-  private child?: ChildProcess;
+  private readonly processes: WorkerProcesses;
   private readonly agents = new Map<string, AgentState>();
   private client!: Client;
   private agentClient!: AgentClient;
-  private gcWaiters: (() => void)[] = [];
   readonly taskQueue: string;
   /** Tool result → next completion start, ms. */
   latencies: number[] = [];
   completions = 0;
+  /** Turns ended (each agent's second completion of a turn finished). */
+  turnsEnded = 0;
   errors: string[] = [];
 
   constructor(readonly opts: FleetOptions) {
     this.taskQueue = `bench-${opts.design}-${Date.now()}`;
+    if ((opts.workers ?? 1) !== 1 && opts.design !== 'ours') throw new Error(`only ours runs several worker processes, not ${opts.design}`);
+    this.processes = new WorkerProcesses(opts.design, (m) => this.onMessage(m));
   }
 
+  /** The first worker process. */
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.processes.pids[0];
+  }
+
+  /** Every worker process. */
+  get pids(): number[] {
+    return this.processes.pids;
   }
 
   async start(): Promise<void> {
     const connection = await Connection.connect({ address: this.opts.address });
     this.client = new Client({ connection });
     this.agentClient = new AgentClient({ client: this.client, taskQueue: this.taskQueue, threadOptions: this.opts.threadOptions });
-    const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? []; // e.g. --cpu-prof
-    this.child = spawn(process.execPath, ['--expose-gc', ...nodeArgs, '--import', 'tsx', join(__dirname, '..', 'worker-process.ts')], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env: {
-        ...process.env,
-        DESIGN: this.opts.design,
-        TEMPORAL_ADDRESS: this.opts.address,
-        TASK_QUEUE: this.taskQueue,
-        STORE_PATH: this.opts.storePath,
-        BUNDLE_PATH: this.opts.bundlePath,
-        MAX_CACHED: String(this.opts.maxCachedWorkflows),
-        ACTIVITY_SLOTS: String(this.opts.activitySlots),
-      },
-    });
-    await new Promise<void>((resolve, reject) => {
-      this.child!.once('exit', (code) => reject(new Error(`${this.opts.design} worker exited with ${code}`)));
-      this.child!.on('message', (batch: WorkerToDriver[]) => {
-        for (const m of batch) {
-          if (m.k === 'ready') resolve();
-          else this.onMessage(m);
-        }
-      });
+    await this.processes.start(this.opts.workers ?? 1, {
+      DESIGN: this.opts.design,
+      TEMPORAL_ADDRESS: this.opts.address,
+      TASK_QUEUE: this.taskQueue,
+      STORE: this.opts.store,
+      BUNDLE_PATH: this.opts.bundlePath,
+      MAX_CACHED: String(this.opts.maxCachedWorkflows),
+      ACTIVITY_SLOTS: String(this.opts.activitySlots),
     });
   }
 
+  /** A batch's message from any of the worker processes (`ready` and `gc-done` are theirs to handle). */
   private onMessage(m: WorkerToDriver): void {
-    if (m.k === 'gc-done') {
-      this.gcWaiters.shift()?.();
-      return;
-    }
-    if (m.k === 'ready') return;
+    if (m.k === 'ready' || m.k === 'gc-done') return;
     const a = this.agents.get(m.id);
     if (!a) return;
     if (m.k === 'start') {
@@ -120,6 +114,7 @@ export class Fleet {
       else if (a.turn >= a.mode.turns) a.parked();
       else void this.answer(a);
     } else if (m.k === 'end') {
+      this.turnsEnded++;
       a.turn++;
       if (a.mode.kind === 'turns-then-park' || a.turn < a.mode.turns) void this.sendUser(a);
       else a.done();
@@ -164,17 +159,13 @@ export class Fleet {
       if (this.opts.design === 'ours') {
         await this.agentClient.deliver(toolResult({ threadId: a.id, toolCallId: call }, `Build status for ${call}: green`));
       } else if (this.opts.design === 'blocking') {
-        this.send({ k: 'result', id: a.id, call });
+        this.processes.sendFirst({ k: 'result', id: a.id, call });
       } else {
         await this.client.workflow.getHandle(a.id).signal(resultSignal, call);
       }
     } catch (e) {
       this.fail(e);
     }
-  }
-
-  private send(m: DriverToWorker): void {
-    this.child?.send(m);
   }
 
   /** Runs agents through `turns` turns each; resolves when all are done. */
@@ -251,27 +242,19 @@ export class Fleet {
     return this.client;
   }
 
-  /** Asks the worker to collect garbage, so resident memory reflects what it still holds. */
-  async gc(): Promise<void> {
-    await new Promise<void>((r) => {
-      this.gcWaiters.push(r);
-      this.send({ k: 'gc' });
-    });
+  /** Asks every worker to collect garbage, so resident memory reflects what it still holds. */
+  gc(): Promise<void> {
+    return this.processes.gc();
   }
 
   resetCounters(): void {
     this.latencies = [];
     this.completions = 0;
+    this.turnsEnded = 0;
   }
 
   async stop(): Promise<void> {
-    if (this.child && this.child.exitCode === null) {
-      const exited = new Promise<void>((r) => this.child!.once('exit', () => r()));
-      this.child.kill('SIGTERM');
-      const t = setTimeout(() => this.child?.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(t);
-    }
+    await this.processes.stop();
     await this.client?.connection.close();
   }
 }

@@ -31,7 +31,7 @@ export async function startFleet(b: Bench, design: Design, activitySlots: number
   const fleet = new Fleet({
     design,
     address: b.address,
-    storePath: b.storeFile,
+    store: b.storeFile,
     bundlePath: b.bundlePath,
     maxCachedWorkflows: b.cfg.maxCachedWorkflows,
     activitySlots,

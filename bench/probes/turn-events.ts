@@ -26,7 +26,7 @@ async function main() {
   writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code);
   try {
     for (const design of designs) {
-      const fleet = new Fleet({ design, address: server.address, storePath: storeFile, bundlePath, maxCachedWorkflows: 100, activitySlots: 50 });
+      const fleet = new Fleet({ design, address: server.address, store: storeFile, bundlePath, maxCachedWorkflows: 100, activitySlots: 50 });
       await fleet.start();
       const ids = Array.from({ length: 5 }, (_, i) => `${design}-te-${i}-${Date.now()}`);
       await fleet.runTurns(ids, turns, 20);
@@ -36,6 +36,10 @@ async function main() {
         const events = (await fleet.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
         for (const e of events) counts[typeName(e.eventType)] = (counts[typeName(e.eventType)] ?? 0) + 1;
         total += events.length;
+      }
+      if (process.env.SHOW_EVENTS) {
+        const events = (await fleet.temporal.workflow.getHandle(ids[0]!).fetchHistory()).events ?? [];
+        console.log(events.map((e) => typeName(e.eventType)).join('\n'));
       }
       const per = (n: number) => (n / ids.length / turns).toFixed(2);
       console.log(`${design}: ${per(total)} events per turn over ${turns} turns`);

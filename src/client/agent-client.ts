@@ -7,6 +7,7 @@ import type { HistoryItem, InputMessage, ThreadEvent, ThreadStatus } from '../co
 import type { ConversationStore } from '../store/conversation-store';
 import { userText } from '../tools/messages';
 import { compactionInput } from '../core/inputs';
+import { titleOf } from '../core/title';
 import { inputLimitViolation } from '../core/validate';
 import type { LocalEventHub } from '../worker/event-hub';
 import { inputSignal, searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
@@ -155,6 +156,8 @@ export class AgentClient {
       await sendWhileBusy(threadId, () =>
         typedUnavailable(() => this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
           ...this.startOptions(threadId),
+          // A thread this text creates has its title from the start: no memo write in its first workflow task.
+          memo: { title: titleOf(text) },
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           signal: inputSignal,
           signalArgs: [prepared.message],

@@ -2,16 +2,10 @@
  * What the Temporal UI shows of a thread: one-line activity summaries that read like the conversation, and a title.
  * Pure and deterministic (workflow code).
  */
-import { INTERRUPT_PREFIX } from '../core/texts';
+import { shortLine as short, titleOf } from '../core/title';
 import type { StoredItem } from '../core/types';
 
-const short = (s: string, n: number) => {
-  const line = s.replace(/\s+/g, ' ').trim();
-  return line.length > n ? `${line.slice(0, n - 1)}…` : line;
-};
-
-/** The thread's title (memo `title`): the start of its first user text. */
-export const titleOf = (text: string) => short(text.startsWith(INTERRUPT_PREFIX) ? text.slice(INTERRUPT_PREFIX.length) : text, 80);
+export { titleOf };
 
 /**
  * `slice 7: result of get_build_status`, `slice 3: user "is 42 green?"`, `slice 9: report from 1b2c…, event of
