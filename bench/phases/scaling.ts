@@ -95,7 +95,9 @@ export async function runCell(b: ScalingBench, target: ScalingTarget, store: Sca
     await fleet.start();
     b.sampler.phase = `${label} warm-up`;
     b.progress = `${label}: warm-up, ${b.sc.warmupAgents} agents × 1 turn`;
-    await fleet.runTurns(ids(`${label}-warm`, b.sc.warmupAgents), 1, cfg.toolDelayMs);
+    if (!(await within(fleet.runTurns(ids(`${label}-warm`, b.sc.warmupAgents), 1, cfg.toolDelayMs), b.sc.cellTimeoutMs))) {
+      throw new Error(`${label}: the warm-up did not finish within ${b.sc.cellTimeoutMs} ms (${fleet.errors.join('; ') || 'no error reported'})`);
+    }
     fleet.resetCounters();
     b.sampler.phase = label;
     b.progress = `${label}: ${cfg.agentsPerWave} agents × ${cfg.turns} turns`;
@@ -108,6 +110,15 @@ export async function runCell(b: ScalingBench, target: ScalingTarget, store: Sca
 }
 
 const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}-${Date.now()}`);
+
+/** Whether `work` finished within `ms` (it goes on, unobserved, when it did not). */
+async function within(work: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)));
+  const done = await Promise.race([work.then(() => true), timedOut]);
+  clearTimeout(timer);
+  return done;
+}
 
 interface Measurement {
   complete: boolean;
@@ -129,10 +140,7 @@ async function measure(b: ScalingBench, fleet: Fleet, agentIds: string[]): Promi
   const c0 = b.sampler.sample();
   const pg0 = backendCpu(b.postmaster);
   const t0 = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<false>((r) => (timer = setTimeout(() => r(false), b.sc.cellTimeoutMs)));
-  const complete = await Promise.race([fleet.runTurns(agentIds, cfg.turns, cfg.toolDelayMs).then(() => true), timedOut]);
-  clearTimeout(timer);
+  const complete = await within(fleet.runTurns(agentIds, cfg.turns, cfg.toolDelayMs), b.sc.cellTimeoutMs);
   const seconds = (performance.now() - t0) / 1000;
   const pg1 = backendCpu(b.postmaster);
   const c1 = b.sampler.sample();
