@@ -9,7 +9,7 @@ import { condition, setHandler } from '@temporalio/workflow';
 import type { Dropped } from '../core/prepare';
 import type { DeliveryAck, DropReason, InputMessage } from '../core/types';
 import { inputLimitViolation, validateInputMessage } from '../core/validate';
-import { deliverUpdate } from './definitions';
+import { deliverUpdate, HANDLER_DOCS } from './definitions';
 import type { ThreadState } from './state';
 
 export interface Acknowledgements {
@@ -44,6 +44,7 @@ export function installDeliverUpdate(
     {
       // Open when the run continues-as-new: abandoned on purpose, the client asks the next run, which has the input.
       unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON,
+      description: HANDLER_DOCS.deliver,
       // Rejected updates leave no trace in history: a malformed input costs the thread nothing.
       validator: (raw: unknown) => {
         const v = validateInputMessage(raw);

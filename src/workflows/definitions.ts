@@ -33,6 +33,21 @@ export interface WaitOptions {
 /** Resolves when the thread has nothing running or queued (and, with `settled`, waits on no tool). */
 export const waitForIdleUpdate = defineUpdate<ThreadStatus, [WaitOptions]>('waitForIdle');
 
+/**
+ * What `temporal workflow metadata` (and the UI's "Workflow details") says of each handler. The input shape is
+ * `InputMessage` (src/core/types.ts); README "From the Temporal CLI" has a copy-paste example of each.
+ */
+export const HANDLER_DOCS = {
+  input:
+    'One input into the thread\'s inbox: {"threadId","id","content":{"type":"text","text"}} for user text, ' +
+    '{"threadId","id","content":{"type":"tool_result","toolCallId","content":[{"type":"text","text"}]}} for a tool result. ' +
+    'A malformed or oversized input is dropped and counted (status query: dropped.malformed).',
+  deliver: 'Like the input signal, acknowledged: returns {accepted, reason?, deferred?} once the thread has taken the input into a batch.',
+  status: 'The thread\'s status: running, idle or waiting on a tool, the pending call, history length, queue, drops, children, usage.',
+  waitForIdle: 'Returns the status once nothing runs or is queued; {"settled": true} also waits until no tool call is pending.',
+  callbackState: 'Whether a callback URL for the given tool call id is still good (RAP gateway).',
+} as const;
+
 export const searchAttributes = {
   AgentStatus: defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD),
   ParentThreadId: defineSearchAttributeKey('ParentThreadId', SearchAttributeType.KEYWORD),

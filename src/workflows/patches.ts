@@ -29,3 +29,13 @@ export const v02 = (): boolean => v03() || patched(V02);
  * with 0.2's rules (their marker says so), and those of 0.1 with 0.1's.
  */
 export const v03 = (): boolean => patched(V03);
+
+/**
+ * Release 0.4: a thread started by hand (a raw `temporal workflow start`, without the search attributes the client
+ * sets) sets its own `ThreadKind`. Asked only on that path, and not chained into {@link v03}: a run started by 0.4 code
+ * records this marker only if it took the path, so 0.3 workers still replay every other 0.4 run during a rolling
+ * deploy (decision 58).
+ */
+export const V04 = 'infinity-v0.4';
+
+export const v04 = (): boolean => patched(V04);

@@ -62,6 +62,19 @@ export interface ThreadWorkflowArgs {
   carried?: CarriedState;
 }
 
+/**
+ * The thread's arguments as given, or what a thread started by hand needs: a start with no input or `{}` (a raw
+ * `temporal workflow start`) is a root thread named by its workflow id.
+ */
+export function threadArgs(given: unknown, workflowId: string): ThreadWorkflowArgs {
+  const raw = (given !== null && typeof given === 'object' ? given : {}) as Partial<ThreadWorkflowArgs>;
+  return {
+    ...raw,
+    threadId: typeof raw.threadId === 'string' && raw.threadId !== '' ? raw.threadId : workflowId,
+    kind: raw.kind ?? 'root',
+  };
+}
+
 /** A pending `sleep`/`sleep_until`: wakes the thread with `text` as the call's result. */
 export interface SleepTimer {
   callId: string;

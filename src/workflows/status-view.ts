@@ -3,7 +3,9 @@
  * UI's current details, kept in step and written only on change; and the options of its slice activity.
  */
 import { type ActivityOptions, setCurrentDetails, upsertSearchAttributes, workflowInfo, ActivityCancellationType } from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { AgentStatus, ThreadStatus } from '../core/types';
+import { v04 } from './patches';
 import { searchAttributes } from './definitions';
 import type { ThreadOptions, ThreadState, ThreadWorkflowArgs } from './state';
 
@@ -34,6 +36,8 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
   // The status the search attribute already holds (set at start, or by the previous run): no redundant upsert.
   let shownStatus = workflowInfo().typedSearchAttributes.get(searchAttributes.AgentStatus) as AgentStatus | undefined;
   let shownDetails = '';
+  // A thread started by hand has no search attributes (the client sets them at start): it names its kind itself.
+  let kindMissing = workflowInfo().typedSearchAttributes.get(searchAttributes.ThreadKind) === undefined;
 
   // `failed` is only ever set under release 0.2's rules, so histories of 0.1 replay with the statuses they had.
   const status = (): AgentStatus =>
@@ -71,10 +75,18 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
   const publish = () => {
     const s = status();
     const settled: AgentStatus = s === 'running' ? (st.prep.pendingCall ? 'waiting_tool' : 'idle') : s;
+    const updates: SearchAttributeUpdatePair[] = [];
+    if (kindMissing) {
+      kindMissing = false;
+      // 0.4 (its own marker, asked only here): histories of hand-started threads recorded before replay unchanged.
+      if (v04()) updates.push({ key: searchAttributes.ThreadKind, value: args.kind });
+    }
     if (opts.statusSearchAttribute !== false && settled !== shownStatus) {
-      upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value: settled }]);
+      updates.push({ key: searchAttributes.AgentStatus, value: settled });
       shownStatus = settled;
     }
+    // One command (one history event, one visibility write) for all of them.
+    if (updates.length > 0) upsertSearchAttributes(updates);
     const pending = st.prep.pendingCall;
     const details = [
       `**${s}** · ${st.length} items · ${st.slices} slices`,

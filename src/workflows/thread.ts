@@ -22,16 +22,18 @@ import { installDeliverUpdate } from './acknowledged';
 import { handleControlInputs } from './control-inputs';
 import { sliceSummary, titleOf } from './ui-text';
 import { inputLimitViolation, isUserText, validateInputMessage } from '../core/validate';
-import { callbackStateQuery, inputSignal, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
+import { callbackStateQuery, HANDLER_DOCS, inputSignal, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
 import { carryOut, spawnEventChild, startTimer, userIdOf, type ActionContext } from './runtime-actions';
 import { CARRY_MAX_CHARS, serializedChars, takeBatch } from '../core/batching';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
 import { v02, v03 } from './patches';
-import { carryState, restoreState, type ThreadWorkflowArgs } from './state';
+import { carryState, restoreState, threadArgs, type ThreadWorkflowArgs } from './state';
 import { type SliceOutcome, sliceRunner } from './slice-runner';
 import { statusView } from './status-view';
 
-export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
+/** A thread: started by the client with its {@link ThreadWorkflowArgs}, or by hand with none (a root thread). */
+export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
+  const args = threadArgs(given, workflowInfo().workflowId);
   const { threadId } = args;
   const opts = args.options ?? {};
   const st = restoreState(args);
@@ -66,22 +68,26 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
     inputsArrived += 1;
     if (isUserText(m) && !st.prep.processedInputIds.has(m.id)) userTextsArrived += 1;
   };
-  setHandler(inputSignal, (raw: unknown) => {
-    const v = validateInputMessage(raw);
-    // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
-    if (!v.ok || v.value.threadId !== threadId || (v02() && inputLimitViolation(raw) !== undefined)) {
-      count('malformed');
-      return;
-    }
-    enqueue(v.value);
-  });
+  setHandler(
+    inputSignal,
+    (raw: unknown) => {
+      const v = validateInputMessage(raw);
+      // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
+      if (!v.ok || v.value.threadId !== threadId || (v02() && inputLimitViolation(raw) !== undefined)) {
+        count('malformed');
+        return;
+      }
+      enqueue(v.value);
+    },
+    { description: HANDLER_DOCS.input },
+  );
   const acks = installDeliverUpdate(threadId, st, enqueue, count);
   const slices = sliceRunner(opts, { userTexts: () => userTextsArrived, interrupting: () => (interruptNext = true) });
   /** The workflow task (by its history length) whose first slice ran locally. */
   let lastLocalTask = -1;
-  setHandler(statusQuery, snapshot);
+  setHandler(statusQuery, snapshot, { description: HANDLER_DOCS.status });
   // For the RAP gateway's revocation check; a query issues no commands, so it is replay-safe.
-  setHandler(callbackStateQuery, (callId: string) => callbackState(st.prep, callId));
+  setHandler(callbackStateQuery, (callId: string) => callbackState(st.prep, callId), { description: HANDLER_DOCS.callbackState });
   // A wait still open when the run continues-as-new is abandoned on purpose: the client asks the next run again.
   setHandler(
     waitForIdleUpdate,
@@ -89,7 +95,7 @@ export async function agentThread(args: ThreadWorkflowArgs): Promise<void> {
       await condition(() => idle() && !(options?.settled && st.prep.pendingCall && !st.prep.pendingCall.passive));
       return snapshot();
     },
-    { unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON },
+    { unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON, description: HANDLER_DOCS.waitForIdle },
   );
 
   // The last async call a slice dispatched: names the result that answers it in the next slice's summary.
