@@ -5,6 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -137,4 +138,45 @@ describe('infinity-temporal CLI', () => {
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('deliver needs --call and --text');
   });
+
+  it('answers every usage error with exit 2 and one clear line', async () => {
+    const threadId = `usage-${randomUUID().slice(0, 8)}`;
+    await cli('start', 'Is build 9 green?', '--thread-id', threadId);
+    const cases: [string[], string][] = [
+      [['send', threadId, '   '], 'send needs a non-empty text'],
+      [['threads', '--status', 'bogus'], "--status must be one of idle, running, waiting_tool, failed, closed; got 'bogus'"],
+      [['threads', '--kind', 'nope'], '--kind must be one of root, child, event, compaction'],
+      [['tail', threadId, '--after', 'garbage'], "--after takes a live event's eventId"],
+      [['answer', threadId, 'no-such-choice'], `thread ${threadId} has no pending choice 'no-such-choice'`],
+      [['answer', threadId, 'c1', '1.5'], "index must be a whole number, got '1.5'"],
+      [['deliver', threadId, '--message', join(inject('scratchDir'), 'no-such-message.json')], 'cannot read'],
+      [['dev', '--port', 'abc'], "--port must be a port number (1-65535), got 'abc'"],
+    ];
+    for (const [args, message] of cases) {
+      const r = await cli(...args);
+      expect({ args, code: r.code }).toEqual({ args, code: 2 });
+      expect(r.stderr).toContain(message);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+
+  it('runs dev on the ports it is given and prints the address to export', async () => {
+    const free = async () =>
+      new Promise<number>((resolve) => {
+        const srv = createServer().listen(0, '127.0.0.1', () => {
+          const { port } = srv.address() as AddressInfo;
+          srv.close(() => resolve(port));
+        });
+      });
+    const [port, uiPort] = [await free(), await free()];
+    const dev = start(['dev', '--port', String(port), '--ui-port', String(uiPort), '--data-dir', join(inject('scratchDir'), `dev-${randomUUID()}`), '--no-events']);
+    try {
+      expect(await waitForLine(dev, /^Temporal UI\s+(\S+)$/)).toBe(`http://127.0.0.1:${uiPort}`);
+      expect(await waitForLine(dev, /^Temporal address (\S+)$/)).toBe(`127.0.0.1:${port}`);
+      expect(await waitForLine(dev, /^export TEMPORAL_ADDRESS=(\S+)$/)).toBe(`127.0.0.1:${port}`);
+    } finally {
+      dev.kill('SIGTERM');
+      await new Promise((r) => dev.once('close', r));
+    }
+  }, 90_000);
 });

@@ -88,6 +88,11 @@ describe('compaction', () => {
         expect(n).toBeLessThan(10);
       }
       await compactionsDone(1);
+      // The parent heard it live: the summary of a compaction thread now stands in for its first items.
+      const applied = sys.seen.filter((e) => e.threadId === root.threadId && e.type === 'compaction_applied');
+      expect(applied).toHaveLength(1);
+      const source = applied[0]!.type === 'compaction_applied' ? applied[0]!.sourceThreadId : '';
+      expect((await sys.client.thread(source).status()).kind).toBe('compaction');
       await say('after one');
       const afterOne = lastRootRequest().messages;
       expect(afterOne[0]).toEqual({ role: 'assistant', text: expect.stringMatching(/^\[Compacted conversation summary\]\nS\d+ covers subscribe,spawn,m1/) });

@@ -61,6 +61,10 @@ it('processes 20 threaded events in 20 temporary children; the parent only sees 
       text: `An event from your subscription ${ctx.toolCallId} was processed by a child thread ${childId}. The subscription remains active. Report from the child:\nprocessed tick ${i}`,
     });
   }
+  // Each report was a live event of the parent too, naming its child.
+  const liveReports = sys.seen.filter((e) => e.threadId === thread.threadId && e.type === 'event');
+  expect(liveReports).toHaveLength(20);
+  expect(new Set(liveReports.map((e) => (e.type === 'event' ? e.childThreadId : undefined)))).toEqual(new Set(status.children));
   // Everything else in the parent is the model's replies to those reports.
   expect(items.slice(before.length).every((i) => i.kind === 'subscription_event' || i.kind === 'assistant')).toBe(true);
 
@@ -90,6 +94,9 @@ it('inlines 20 associative events in order, then a final event ends the subscrip
   const status = await thread.waitForIdle({ settled: true });
   const events = render(await thread.history()).filter((l) => l.startsWith('event '));
   expect(events).toEqual([...Array.from({ length: 20 }, (_, i) => `event #1: line ${i}`), 'event #1: last line']);
+  // Each event that entered history was also a live event, with the subscribing tool's name.
+  const live = sys.seen.filter((e) => e.threadId === thread.threadId && e.type === 'event');
+  expect(live).toEqual([...Array.from({ length: 20 }, (_, i) => `line ${i}`), 'last line'].map((text) => ({ threadId: thread.threadId, type: 'event', toolCallId: ctx.toolCallId, toolName: 'watch', text })));
   expect(status.subscriptions).toEqual({});
   expect(status.children).toEqual([]);
   expect(status.dropped.unknown_subscription).toBe(1);

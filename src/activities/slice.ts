@@ -56,6 +56,16 @@ function eventsForAppended(threadId: string, entries: readonly StoredItem[]): Th
       events.push({ threadId, type: 'user_input', text });
     } else if (item.kind === 'tool_result') {
       events.push({ threadId, type: 'tool_result', toolCallId: item.id, text: firstText(item.content) });
+    } else if (item.kind === 'subscription_event') {
+      const name = (item.invocation.args as { original_tool_name?: unknown } | undefined)?.original_tool_name;
+      events.push({
+        threadId,
+        type: 'event',
+        toolCallId: item.toolCallId,
+        ...(typeof name === 'string' && { toolName: name }),
+        ...(item.childThreadId !== undefined && { childThreadId: item.childThreadId }),
+        text: firstText(item.result.content),
+      });
     }
   }
   return events;
@@ -268,6 +278,8 @@ export function createSliceActivities(deps: SliceDependencies) {
       // A zombie attempt of this slice committed first: its result is the one that counts.
       return replayCommitted(input, (await deps.store.findSlice(threadId, sliceId))!);
     }
+    // The summary is in the store with this commit: from now on the parent's slices load it (reference spec §6.5).
+    if (summary) emit({ threadId: summary.threadId, type: 'compaction_applied', sourceThreadId: threadId, upTo: summary.upTo });
     if (result.action?.type === 'close') {
       await deps.store.markClosed(threadId);
       notify((l) => l.threadClosed?.(threadId));

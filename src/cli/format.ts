@@ -66,6 +66,10 @@ export class EventPrinter {
         return this.line(`${colour.magenta('→')} ${e.name} ${short(e.args)}`);
       case 'tool_result':
         return this.line(`${colour.green('←')} ${short(e.text, 400)}`);
+      case 'event':
+        return this.line(`${colour.green('⇐')} ${e.childThreadId ? `report from ${e.childThreadId}` : `event of ${e.toolName ?? e.toolCallId}`}: ${short(e.text, 400)}`);
+      case 'compaction_applied':
+        return this.line(colour.dim(`(compacted: the first ${e.upTo} items are summarized by ${e.sourceThreadId})`));
       case 'completion_finished':
         if (this.midLine) this.line('');
         return;
@@ -95,7 +99,8 @@ export function statusLines(s: ThreadStatus): string[] {
     `items ${s.historyLength} · slices ${s.slices} · runs ${s.runs} · queued ${s.queued} · deferred ${s.deferred}`,
   ];
   if (s.parentThreadId) lines.push(`parent ${s.parentThreadId}`);
-  if (s.pendingCall) lines.push(`waiting for ${s.pendingCall.name} (${s.pendingCall.id})`);
+  // A closed thread's last call (close_thread) is pending for good: it waits for nothing.
+  if (s.pendingCall && s.status !== 'closed') lines.push(`waiting for ${s.pendingCall.name} (${s.pendingCall.id})`);
   if (s.children.length) lines.push(`children ${s.children.join(', ')}`);
   const subs = Object.entries(s.subscriptions);
   if (subs.length) lines.push(`subscriptions ${subs.map(([id, name]) => `${name} (${id})`).join(', ')}`);

@@ -58,6 +58,14 @@ function eventsEndpoint(opts: ServeOptions) {
 
 const modelOf = (opts: ServeOptions) => (opts.model ? modelFromSpec(opts.model) : modelFromEnv());
 
+/** A TCP port flag: a whole number in 1..65535, or a usage error. */
+function portOf(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port < 1 || port > 65535) throw new CliError(`${flag} must be a port number (1-65535), got '${value}'`);
+  return port;
+}
+
 /** The worker's own logs stay out of the terminal unless asked for. */
 function quietRuntime(verbose: boolean | undefined): void {
   Runtime.install({ logger: new DefaultLogger(verbose ? 'INFO' : 'WARN') });
@@ -137,7 +145,11 @@ export function registerServeCommands(program: Command, out: (line: string) => v
 
   serveOptions(program.command('dev'))
     .description('run a Temporal dev server, a worker and the live events endpoint here; prints the UI link')
-    .action(async (opts: ServeOptions, cmd: Command) => {
+    .option('--port <port>', "the dev server's gRPC port, stable across restarts (default: a free port)")
+    .option('--ui-port <port>', "the Temporal UI's port (default: a free port)")
+    .action(async (opts: ServeOptions & { port?: string; uiPort?: string }, cmd: Command) => {
+      const port = portOf('--port', opts.port);
+      const uiPort = portOf('--ui-port', opts.uiPort);
       const flags = cmd.optsWithGlobals<TargetFlags>();
       quietRuntime(opts.verbose);
       const model = modelOf(opts);
@@ -148,6 +160,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         model,
         tools: [...(loadTools(opts.tools) ?? [buildStatusDemoTool()]), ...(remote?.tools ?? [])],
         dataDir: dataDirOf(flags),
+        ...((port !== undefined || uiPort !== undefined) && { devServer: { ...(port !== undefined && { port }), ...(uiPort !== undefined && { uiPort }) } }),
         taskQueue: flags.taskQueue ?? DEFAULT_TASK_QUEUE,
         eventsEndpoint: eventsEndpoint(opts),
         ...(remote && { toolLifecycle: remote.lifecycle }),
@@ -168,6 +181,8 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       out(`Temporal address ${system.devServer.address}`);
       if (system.eventsUrl) out(`Live events      ${system.eventsUrl}`);
       out(`Store            ${system.storePath}`);
+      // For the `temporal` CLI and other clients in other shells (README "From the Temporal CLI").
+      out(colour.dim(`export TEMPORAL_ADDRESS=${system.devServer.address}`));
       out(colour.dim(`Try: infinity-temporal send demo "Is build 42 green?" && infinity-temporal tail demo --until-idle`));
       out(colour.dim('Ctrl-C stops everything.'));
       await until(['SIGINT', 'SIGTERM']);

@@ -4,6 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
+import { CliError } from './target';
 import type { ThreadHandle } from '../client/agent-client';
 import { EventStreamError } from '../client/live-events';
 import type { ThreadEvent } from '../core/types';
@@ -41,6 +42,10 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
     .option('--until-idle', 'exit when the thread is idle with no tool call pending')
     .option('--poll-ms <ms>', 'history polling interval without live events', '1000')
     .action(async (threadId: string, opts: TailOptions, cmd: Command) => {
+      // An id as the live events hand out: <worker epoch>.<sequence>, several joined by ~ (one per worker).
+      if (opts.after !== undefined && !/^[0-9a-f]{8}\.\d+(~[0-9a-f]{8}\.\d+)*$/.test(opts.after)) {
+        throw new CliError(`--after takes a live event's eventId (e.g. 1a2b3c4d.17), got '${opts.after}'`);
+      }
       await withClient(cmd, async (client, target) => {
         const thread = client.thread(threadId);
         const status = await thread.status(); // fails clearly for an unknown thread

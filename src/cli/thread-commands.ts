@@ -29,20 +29,30 @@ function parseJson(what: string, text: string): unknown {
 }
 
 /** `-` reads standard input. */
-const readSource = (path: string) => readFileSync(path === '-' ? 0 : path, 'utf8');
+function readSource(path: string): string {
+  try {
+    return readFileSync(path === '-' ? 0 : path, 'utf8');
+  } catch (e) {
+    throw new CliError(`cannot read ${path === '-' ? 'standard input' : path}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+const STATUSES: readonly AgentStatus[] = ['idle', 'running', 'waiting_tool', 'failed', 'closed'];
+const KINDS: readonly ThreadKind[] = ['root', 'child', 'event', 'compaction'];
+
+/** A flag's value checked against its allowed values: a typo is a usage error, not an empty list. */
+function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value)) throw new CliError(`${flag} must be one of ${allowed.join(', ')}; got '${value}'`);
+  return value as T;
+}
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
 /** The text of an input: given inline or read from a file, one of the two. */
 function textOf(inline: string | undefined, file: string | undefined, missing: string): string {
   if (inline !== undefined && file !== undefined) throw new CliError('give the text or --file, not both');
-  if (file !== undefined) {
-    try {
-      return readSource(file);
-    } catch (e) {
-      throw new CliError(`cannot read ${file === '-' ? 'standard input' : file}: ${e instanceof Error ? e.message : String(e)}`);
-    }
-  }
+  if (file !== undefined) return readSource(file);
   if (inline === undefined) throw new CliError(missing);
   return inline;
 }
@@ -80,6 +90,7 @@ export function registerThreadCommands(program: Command, out: Out): void {
     .option('--id <id>', 'message id, to make a resend idempotent')
     .action(async (threadId: string, words: string[], opts: { id?: string; file?: string }, cmd: Command) => {
       const text = textOf(words.length > 0 ? words.join(' ') : undefined, opts.file, 'send needs the text or --file');
+      if (text.trim() === '') throw new CliError('send needs a non-empty text');
       await withClient(cmd, async (client) => {
         out(await client.sendUserText(threadId, text, opts.id));
       }, { stage: true });
@@ -153,16 +164,18 @@ export function registerThreadCommands(program: Command, out: Out): void {
   program
     .command('threads')
     .description('list threads, optionally filtered')
-    .option('--status <status>', 'idle | waiting_tool | failed | closed')
+    .option('--status <status>', 'idle | running | waiting_tool | failed | closed')
     .option('--parent <threadId>', 'children of this thread')
     .option('--kind <kind>', 'root | child | event | compaction')
     .option('--stuck', 'only threads whose workflow task keeps failing, e.g. after a bad deploy (docs/upgrading.md)')
     .option('--json', 'one JSON object per line')
     .action(async (opts: { status?: string; parent?: string; kind?: string; stuck?: boolean; json?: boolean }, cmd: Command) => {
       await withClient(cmd, async (client) => {
+        const status = oneOf('--status', opts.status, STATUSES);
+        const kind = oneOf('--kind', opts.kind, KINDS);
         const filter = {
-          ...(opts.status && { status: opts.status as AgentStatus }),
-          ...(opts.kind && { kind: opts.kind as ThreadKind }),
+          ...(status && { status }),
+          ...(kind && { kind }),
           ...(opts.parent && { parentThreadId: opts.parent }),
           ...(opts.stuck && { stuck: true }),
         };
@@ -181,7 +194,7 @@ export function registerThreadCommands(program: Command, out: Out): void {
     .argument('[index]', '0-based index of the chosen option')
     .action(async (threadId: string, choiceId: string, index: string | undefined, _opts: unknown, cmd: Command) => {
       const selected = index === undefined ? undefined : Number(index);
-      if (selected !== undefined && !Number.isInteger(selected)) throw new CliError(`index must be an integer, got '${index}'`);
+      if (selected !== undefined && (!/^\d+$/.test(index!) || !Number.isInteger(selected))) throw new CliError(`index must be a whole number, got '${index}'`);
       await withClient(cmd, async (client) => {
         out(`answered ${choiceId} with ${await client.thread(threadId).answerChoice(choiceId, selected)}`);
       });

@@ -210,13 +210,16 @@ export class ThreadHandle {
   /**
    * Answers a tool's pending choice (RAP `user_choice`): POSTs `{id, selected}` to the tool's `response_url`.
    * Without `selected`, the choice is dismissed and the tool gets its default (RAP §5.2). The tool then sends the
-   * call's result. Throws when the thread has no such pending choice or the tool refuses the answer.
+   * call's result. Throws {@link InvalidInputError} when the thread has no such pending choice or the index is out of
+   * range, and an `Error` when the tool refuses the answer.
    */
   async answerChoice(choiceId: string, selected?: number): Promise<number> {
     const choice = (await this.status()).prompts.find((p) => p.kind === 'user_choice' && p.id === choiceId);
-    if (!choice || choice.kind !== 'user_choice') throw new Error(`thread ${this.threadId} has no pending choice '${choiceId}'`);
+    if (!choice || choice.kind !== 'user_choice') throw new InvalidInputError(`thread ${this.threadId} has no pending choice '${choiceId}'`);
     const index = selected ?? choice.default;
-    if (!Number.isInteger(index) || index < 0 || index >= choice.choices.length) throw new RangeError(`choice ${index} is not one of 0..${choice.choices.length - 1}`);
+    if (!Number.isInteger(index) || index < 0 || index >= choice.choices.length) {
+      throw new InvalidInputError(`choice ${index} is not one of 0..${choice.choices.length - 1}`);
+    }
     const res = await fetch(choice.responseUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

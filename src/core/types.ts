@@ -204,6 +204,10 @@ export interface ThreadStatus {
 export type ThreadEvent = { threadId: string } & (
   | { type: 'user_input'; text: string }
   | { type: 'tool_result'; toolCallId: string; text: string }
+  /** A subscription event or a child's report appended to the thread (`receive_event__injected`). */
+  | { type: 'event'; toolCallId: string; toolName?: string; childThreadId?: string; text: string }
+  /** A compaction of this thread was applied: later slices see `sourceThreadId`'s summary instead of the first `upTo` items. */
+  | { type: 'compaction_applied'; sourceThreadId: string; upTo: number }
   | { type: 'completion_started'; sliceId: string }
   | { type: 'text_delta'; text: string }
   | { type: 'thinking_started' }
