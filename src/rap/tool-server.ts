@@ -90,6 +90,7 @@ const SEGMENTS = new Set(['text', 'diff', 'image']);
 const SAFE_THREAD_ID = /^(?!.*\.\.)[^/\\\0]{1,512}$/;
 
 function checkOutgoing(r: RapResult): void {
+  if (r.text === undefined && (r.content === undefined || r.content.length === 0)) throw new TypeError('a result needs text or content');
   for (const s of r.displayAs ?? []) if (!SEGMENTS.has(s.type)) throw new TypeError(`display segment type '${s.type}' is not text, diff or image`);
   for (const c of r.content ?? []) if (c.type !== 'text' && c.type !== 'image') throw new TypeError(`content item type '${(c as { type: string }).type}' is not text or image`);
 }
@@ -103,7 +104,26 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
   const choices = new Map<string, (selected: number) => void>();
   const attempts = options.callbackAttempts ?? 4;
   const backoff = options.callbackBackoffMs ?? 200;
-  let base = options.publicUrl?.replace(/\/+$/, '');
+  const publicUrl = options.publicUrl?.replace(/\/+$/, '');
+  /**
+   * Where this request says tools reach the server, like Infinity's servers: the Host header, `http` on loopback only.
+   * Per request, so a server behind two names (or a proxy added later) answers each with its own.
+   */
+  const baseOf = (host: string | undefined) => {
+    if (publicUrl) return publicUrl;
+    const h = host ?? '127.0.0.1';
+    return `${/^(localhost|127\.0\.0\.1)(:|$)/.test(h) ? 'http' : 'https'}://${h}`;
+  };
+  // Notices and callbacks from runtimes that label their JSON otherwise (or not at all) are still read: RAP says
+  // `/cancel_tool_call` and `/close_thread` answer 200 whatever they receive.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, body === '' ? {} : (JSON.parse(body as string) as unknown));
+    } catch {
+      done(null, {});
+    }
+  });
 
   const callback = async (url: string, body: RapCallback): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
@@ -129,13 +149,10 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
   };
 
   app.get('/.well-known/rap-toolset', async (req) => {
-    // Like Infinity's servers: the base comes from the Host header, `http` on loopback only.
-    const host = req.headers.host ?? '127.0.0.1';
-    base ??= `${/^(localhost|127\.0\.0\.1)(:|$)/.test(host) ? 'http' : 'https'}://${host}`;
     const manifest: RapManifest = {
       name: options.name,
       ...(options.description && { description: options.description }),
-      endpoint: `${base}/invoke`,
+      endpoint: `${baseOf(req.headers.host)}/invoke`,
       tools: options.tools.map(({ name, description, inputSchema, annotations, displayScript }) => ({
         name,
         description,
@@ -223,13 +240,20 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
       },
       oauth: (authUrl) => send({ type: 'oauth', ...ids, auth_url: authUrl }),
       choose: async (prompt, list, defaultIndex = 0) => {
+        if (list.length === 0) throw new TypeError('choose needs at least one choice');
+        if (!Number.isInteger(defaultIndex) || defaultIndex < 0 || defaultIndex >= list.length) {
+          throw new TypeError(`choose: the default ${defaultIndex} is not one of 0..${list.length - 1}`);
+        }
         // A choice is identified by its call (RAP §5.2): one open choice per call at a time.
         const chosen = new Promise<number>((resolve) => choices.set(id, resolve));
-        const responseUrl = `${base ?? `http://${req.headers.host}`}/user_choice_response`;
+        const responseUrl = `${baseOf(req.headers.host)}/user_choice_response`;
         await send({ type: 'user_choice', group_id: groupId, id, call_id: callId, prompt, choices: list, default: defaultIndex, response_url: responseUrl });
         return chosen;
       },
-      view: (viewType, content) => send({ type: 'view_update', group_id: groupId, view_type: viewType, content }),
+      view: async (viewType, content) => {
+        if (content === undefined) throw new TypeError(`view '${viewType}' needs content`);
+        await send({ type: 'view_update', group_id: groupId, view_type: viewType, content });
+      },
     };
     // Acknowledge first; the work happens after the response (RAP §2.2).
     setImmediate(() => {

@@ -269,4 +269,64 @@ describe('tool-server SDK', () => {
     for (const id of ['th-1', '../../etc', 'a/b', 'unknown-thread']) expect((await post('/close_thread', { thread_id: id })).status).toBe(200);
     expect(closedIds).toEqual(['th-1', 'unknown-thread']);
   });
+
+  it('answers cancel and close with 200 whatever the content type, and reads JSON however it is labelled', async () => {
+    const closedIds: string[] = [];
+    const { server } = await sdk(() => 'x', (id) => void closedIds.push(id));
+    const post = (path: string, body: string, type?: string) =>
+      fetch(`${server.url}${path}`, { method: 'POST', ...(type && { headers: { 'content-type': type } }), body });
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream', undefined]) {
+      for (const path of ['/cancel_tool_call', '/close_thread']) {
+        const r = await post(path, JSON.stringify({ thread_id: `th-${(type ?? 'none').replace('/', '_')}`, tool_call_id: 'c' }), type);
+        expect({ path, type, status: r.status, body: await r.text() }).toEqual({ path, type, status: 200, body: '' });
+      }
+      expect((await post('/close_thread', 'not json at all', type)).status).toBe(200);
+    }
+    expect(closedIds).toEqual(['th-text_plain', 'th-application_x-www-form-urlencoded', 'th-application_octet-stream', 'th-none']);
+  });
+
+  it('names its endpoint by each request\'s Host header, not the first one it saw', async () => {
+    const { server } = await sdk(() => 'x');
+    const port = new URL(server.url).port;
+    const manifest = async (host: string) => {
+      // fetch sets Host itself; node:http lets the test name it.
+      const { request } = await import('node:http');
+      return new Promise<{ endpoint: string }>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path: '/.well-known/rap-toolset', headers: { host, accept: 'application/json' } }, (res) => {
+          let data = '';
+          res.on('data', (d: Buffer) => (data += d.toString()));
+          res.on('end', () => resolve(JSON.parse(data) as { endpoint: string }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    };
+    expect((await manifest(`127.0.0.1:${port}`)).endpoint).toBe(`http://127.0.0.1:${port}/invoke`);
+    expect((await manifest('tools.example.com')).endpoint).toBe('https://tools.example.com/invoke');
+    expect((await manifest(`localhost:${port}`)).endpoint).toBe(`http://localhost:${port}/invoke`);
+  });
+
+  it('refuses to send what a runtime could not read: an empty result, a view without content, a choice without choices', async () => {
+    const seen: string[] = [];
+    const attempt = async (fn: () => Promise<unknown>) => {
+      try {
+        await fn();
+        seen.push('sent');
+      } catch (e) {
+        seen.push((e as Error).message);
+      }
+    };
+    const { callbacks, invoke } = await sdk(async (_a, ctx) => {
+      await attempt(() => ctx.view('board', undefined));
+      await attempt(() => ctx.choose('which?', []));
+      await attempt(() => ctx.choose('which?', ['a', 'b'], 2));
+      await attempt(() => ctx.result({ displayAs: [{ type: 'text', content: 'only a display' }] }));
+      return 'fine';
+    });
+    await invoke({});
+    await eventually(() => callbacks[0]);
+    expect(seen).toEqual(["view 'board' needs content", 'choose needs at least one choice', 'choose: the default 2 is not one of 0..1', 'a result needs text or content']);
+    // Nothing invalid went out; the handler's own result did.
+    expect(callbacks).toEqual([{ type: 'tool_result', group_id: 'th-1', id: 'call-1', call_id: 'prov-1', text: 'fine' }]);
+  });
 });
