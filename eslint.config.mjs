@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.temporal/**', 'test/fixtures/histories/**', 'test/fixtures/bundles/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.temporal/**', 'test/fixtures/histories/**', 'test/fixtures/bundles/**', '.pack-test-*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -97,3 +97,5 @@ export { startRemoteTools, callbackKeysFromEnv, type RemoteTools, type RemoteToo
 export { connectMcpTools, formatMcpResult, type McpServerConfig, type McpTools, type McpToolsOptions } from './mcp/mcp-tools';
 export { findTemporalCli, TemporalCliNotFoundError } from './devserver/cli';
 export { startLocalSystem, type LocalSystem, type LocalSystemOptions } from './local-system';
+export { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
+export { METRICS } from './core/metric-names';

@@ -18,6 +18,7 @@ import { SqliteConversationStore } from './store/sqlite';
 import type { Tool } from './tools/tool';
 import { type AgentWorker, type AgentWorkerOptions, createAgentWorker } from './worker/create-worker';
 import { LocalEventHub } from './worker/event-hub';
+import { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
 import type { ThreadOptions } from './workflows/state';
 
 export interface LocalSystemOptions {
@@ -50,6 +51,11 @@ export interface LocalSystemOptions {
   toolLifecycle?: AgentWorkerOptions['toolLifecycle'];
   /** Also serve live events over HTTP for clients in other processes (see `AgentWorkerOptions.eventsEndpoint`). */
   eventsEndpoint?: AgentWorkerOptions['eventsEndpoint'];
+  /**
+   * Serve Prometheus metrics (Temporal's and `infinity_*`) at `http://<host>:<port>/metrics`. Installs the process's
+   * Temporal runtime, so it must be the first Temporal thing the process does (see `installMetricsRuntime`).
+   */
+  metrics?: MetricsEndpointOptions;
 }
 
 export interface LocalSystem {
@@ -64,6 +70,8 @@ export interface LocalSystem {
   eventsUrl?: string;
   /** The Web UI's codec endpoint, with `codecEndpoint`. */
   codecUrl?: string;
+  /** The Prometheus endpoint, with `metrics`. */
+  metricsUrl?: string;
   /** Link to a thread in the Temporal Web UI. */
   threadUrl(threadId: string): string | undefined;
   shutdown(): Promise<void>;
@@ -76,6 +84,7 @@ function isRunning(s: LocalSystemOptions['devServer']): s is DevServer {
 export async function startLocalSystem(options: LocalSystemOptions = {}): Promise<LocalSystem> {
   // Before anything starts: a misconfigured model fails here, with nothing to clean up.
   const model = options.model ?? modelFromEnv();
+  const metricsUrl = options.metrics && installMetricsRuntime(options.metrics);
   const dataDir = resolve(options.dataDir ?? join('.temporal', 'local'));
   mkdirSync(dataDir, { recursive: true });
   const cleanups: (() => Promise<void>)[] = [];
@@ -142,6 +151,7 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       events,
       ...(worker.eventsUrl && { eventsUrl: worker.eventsUrl }),
       ...(codecServer && { codecUrl: codecServer.url }),
+      ...(metricsUrl && { metricsUrl }),
       threadUrl: (id) => devServer.workflowUrl(id),
       shutdown: cleanup,
     };

@@ -5,9 +5,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { messageIds } from '../core/ids';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
-import { AUTO_COMPACTION_TRIGGERED, DEFAULT_SYSTEM_PROMPT, INTERRUPT_PREFIX, systemPromptSuffix, TOOL_CALL_FAILED } from '../core/texts';
-import { contextTokens, type InputMessage, type StoredItem, type ThreadEvent, type ThreadKind, type TokenUsage } from '../core/types';
-import { firstText } from '../model/projection';
+import { AUTO_COMPACTION_TRIGGERED, DEFAULT_SYSTEM_PROMPT, systemPromptSuffix, TOOL_CALL_FAILED } from '../core/texts';
+import { contextTokens, type InputMessage, type ThreadEvent, type ThreadKind, type TokenUsage } from '../core/types';
 import type { ModelProvider } from '../model/provider';
 import { CommitConflictError, type ConversationStore, type NewSummary, type ThreadRecord } from '../store/conversation-store';
 import { toolResult } from '../tools/messages';
@@ -18,6 +17,8 @@ import { callLookup, modelView, resolveInjected, threadChain } from './history';
 import { sliceEntryPoints } from './slice-entry';
 import { type SliceControl, SliceJobs } from './slice-jobs';
 import { resolveStaged } from './staged-inputs';
+import { eventsForAppended } from './appended-events';
+import type { SliceMetrics, ToolCallKind } from './slice-metrics';
 
 export interface SliceDependencies {
   store: ConversationStore;
@@ -39,6 +40,8 @@ export interface SliceDependencies {
   lifecycle?: readonly ToolLifecycle[];
   /** How often the slice heartbeats (default 1 s); heartbeats carry crash detection and cancellation. */
   heartbeatIntervalMs?: number;
+  /** Counts slices, tokens and tool calls (default: none; `createAgentWorker` passes the SDK runtime's meter). */
+  metrics?: SliceMetrics;
   /** Slices handed off by a local activity wait here for their adopting activity. */
   jobs?: SliceJobs;
   /**
@@ -46,29 +49,6 @@ export interface SliceDependencies {
    * end within the local activity.
    */
   handoffQueue?: string;
-}
-
-function eventsForAppended(threadId: string, entries: readonly StoredItem[]): ThreadEvent[] {
-  const events: ThreadEvent[] = [];
-  for (const { item } of entries) {
-    if (item.kind === 'user') {
-      const text = item.text.startsWith(INTERRUPT_PREFIX) ? item.text.slice(INTERRUPT_PREFIX.length) : item.text;
-      events.push({ threadId, type: 'user_input', text });
-    } else if (item.kind === 'tool_result') {
-      events.push({ threadId, type: 'tool_result', toolCallId: item.id, text: firstText(item.content) });
-    } else if (item.kind === 'subscription_event') {
-      const name = (item.invocation.args as { original_tool_name?: unknown } | undefined)?.original_tool_name;
-      events.push({
-        threadId,
-        type: 'event',
-        toolCallId: item.toolCallId,
-        ...(typeof name === 'string' && { toolName: name }),
-        ...(item.childThreadId !== undefined && { childThreadId: item.childThreadId }),
-        text: firstText(item.result.content),
-      });
-    }
-  }
-  return events;
 }
 
 const shorten = (s: string, n = 200) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
@@ -167,8 +147,26 @@ export function createSliceActivities(deps: SliceDependencies) {
     return { ...prior, followUps: [...prior.followUps, ...followUps] };
   }
 
-  /** One slice, under `control`: an activity's context, or a job that a local activity started and another adopts. */
+  const metrics = deps.metrics;
+  const classify = (name: string): ToolCallKind => {
+    if (BUILTIN_TOOL_NAMES.has(name)) return 'builtin';
+    const tool = tools.get(name);
+    return tool ? (tool.sync ? 'sync' : 'async') : 'unknown';
+  };
+
+  /** One attempt of a slice, counted (slice-metrics.ts). */
   async function runSlice(input: SliceInput, control: SliceControl): Promise<SliceResult> {
+    metrics?.started(input.kind);
+    try {
+      return await sliceAttempt(input, control, performance.now());
+    } catch (e) {
+      metrics?.failed(input.kind, e);
+      throw e;
+    }
+  }
+
+  /** One slice, under `control`: an activity's context, or a job that a local activity started and another adopts. */
+  async function sliceAttempt(input: SliceInput, control: SliceControl, startedAt: number): Promise<SliceResult> {
     const { threadId, sliceId } = input;
     const prior = await deps.store.findSlice(threadId, sliceId);
     if (prior) return replayCommitted(input, prior);
@@ -279,7 +277,11 @@ export function createSliceActivities(deps: SliceDependencies) {
       return replayCommitted(input, (await deps.store.findSlice(threadId, sliceId))!);
     }
     // The summary is in the store with this commit: from now on the parent's slices load it (reference spec §6.5).
-    if (summary) emit({ threadId: summary.threadId, type: 'compaction_applied', sourceThreadId: threadId, upTo: summary.upTo });
+    metrics?.committed(input.kind, performance.now() - startedAt, result, items, classify);
+    if (summary) {
+      emit({ threadId: summary.threadId, type: 'compaction_applied', sourceThreadId: threadId, upTo: summary.upTo });
+      metrics?.compactionApplied();
+    }
     if (result.action?.type === 'close') {
       await deps.store.markClosed(threadId);
       notify((l) => l.threadClosed?.(threadId));

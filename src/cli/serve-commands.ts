@@ -17,8 +17,10 @@ import { buildStatusDemoTool } from '../tools/demo';
 import type { Tool } from '../tools/tool';
 import { startLocalSystem } from '../local-system';
 import { createAgentWorker } from '../worker/create-worker';
+import { installMetricsRuntime } from '../worker/metrics';
 import { deploymentOf, type DeploymentFlags, deploymentOptions } from './deployment';
 import { colour } from './format';
+import type { Out } from './thread-commands';
 import { CliError, dataDirOf, DEFAULT_TASK_QUEUE, openClient, resolveTarget, type TargetFlags, writeDevState } from './target';
 
 interface ServeOptions {
@@ -33,6 +35,8 @@ interface ServeOptions {
   gatewayPort?: string;
   publicUrl?: string;
   gatewayUrl?: string;
+  metricsPort?: string;
+  metricsHost?: string;
 }
 
 /** A module exporting `tools` (or a default export) as an array of tools made with `defineTool`. */
@@ -66,14 +70,26 @@ function portOf(flag: string, value: string | undefined): number | undefined {
   return port;
 }
 
-/** The worker's own logs stay out of the terminal unless asked for. */
-function quietRuntime(verbose: boolean | undefined): void {
-  Runtime.install({ logger: new DefaultLogger(verbose ? 'INFO' : 'WARN') });
+/**
+ * The process's Temporal runtime: the worker's own logs stay out of the terminal unless asked for, and with
+ * `--metrics-port` it exports Prometheus metrics (Temporal's and the runtime's `infinity_*`).
+ */
+function quietRuntime(verbose: boolean | undefined, metrics?: { port?: string; host?: string }, out?: Out): void {
+  const level = verbose ? 'INFO' : 'WARN';
+  const port = portOf('--metrics-port', metrics?.port);
+  if (port === undefined) {
+    Runtime.install({ logger: new DefaultLogger(level) });
+    return;
+  }
+  const url = installMetricsRuntime({ port, ...(metrics?.host && { host: metrics.host }) }, level);
+  out?.(`metrics ${url}`);
 }
 
 function serveOptions(cmd: Command): Command {
   return cmd
     .option('--verbose', "show the Temporal worker's own logs")
+    .option('--metrics-port <port>', 'serve Prometheus metrics (Temporal\'s and infinity_*) at http://<metrics-host>:<port>/metrics')
+    .option('--metrics-host <host>', 'interface of the metrics endpoint (default 127.0.0.1)')
     .option('--model <spec>', 'provider:model, e.g. anthropic:claude-sonnet-4-5 (default: INFINITY_MODEL, else simulated)')
     .option('--tools <module>', 'a module exporting `tools` (default for dev: the demo get_build_status tool)')
     .option('--events-port <port>', 'port of the live events endpoint (default: any free port)')
@@ -122,7 +138,11 @@ export function registerServeCommands(program: Command, out: (line: string) => v
     .option('--port <port>', 'listening port', '8787')
     .option('--host <host>', 'listening address', '127.0.0.1')
     .option('--public-url <url>', 'the URL tool servers reach it at')
-    .action(async (opts: { port: string; host: string; publicUrl?: string }, cmd: Command) => {
+    .option('--metrics-port <port>', 'serve Prometheus metrics (infinity_callbacks_rejected) at http://<metrics-host>:<port>/metrics')
+    .option('--metrics-host <host>', 'interface of the metrics endpoint (default 127.0.0.1)')
+    .action(async (opts: { port: string; host: string; publicUrl?: string; metricsPort?: string; metricsHost?: string }, cmd: Command) => {
+      // The gateway needs no Temporal runtime of its own, except to export metrics.
+      if (opts.metricsPort !== undefined) quietRuntime(false, { port: opts.metricsPort, host: opts.metricsHost }, out);
       const keys = callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS);
       if (!keys) throw new CliError('the gateway needs INFINITY_CALLBACK_KEYS (id:base64[,id:base64...]), shared with the workers');
       const target = await resolveTarget(cmd.optsWithGlobals<TargetFlags>());
@@ -133,6 +153,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         deliver: (m) => client.deliver(m),
         // Revocation (410) comes from the threads themselves: this gateway needs no state of its own to survive a restart.
         callbackState: callbackStateOf(client.temporal),
+        ...(opts.metricsPort !== undefined && { metricMeter: Runtime.instance().metricMeter }),
         host: opts.host,
         port: Number(opts.port),
         ...(opts.publicUrl && { publicUrl: opts.publicUrl }),
@@ -151,7 +172,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       const port = portOf('--port', opts.port);
       const uiPort = portOf('--ui-port', opts.uiPort);
       const flags = cmd.optsWithGlobals<TargetFlags>();
-      quietRuntime(opts.verbose);
+      quietRuntime(opts.verbose, { port: opts.metricsPort, host: opts.metricsHost }, out);
       const model = modelOf(opts);
       // The gateway starts before the system it delivers to: tools need its callback URLs.
       const ref: { deliver?: (m: InputMessage) => Promise<DeliveryResult>; check?: CallbackStateCheck } = {};
@@ -196,7 +217,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
     .action(async (opts: ServeOptions & DeploymentFlags, cmd: Command) => {
       const flags = cmd.optsWithGlobals<TargetFlags>();
       const deployment = deploymentOf(opts);
-      quietRuntime(opts.verbose);
+      quietRuntime(opts.verbose, { port: opts.metricsPort, host: opts.metricsHost }, out);
       const target = await resolveTarget(flags);
       const storePath = target.store ?? join(dataDirOf(flags), 'conversations.sqlite');
       const connection = await NativeConnection.connect({ address: target.address, ...(target.tls !== undefined && { tls: target.tls }) });

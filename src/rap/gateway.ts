@@ -11,6 +11,8 @@
  * over the delivery limit, or a body over `bodyLimit` (the call is answered with an error result all the same:
  * `./large-callbacks`) · 415 not JSON.
  */
+import type { MetricMeter } from '@temporalio/common';
+import { METRICS } from '../core/metric-names';
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { PayloadTooLargeError, ThreadNotFoundError } from '../client/errors';
@@ -46,6 +48,8 @@ export interface RapGatewayOptions {
   tokenTtlMs?: number;
   /** The clock tokens are minted and checked with (tests move it). */
   now?: () => number;
+  /** Counts refused callbacks by HTTP status (`infinity_callbacks_rejected`), e.g. the Temporal runtime's meter. */
+  metricMeter?: MetricMeter;
 }
 
 export interface RapGateway {
@@ -127,7 +131,11 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
   const now = options.now ?? Date.now;
   const guard = callbackGuard(options.callbackState);
   const views = new Map<string, Map<string, unknown>>();
-  const refuse = (reply: FastifyReply, code: number, error: string) => reply.code(code).send({ error });
+  const rejected = options.metricMeter?.createCounter(METRICS.callbacksRejected.name, undefined, METRICS.callbacksRejected.help);
+  const refuse = (reply: FastifyReply, code: number, error: string) => {
+    rejected?.add(1, { status: String(code) });
+    return reply.code(code).send({ error });
+  };
 
   app.route({
     method: ['GET', 'PUT', 'DELETE', 'PATCH', 'HEAD'],

@@ -7,10 +7,11 @@ import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
-import type { PayloadCodec, VersioningBehavior } from '@temporalio/common';
-import { NativeConnection, Worker, type WorkerDeploymentOptions, type WorkerOptions } from '@temporalio/worker';
+import type { MetricMeter, PayloadCodec, VersioningBehavior } from '@temporalio/common';
+import { NativeConnection, Runtime, Worker, type WorkerDeploymentOptions, type WorkerOptions } from '@temporalio/worker';
 import { createSliceActivities } from '../activities/slice';
 import { SliceJobs } from '../activities/slice-jobs';
+import { sliceMetrics } from '../activities/slice-metrics';
 import type { CompletionPolicy } from '../activities/completion';
 import type { ThreadEvent } from '../core/types';
 import type { ModelProvider } from '../model/provider';
@@ -70,6 +71,12 @@ export interface AgentWorkerOptions {
    * `capacity` bounds the buffered events (default 10,000, across all threads).
    */
   eventsEndpoint?: EventServerOptions & { capacity?: number };
+  /**
+   * Where the slices' `infinity_*` metrics go. Default: the Temporal SDK runtime's meter, which exports them beside the
+   * SDK's own when the runtime was installed with a metrics exporter (`installMetricsRuntime`); otherwise they are
+   * dropped at no cost.
+   */
+  metricMeter?: MetricMeter;
 }
 
 /** One build of a Temporal Worker Deployment (`temporal worker deployment set-current-version` makes it current). */
@@ -142,6 +149,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       await deliverAnswering(client, message, { store: options.store, ...(options.maxInputBytes !== undefined && { maxBytes: options.maxInputBytes }) });
     },
     emit: onEvent,
+    metrics: sliceMetrics(options.metricMeter ?? Runtime.instance().metricMeter),
     systemPrompt: options.systemPrompt,
     completionPolicy: options.completionPolicy,
     compactionThreshold: options.compactionThreshold,

@@ -2,6 +2,7 @@
  * Everything a worker needs for tools in other processes, in one call: the callback gateway, RAP toolsets and MCP
  * servers. Used by the CLI's `worker` and `dev`; any embedding can use it the same way.
  */
+import { Runtime } from '@temporalio/worker';
 import type { DeliveryResult } from '../client/deliver';
 import type { InputMessage, ThreadEvent } from '../core/types';
 import { connectMcpTools, type McpServerConfig } from '../mcp/mcp-tools';
@@ -64,6 +65,7 @@ export async function startRemoteTools(options: RemoteToolsOptions): Promise<Rem
           deliver: options.deliver,
           ...(options.callbackState && { callbackState: options.callbackState }),
           ...(options.onEvent && { onEvent: options.onEvent }),
+          metricMeter: Runtime.instance().metricMeter,
           ...options.gateway,
         });
         closers.push(started.close);

@@ -6,12 +6,14 @@ import {
   condition,
   continueAsNew,
   allHandlersFinished,
+  metricMeter,
   setHandler,
   upsertMemo,
   workflowInfo,
   uuid4,
 } from '@temporalio/workflow';
 import { callbackState } from '../core/callback-state';
+import { METRICS } from '../core/metric-names';
 import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { sliceIdFor } from '../core/ids';
 import { applyDeferral, prepareBatch, splitInterruptBatch } from '../core/prepare';
@@ -50,8 +52,12 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   let blockedAt: { inputs: number; queued: number } | undefined;
   // Something new since the thread blocked: a signal, or a result the workflow queued itself (a timer, a child start).
   const newSinceBlock = () => blockedAt !== undefined && (inputsArrived > blockedAt.inputs || st.inbox.length > blockedAt.queued);
+  // Metrics issue no commands, and the SDK skips them while replaying: every input is counted once.
+  const accepted = metricMeter.createCounter(METRICS.inputsAccepted.name, undefined, METRICS.inputsAccepted.help);
+  const dropped = metricMeter.createCounter(METRICS.inputsDropped.name, undefined, METRICS.inputsDropped.help);
   const count = (reason: DropReason) => {
     st.dropped[reason] = (st.dropped[reason] ?? 0) + 1;
+    dropped.add(1, { reason });
   };
   const { snapshot, publish } = statusView(args, st, () => sliceRunning);
   // 0.2: also busy while a batch is being turned into a slice or a slice's action carried out (a child starting):
@@ -64,6 +70,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     ((blockedAt !== undefined && !newSinceBlock()) || (st.inbox.length === 0 && (st.carry.length === 0 || st.blocked)));
 
   const enqueue = (m: InputMessage) => {
+    accepted.add(1);
     st.inbox.push(m);
     inputsArrived += 1;
     if (isUserText(m) && !st.prep.processedInputIds.has(m.id)) userTextsArrived += 1;

@@ -1,0 +1,25 @@
+/**
+ * Prometheus metrics of a worker process: the Temporal SDK runtime's exporter serves its own metrics (`temporal_*`)
+ * and the runtime's (`infinity_*`, src/core/metric-names.ts) at `http://<host>:<port>/metrics`.
+ */
+import { DefaultLogger, type LogLevel, Runtime } from '@temporalio/worker';
+
+export interface MetricsEndpointOptions {
+  /** TCP port of the `/metrics` endpoint. */
+  port: number;
+  /** Interface to listen on. @default '127.0.0.1' */
+  host?: string;
+}
+
+/**
+ * Installs the process's Temporal runtime with a Prometheus exporter. Call it before anything creates a worker or
+ * connection (the runtime is per process, and the SDK refuses a second one); returns the endpoint's URL.
+ */
+export function installMetricsRuntime(options: MetricsEndpointOptions, logLevel: LogLevel = 'WARN'): string {
+  const host = options.host ?? '127.0.0.1';
+  Runtime.install({
+    logger: new DefaultLogger(logLevel),
+    telemetryOptions: { metrics: { prometheus: { bindAddress: `${host}:${options.port}`, countersTotalSuffix: true } } },
+  });
+  return `http://${host.includes(':') ? `[${host}]` : host}:${options.port}/metrics`;
+}

@@ -1,0 +1,84 @@
+/**
+ * The npm package ships only itself, and works from it: `npm pack` (which builds) holds the compiled library, the
+ * command, the docs and the licence, nothing of the tests, benchmark or CI; unpacked where Node resolves it as an
+ * installed package, it runs a thread from plain ESM and from CommonJS against the suite's dev server, and its
+ * command answers `--help`.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = join(__dirname, '..');
+
+/** A thread on the simulated model, through the package's public API only; prints its history as JSON. */
+const program = (load: string) => `
+${load}
+const { NativeConnection } = require('@temporalio/worker');
+const { Client, Connection } = require('@temporalio/client');
+(async () => {
+  const { createAgentWorker, AgentClient, InMemoryConversationStore, SimulatedModel } = api;
+  const taskQueue = 'package-' + process.pid;
+  const store = new InMemoryConversationStore();
+  const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS });
+  const worker = await createAgentWorker({ connection, taskQueue, store, model: new SimulatedModel({ toolName: 'none' }) });
+  const running = worker.run();
+  const client = new AgentClient({ client: new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS }) }), taskQueue, store });
+  const thread = await client.startThread();
+  await thread.sendUserText('Hello from the package');
+  await thread.waitForIdle();
+  console.log(JSON.stringify((await thread.history()).map((i) => i.kind)));
+  await worker.shutdown();
+  await running;
+  process.exit(0);
+})().catch((e) => { console.error(e); process.exit(1); });
+`;
+
+describe('the npm package', () => {
+  // Inside the repository, so the unpacked package finds its dependencies in the repository's node_modules the way
+  // an installed package finds its siblings.
+  const dir = mkdtempSync(join(root, '.pack-test-'));
+  const installed = join(dir, 'node_modules', 'infinity-temporal');
+  let files: string[] = [];
+
+  beforeAll(async () => {
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, maxBuffer: 64 << 20 });
+    const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
+    files = packed!.files.map((f) => f.path);
+    mkdirSync(installed, { recursive: true });
+    await run('tar', ['-xzf', join(dir, packed!.filename), '-C', installed, '--strip-components', '1']);
+  }, 300_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('holds the library, the command, the docs and the licence, and nothing else', () => {
+    const outside = files.filter((f) => !/^(dist\/src\/.*\.(js|d\.ts)|bin\/[^/]+|docs\/[^/]+|README\.md|LICENSE|package\.json)$/.test(f));
+    expect(outside).toEqual([]);
+    for (const f of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/workflows/index.js', 'dist/src/cli/main.js', 'bin/infinity-temporal.cjs', 'LICENSE', 'README.md']) {
+      expect(files).toContain(f);
+    }
+  });
+
+  it('runs a thread from CommonJS and from ESM', async () => {
+    const env = { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress') };
+    writeFileSync(join(dir, 'thread.cjs'), program("const api = require('infinity-temporal');"));
+    // Named imports: an ESM importer needs Node to see the CommonJS build's exports by name.
+    const esm = [
+      "import { createAgentWorker, AgentClient, InMemoryConversationStore, SimulatedModel } from 'infinity-temporal';",
+      "import { createRequire } from 'node:module';",
+      'const require = createRequire(import.meta.url);',
+      'const api = { createAgentWorker, AgentClient, InMemoryConversationStore, SimulatedModel };',
+    ].join('\n');
+    writeFileSync(join(dir, 'thread.mjs'), program(esm));
+    for (const file of ['thread.cjs', 'thread.mjs']) {
+      const { stdout } = await run(process.execPath, [file], { cwd: dir, env, timeout: 120_000 });
+      expect(JSON.parse(stdout.trim().split('\n').pop()!)).toEqual(['user', 'assistant']);
+    }
+  }, 300_000);
+
+  it('installs a working command', async () => {
+    const { stdout } = await run(process.execPath, [join(installed, 'bin', 'infinity-temporal.cjs'), '--help'], { cwd: dir });
+    expect(stdout).toContain('Usage: infinity-temporal');
+  });
+});
