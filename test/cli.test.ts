@@ -171,9 +171,15 @@ describe('infinity-temporal CLI', () => {
     const [port, uiPort] = [await free(), await free()];
     const dev = start(['dev', '--port', String(port), '--ui-port', String(uiPort), '--data-dir', join(inject('scratchDir'), `dev-${randomUUID()}`), '--no-events']);
     try {
-      expect(await waitForLine(dev, /^Temporal UI\s+(\S+)$/)).toBe(`http://127.0.0.1:${uiPort}`);
-      expect(await waitForLine(dev, /^Temporal address (\S+)$/)).toBe(`127.0.0.1:${port}`);
-      expect(await waitForLine(dev, /^export TEMPORAL_ADDRESS=(\S+)$/)).toBe(`127.0.0.1:${port}`);
+      // One reader for the whole banner: a second reader would miss lines the first had already buffered.
+      const banner: string[] = [];
+      for await (const line of lines(dev)) {
+        banner.push(line);
+        if (line.startsWith('export TEMPORAL_ADDRESS=')) break;
+      }
+      expect(banner).toContain(`Temporal UI      http://127.0.0.1:${uiPort}`);
+      expect(banner).toContain(`Temporal address 127.0.0.1:${port}`);
+      expect(banner).toContain(`export TEMPORAL_ADDRESS=127.0.0.1:${port}`);
     } finally {
       dev.kill('SIGTERM');
       await new Promise((r) => dev.once('close', r));
