@@ -60,11 +60,12 @@ export { DEFAULT_COMPLETION_POLICY, type CompletionPolicy } from './activities/c
 export { createAgentWorker, threadWorkflowsPath, type AgentWorker, type AgentWorkerOptions, type WorkerDeployment } from './worker/create-worker';
 export { LocalEventHub, type ThreadEventListener } from './worker/event-hub';
 
-export { AgentClient, ThreadHandle, type AgentClientOptions, type DeliverOptions, type StartThreadOptions, type WaitForIdleOptions, type ThreadFilter, type ThreadSummary } from './client/agent-client';
+export { AgentClient, ThreadHandle, type AgentClientOptions, type DeliverOptions, type StartThreadOptions, type SendUserTextOptions, type WaitForIdleOptions, type ThreadFilter, type ThreadSummary } from './client/agent-client';
 export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './client/deliver';
 export { STAGE_THRESHOLD_BYTES, DEFAULT_MAX_STAGED_INPUT_BYTES, type InputLimits } from './client/staging';
 export { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadBusyError, TemporalUnavailableError, ThreadNotFoundError, ThreadTimeoutError } from './client/errors';
 export { DEFAULT_INPUT_LIMITS, inputLimitViolation, type InputShapeLimits } from './core/validate';
+export { DEFAULT_PRIORITY_KEYS, type ThreadPriority } from './core/priority';
 export { THREAD_WORKFLOW_TYPE, searchAttributes } from './workflows/definitions';
 export type { ThreadOptions } from './workflows/state';
 

@@ -7,6 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { HistoryItem, ThreadStatus } from '../src/core/types';
@@ -144,6 +145,8 @@ describe('infinity-temporal CLI', () => {
     await cli('start', 'Is build 9 green?', '--thread-id', threadId);
     const cases: [string[], string][] = [
       [['send', threadId, '   '], 'send needs a non-empty text'],
+      [['send', `${threadId}-p`, 'hi', '--priority', '9'], 'priority must be a whole number from 1 (first) to 5, got 9'],
+      [['start', '--fairness-weight', 'heavy'], "--fairness-weight must be a number, got 'heavy'"],
       [['threads', '--status', 'bogus'], "--status must be one of idle, running, waiting_tool, failed, closed; got 'bogus'"],
       [['threads', '--kind', 'nope'], '--kind must be one of root, child, event, compaction'],
       [['tail', threadId, '--after', 'garbage'], "--after takes a live event's eventId"],
@@ -157,6 +160,19 @@ describe('infinity-temporal CLI', () => {
       expect({ args, code: r.code }).toEqual({ args, code: 2 });
       expect(r.stderr).toContain(message);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+
+  it('starts a thread with the priority and fairness key it is given', async () => {
+    const threadId = `prio-${randomUUID().slice(0, 8)}`;
+    const r = await cli('start', 'hello', '--thread-id', threadId, '--priority', '5', '--fairness-key', 'tenant-cli', '--fairness-weight', '2.5');
+    expect(r.code).toBe(0);
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      const info = (await new Client({ connection }).workflow.getHandle(threadId).describe()).raw.workflowExecutionInfo;
+      expect(info?.priority).toMatchObject({ priorityKey: 5, fairnessKey: 'tenant-cli', fairnessWeight: 2.5 });
+    } finally {
+      await connection.close();
     }
   });
 

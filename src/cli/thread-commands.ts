@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { AgentClient } from '../client/agent-client';
 import type { AgentStatus, InputMessage, ThreadKind } from '../core/types';
+import { priorityViolation, type ThreadPriority } from '../core/priority';
 import { subscriptionEvent, toolResult } from '../tools/messages';
 import { historyLine, statusLines } from './format';
 import { CliError, openClient, resolveTarget, type Target, type TargetFlags } from './target';
@@ -60,20 +61,53 @@ function textOf(inline: string | undefined, file: string | undefined, missing: s
 const uiLink = (target: Target, threadId: string) =>
   target.uiUrl ? `${target.uiUrl}/namespaces/${encodeURIComponent(target.namespace)}/workflows/${encodeURIComponent(threadId)}` : undefined;
 
+interface PriorityFlags {
+  priority?: string;
+  fairnessKey?: string;
+  fairnessWeight?: string;
+}
+
+/** `--priority`, `--fairness-key`, `--fairness-weight` on a command that may start a thread. */
+const priorityOptions = (cmd: Command) =>
+  cmd
+    .option('--priority <1-5>', 'task priority if this starts the thread: 1 first, 5 last (default 2; children run at 4)')
+    .option('--fairness-key <key>', "the thread's fair share of the task queue (default: its id; children inherit it)")
+    .option('--fairness-weight <weight>', "the share's weight, 0.001 to 1000 (default 1)");
+
+function priorityOf(flags: PriorityFlags): ThreadPriority | undefined {
+  const number = (name: string, v: string) => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n)) throw new CliError(`${name} must be a number, got '${v}'`);
+    return n;
+  };
+  const p: ThreadPriority = {
+    ...(flags.priority !== undefined && { priorityKey: number('--priority', flags.priority) }),
+    ...(flags.fairnessKey !== undefined && { fairnessKey: flags.fairnessKey }),
+    ...(flags.fairnessWeight !== undefined && { fairnessWeight: number('--fairness-weight', flags.fairnessWeight) }),
+  };
+  const violation = priorityViolation(p);
+  if (violation) throw new CliError(violation);
+  return Object.keys(p).length > 0 ? p : undefined;
+}
+
 export function registerThreadCommands(program: Command, out: Out): void {
-  program
-    .command('start')
+  priorityOptions(program.command('start'))
     .description('start a root thread, optionally with a first user message; prints its id')
     .argument('[message]', 'first user message')
     .option('--thread-id <id>', 'thread id (default: a new UUID)')
     .option('--metadata <json>', 'root metadata object')
-    .action(async (message: string | undefined, opts: { threadId?: string; metadata?: string }, cmd: Command) => {
+    .action(async (message: string | undefined, opts: { threadId?: string; metadata?: string } & PriorityFlags, cmd: Command) => {
+      const priority = priorityOf(opts);
       await withClient(cmd, async (client, target) => {
         const metadata = opts.metadata === undefined ? undefined : parseJson('--metadata', opts.metadata);
         if (metadata !== undefined && (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))) {
           throw new CliError('--metadata must be a JSON object');
         }
-        const thread = await client.startThread({ threadId: opts.threadId, ...(metadata !== undefined && { metadata: metadata as Record<string, unknown> }) });
+        const thread = await client.startThread({
+          threadId: opts.threadId,
+          ...(metadata !== undefined && { metadata: metadata as Record<string, unknown> }),
+          ...(priority && { priority }),
+        });
         if (message !== undefined) await thread.sendUserText(message);
         out(thread.threadId);
         const link = uiLink(target, thread.threadId);
@@ -81,18 +115,18 @@ export function registerThreadCommands(program: Command, out: Out): void {
       });
     });
 
-  program
-    .command('send')
+  priorityOptions(program.command('send'))
     .description('send user text to a thread (creates the thread if it does not exist)')
     .argument('<thread>', 'thread id')
     .argument('[text...]', 'the text (or --file)')
     .option('--file <path>', 'read the text from a file (`-` reads stdin), exactly as it is; large texts are staged in --store')
     .option('--id <id>', 'message id, to make a resend idempotent')
-    .action(async (threadId: string, words: string[], opts: { id?: string; file?: string }, cmd: Command) => {
+    .action(async (threadId: string, words: string[], opts: { id?: string; file?: string } & PriorityFlags, cmd: Command) => {
       const text = textOf(words.length > 0 ? words.join(' ') : undefined, opts.file, 'send needs the text or --file');
       if (text.trim() === '') throw new CliError('send needs a non-empty text');
+      const priority = priorityOf(opts);
       await withClient(cmd, async (client) => {
-        out(await client.sendUserText(threadId, text, opts.id));
+        out(await client.sendUserText(threadId, text, { ...(opts.id !== undefined && { id: opts.id }), ...(priority && { priority }) }));
       }, { stage: true });
     });
 

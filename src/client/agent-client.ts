@@ -8,6 +8,7 @@ import type { ConversationStore } from '../store/conversation-store';
 import { userText } from '../tools/messages';
 import { compactionInput } from '../core/inputs';
 import { titleOf } from '../core/title';
+import { priorityViolation, rootPriority, type ThreadPriority } from '../core/priority';
 import { inputLimitViolation } from '../core/validate';
 import type { LocalEventHub } from '../worker/event-hub';
 import { inputSignal, searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
@@ -49,6 +50,19 @@ export interface AgentClientOptions {
    * without (every input travels whole in its signal). Over it: `PayloadTooLargeError`.
    */
   maxInputBytes?: number;
+  /**
+   * Task priority of the root threads this client starts, field by field under what `startThread` or `sendUserText`
+   * give. Unset fields: priority key 2 (before children and event handlers, which run at 4), the thread id as fairness
+   * key (an agent tree shares one fair share of the task queue), weight 1. See docs/operations.md.
+   */
+  priority?: ThreadPriority;
+}
+
+export interface SendUserTextOptions {
+  /** Message id: pass one to make a resend idempotent. */
+  id?: string;
+  /** Priority of the thread if this text creates it; a running thread keeps the priority it started with. */
+  priority?: ThreadPriority;
 }
 
 export interface StartThreadOptions {
@@ -56,6 +70,8 @@ export interface StartThreadOptions {
   threadId?: string;
   /** Root metadata (e.g. `user_id`, which remote tools receive); later inputs with `metadata` replace it. */
   metadata?: Record<string, unknown>;
+  /** Task priority and fairness (see {@link AgentClientOptions.priority}); set when the thread starts. */
+  priority?: ThreadPriority;
 }
 
 export type { ThreadFilter, ThreadSummary } from './listing';
@@ -92,8 +108,12 @@ export class AgentClient {
     return args;
   }
 
-  private startOptions(threadId: string) {
+  private startOptions(threadId: string, priority: ThreadPriority | undefined) {
+    const given = { ...this.options.priority, ...priority };
+    const violation = priorityViolation(given);
+    if (violation) throw new InvalidInputError(violation);
     return {
+      priority: rootPriority(threadId, given),
       workflowId: threadId,
       taskQueue: this.taskQueue,
       args: [this.workflowArgs(threadId)] as [ThreadWorkflowArgs],
@@ -114,7 +134,7 @@ export class AgentClient {
     // Before the start request serializes it: a deep metadata object would overflow the stack there.
     const shape = options.metadata === undefined ? undefined : inputLimitViolation({ metadata: options.metadata });
     if (shape) throw new InvalidInputError(shape);
-    const start = this.startOptions(threadId);
+    const start = this.startOptions(threadId, options.priority);
     if (options.metadata) start.args = [{ ...start.args[0], metadata: options.metadata }];
     await typedUnavailable(() => this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' }));
     return this.thread(threadId);
@@ -149,13 +169,18 @@ export class AgentClient {
     return { ...(this.options.store && { store: this.options.store }), ...(this.options.maxInputBytes !== undefined && { maxBytes: this.options.maxInputBytes }) };
   }
 
-  /** User text creates its thread when it does not exist (reference spec §7.2.2). */
-  async sendUserText(threadId: string, text: string, id: string = randomUUID()): Promise<string> {
+  /**
+   * User text creates its thread when it does not exist (reference spec §7.2.2). The third argument is the message id
+   * (pass one to make a resend idempotent) or {@link SendUserTextOptions}.
+   */
+  async sendUserText(threadId: string, text: string, idOrOptions: string | SendUserTextOptions = {}): Promise<string> {
+    const { id = randomUUID(), priority } = typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;
+    const start = this.startOptions(threadId, priority);
     const prepared = await prepareInput(userText(threadId, text, id), this.limits);
     try {
       await sendWhileBusy(threadId, () =>
         typedUnavailable(() => this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
-          ...this.startOptions(threadId),
+          ...start,
           // A thread this text creates has its title from the start: no memo write in its first workflow task.
           memo: { title: titleOf(text) },
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
@@ -185,8 +210,8 @@ export class ThreadHandle {
   }
 
   /** Sends user text; returns its message id (pass `id` to make a resend idempotent). */
-  sendUserText(text: string, id?: string): Promise<string> {
-    return this.agents.sendUserText(this.threadId, text, id);
+  sendUserText(text: string, idOrOptions?: string | SendUserTextOptions): Promise<string> {
+    return this.agents.sendUserText(this.threadId, text, idOrOptions);
   }
 
   /** Delivers an input to this thread; its `threadId` must name this thread. */

@@ -70,6 +70,14 @@ export const DEFAULT_DYNAMIC_CONFIG: Record<string, unknown> = {
   // Signals one run accepts (default 10,000). Under a continuous flood a thread can continue-as-new only once no signal
   // arrives during its workflow task; the cap brings that moment sooner. Senders retry (client/busy.ts).
   'history.maximumSignalsPerExecution': 3000,
+  // Task queue priority and fairness (decision 60): root threads' tasks go before children's and event handlers', and
+  // agent trees share a queue in proportion to their weights. Priority is on by default; fairness is not.
+  'matching.useNewMatcher': true,
+  'matching.enableFairness': true,
+  // Priority and fairness hold within a task queue partition; one process gains nothing from four (the default), and
+  // with one a backlog is served in priority order rather than partition by partition.
+  'matching.numTaskqueueReadPartitions': 1,
+  'matching.numTaskqueueWritePartitions': 1,
 };
 
 export async function freePort(): Promise<number> {

@@ -31,10 +31,10 @@ export const v02 = (): boolean => v03() || patched(V02);
 export const v03 = (): boolean => patched(V03);
 
 /**
- * Release 0.4: a thread started by hand (a raw `temporal workflow start`, without the search attributes the client
- * sets) sets its own `ThreadKind`. Asked only on that path, and not chained into {@link v03}: a run started by 0.4 code
- * records this marker only if it took the path, so 0.3 workers still replay every other 0.4 run during a rolling
- * deploy (decision 58).
+ * Release 0.4, asked only on the paths it changes and not chained into {@link v03}, so 0.3 workers still replay every
+ * 0.4 run that took none of them during a rolling deploy (decision 58): a thread started by hand (a raw `temporal
+ * workflow start`, without the search attributes the client sets) sets its own `ThreadKind`; a child, event or
+ * compaction thread starts at a background priority (decision 60).
  */
 export const V04 = 'infinity-v0.4';
 

@@ -9,13 +9,16 @@ import {
   sleep,
   startChild,
   uuid4,
+  workflowInfo,
 } from '@temporalio/workflow';
+import { childPriorityKey } from '../core/priority';
 import type { EventChildRequest } from '../core/prepare';
 import { compactionCompleteInput, resultInput, syntheticInput } from '../core/inputs';
 import type { RuntimeAction, SpawnPoint } from '../core/slice-protocol';
 import * as T from '../core/texts';
 import type { InputMessage, ThreadKind } from '../core/types';
 import { inputSignal, searchAttributes, THREAD_WORKFLOW_TYPE } from './definitions';
+import { v04 } from './patches';
 import type { SleepTimer, ThreadSeed, ThreadState, ThreadWorkflowArgs } from './state';
 import { titleOf } from './ui-text';
 
@@ -63,6 +66,9 @@ export async function startThread(ctx: ActionContext, childId: string, kind: Thr
     ],
     staticSummary: `${kind} thread of ${ctx.args.threadId}`,
     memo: { title },
+    // Children, event handlers and compactions are background work: they queue behind root threads' turns. The
+    // fairness key (the root's id) is inherited, so a whole tree shares one fair share (decision 60).
+    ...(v04() && { priority: { priorityKey: childPriorityKey(workflowInfo().priority?.priorityKey) } }),
   });
   ctx.st.children.set(childId, spawn.toolCallId);
 }
