@@ -21,6 +21,10 @@ export interface Config {
   /** Agents active at once in the latency phase, each waiting `latencyToolDelayMs` on its tool. */
   latencyAgents: number;
   latencyToolDelayMs: number;
+  /** The priorities phase: background threads subscribed, events flooded into them, turns of the user thread. */
+  priorityThreads: number;
+  priorityEvents: number;
+  priorityTurns: number;
   /** Run `ours` without the AgentStatus search attribute (two fewer history events and visibility writes per turn). */
   noStatusAttribute?: boolean;
   budgetBytes?: number;
@@ -57,7 +61,19 @@ export const COLORS: Record<Design, string> = { ours: '#1f77b4', v01: '#ff7f0e',
 
 const designs = [...DESIGNS];
 /** The other phases' sizes in the scaling profiles, which run none of them. */
-const NO_OTHER_PHASES = { designs: ['ours'] as Design[], waves: 1, parked: 0, density: [], longDensity: [], wakeSample: 0, latencyAgents: 0, latencyToolDelayMs: 0 };
+const NO_OTHER_PHASES = {
+  designs: ['ours'] as Design[],
+  waves: 1,
+  parked: 0,
+  density: [],
+  longDensity: [],
+  wakeSample: 0,
+  latencyAgents: 0,
+  latencyToolDelayMs: 0,
+  priorityThreads: 0,
+  priorityEvents: 0,
+  priorityTurns: 0,
+};
 export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
   smoke: {
     designs,
@@ -72,6 +88,9 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     maxCachedWorkflows: 50,
     latencyAgents: 3,
     latencyToolDelayMs: 50,
+    priorityThreads: 5,
+    priorityEvents: 50,
+    priorityTurns: 3,
   },
   default: {
     designs,
@@ -86,6 +105,9 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     maxCachedWorkflows: 100,
     latencyAgents: 1000,
     latencyToolDelayMs: 60_000,
+    priorityThreads: 200,
+    priorityEvents: 10_000,
+    priorityTurns: 20,
   },
   pi5: {
     designs,
@@ -100,6 +122,9 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     maxCachedWorkflows: 100,
     latencyAgents: 1000,
     latencyToolDelayMs: 60_000,
+    priorityThreads: 200,
+    priorityEvents: 10_000,
+    priorityTurns: 20,
     budgetBytes: 8 * 1024 * MiB,
   },
   scaling: {
@@ -163,6 +188,9 @@ export function config(args: string[] = process.argv.slice(2)): Config {
       'latency-agents': { type: 'string' },
       'no-status-attribute': { type: 'boolean', default: false },
       'latency-tool-delay-ms': { type: 'string' },
+      'priority-threads': { type: 'string' },
+      'priority-events': { type: 'string' },
+      'priority-turns': { type: 'string' },
       servers: { type: 'string' },
       stores: { type: 'string' },
       workers: { type: 'string' },
@@ -194,6 +222,9 @@ export function config(args: string[] = process.argv.slice(2)): Config {
     latencyAgents: num(values['latency-agents'], base.latencyAgents),
     noStatusAttribute: values['no-status-attribute'] ?? false,
     latencyToolDelayMs: num(values['latency-tool-delay-ms'], base.latencyToolDelayMs),
+    priorityThreads: num(values['priority-threads'], base.priorityThreads),
+    priorityEvents: num(values['priority-events'], base.priorityEvents),
+    priorityTurns: num(values['priority-turns'], base.priorityTurns),
     scaling: scalingOf(base.scaling, values),
     outDir: values.out ?? join(__dirname, 'results'),
   };

@@ -41,6 +41,7 @@ export function summary(r: Results): string {
       `whole worker RSS with ${c.parked} waiting, ours / blocking ${f(q.parkedWorkerRssOursOverBlocking, 3)}.`,
   );
   lines.push(...eventsByType(r));
+  lines.push(...priorities(r));
   lines.push(...density(r));
   lines.push('', `Peak total RSS ${fmtBytes(r.budget.peakTotalRssBytes)}; memory budget: ${r.budget.mode}${r.budget.withinBudget ? '' : ' — EXCEEDED'}.`);
   return lines.join('\n');
@@ -63,6 +64,25 @@ function eventsByType(r: Results): string[] {
     '|---|---|---|',
     ...types.map((t) => `| ${t} | ${cell(ours, t)} | ${cell(v01, t)} |`),
     `| all | ${f(r.designs.ours?.eventsPerTurn, 2)} | ${f(r.designs.v01?.eventsPerTurn, 2)} |`,
+  ];
+}
+
+function priorities(r: Results): string[] {
+  const p = r.priorities;
+  if (!p) return [];
+  const row = (name: string, run: { p50: number; p99: number; n: number; events: number; floodMs: number; userMs: number }) =>
+    `| ${name} | ${run.p50.toFixed(1)} / ${run.p99.toFixed(1)} | ${run.n} | ${run.events} | ${run.events > 0 ? (run.floodMs / 1000).toFixed(1) : '—'} | ${(run.userMs / 1000).toFixed(1)} |`;
+  return [
+    '',
+    `Priorities: one user thread, ${p.turns} turns (tools answering after ${p.toolDelayMs} ms), while ${p.events} subscription events flood ${p.threads} background threads on the same worker.`,
+    '',
+    '| run | user: tool result → next completion p50 / p99 (ms) | n | events | flood lasted (s) | user turns took (s) |',
+    '|---|---|---|---|---|---|',
+    row('alone', p.runs.alone),
+    row('flood, without priorities (all key 3, one fairness key)', p.runs.without),
+    row('flood, with priorities (user 2, background 4)', p.runs.with),
+    '',
+    `Under the flood with priorities, the user's p50 is **${p.floodWithOverIdleP50.toFixed(2)}×** its p50 alone (goal ≤ 3).`,
   ];
 }
 

@@ -100,8 +100,40 @@ export interface Results {
   serverRestRss: number;
   designs: Partial<Record<Design, DesignResult>>;
   density?: DensityResult;
+  priorities?: PrioritiesResult;
   ratios: Ratios;
   rssTimeline: unknown[];
+}
+
+/** One run of the priorities phase: the user thread's tool result → next completion latency. */
+export interface PriorityRun {
+  p50: number;
+  p99: number;
+  /** Latencies measured (the user's turns). */
+  n: number;
+  /** Background events sent during the run. */
+  events: number;
+  /** From the user's first text to the last event delivered, and to the user's last turn ended. */
+  floodMs: number;
+  userMs: number;
+  errors: string[];
+}
+
+/** The priorities phase (issue 16): the user thread alone, under the flood without priorities, and with them. */
+export interface PrioritiesResult {
+  threads: number;
+  events: number;
+  turns: number;
+  toolDelayMs: number;
+  idleP50Ms: number;
+  idleP99Ms: number;
+  floodWithoutP50Ms: number;
+  floodWithoutP99Ms: number;
+  floodWithP50Ms: number;
+  floodWithP99Ms: number;
+  /** The issue's goal: at most 3. */
+  floodWithOverIdleP50: number;
+  runs: { alone: PriorityRun; without: PriorityRun; with: PriorityRun };
 }
 
 /** Designs whose history events per turn are reported by type. */

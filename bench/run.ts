@@ -25,6 +25,7 @@ import { type Bench, budgetExceeded } from './phases/context';
 import { densityPhase } from './phases/density';
 import { latencyPhase } from './phases/latency';
 import { parkedPhase } from './phases/parked';
+import { prioritiesPhase } from './phases/priorities';
 import { type DesignRun, startFleets, wavesPhase } from './phases/waves';
 import { summary } from './report';
 import { designResult, type Results, ratios } from './results';
@@ -83,6 +84,7 @@ async function main(): Promise<void> {
       b.current = undefined;
       if (budgetExceeded(b)) throw new Error('memory budget exceeded');
     }
+    const priorities = await prioritiesPhase(b);
     const density = await densityPhase(b);
 
     const peak = Math.max(...b.sampler.samples.map(total));
@@ -97,6 +99,7 @@ async function main(): Promise<void> {
       serverRestRss: baseline.rss.server ?? 0,
       designs,
       density,
+      ...(priorities && { priorities }),
       ratios: ratios(designs),
       rssTimeline: b.sampler.samples,
     };

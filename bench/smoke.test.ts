@@ -69,6 +69,14 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
   expect(density.long!.historyTurns).toBe(10);
   for (const key of ['slopeBytesPerAgent', 'workerSlopeBytesPerAgent', 'serverSlopeBytesPerAgent'] as const) expect(Number.isFinite(density.long![key]), key).toBe(true);
   expect(Number.isFinite(density.long!.diskBytesPerAgent.temporal) && Number.isFinite(density.long!.diskBytesPerAgent.store)).toBe(true);
+  // The priorities phase: the user's 3 turns measured in each run, every event sent, no delivery errors.
+  const p = r.priorities!;
+  for (const [name, run] of Object.entries(p.runs)) {
+    expect(run.errors, name).toEqual([]);
+    expect(run.n, name).toBe(3);
+    expect(run.events, name).toBe(name === 'alone' ? 0 : 50);
+  }
+  for (const key of ['idleP50Ms', 'floodWithoutP50Ms', 'floodWithP50Ms', 'floodWithOverIdleP50'] as const) expect(Number.isFinite(p[key]), key).toBe(true);
   expect(r.rssTimeline.length).toBeGreaterThan(0);
   expect(readFileSync(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);
   const md = readFileSync(join(out, json.replace('.json', '.md')), 'utf8');

@@ -3,7 +3,8 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { AgentClient } from '../../src/client/agent-client';
-import { toolResult } from '../../src/tools/messages';
+import { subscriptionEvent, toolResult } from '../../src/tools/messages';
+import type { ThreadPriority } from '../../src/core/priority';
 import { resultSignal, userSignal } from '../baselines/workflows';
 import type { WorkerToDriver } from '../worker-process';
 import type { ThreadOptions } from '../../src/workflows/state';
@@ -39,7 +40,7 @@ export interface FleetOptions {
  * What the driver does with an agent: `turns` runs it through `turns` turns, each tool answering after `toolDelayMs`;
  * `turns-then-park` runs `turns` full turns (each tool answered at once) and parks it on the tool call of the next.
  */
-type AgentMode = { kind: 'turns'; turns: number; toolDelayMs: number } | { kind: 'turns-then-park'; turns: number };
+type AgentMode = { kind: 'turns'; turns: number; toolDelayMs: number } | { kind: 'turns-then-park'; turns: number } | { kind: 'subscribe' };
 
 interface AgentState {
   id: string;
@@ -47,6 +48,10 @@ interface AgentState {
   turn: number;
   resultSentAt?: number;
   pendingCall?: string;
+  /** `ours` only: the priority the agent's thread starts with. */
+  priority?: ThreadPriority;
+  /** The call whose result started the agent's subscription (mode `subscribe`). */
+  subscription?: string;
   done: () => void;
   parked: () => void;
 }
@@ -110,13 +115,15 @@ export class Fleet {
       }
     } else if (m.k === 'tool') {
       a.pendingCall = m.call;
-      if (a.mode.kind === 'turns') setTimeout(() => void this.answer(a), a.mode.toolDelayMs);
+      if (a.mode.kind === 'subscribe') void this.subscribe(a);
+      else if (a.mode.kind === 'turns') setTimeout(() => void this.answer(a), a.mode.toolDelayMs);
       else if (a.turn >= a.mode.turns) a.parked();
       else void this.answer(a);
     } else if (m.k === 'end') {
       this.turnsEnded++;
       a.turn++;
-      if (a.mode.kind === 'turns-then-park' || a.turn < a.mode.turns) void this.sendUser(a);
+      if (a.mode.kind === 'subscribe') a.done();
+      else if (a.mode.kind === 'turns-then-park' || a.turn < a.mode.turns) void this.sendUser(a);
       else a.done();
     }
   }
@@ -129,10 +136,11 @@ export class Fleet {
     const text = `Turn ${a.turn}: is build ${a.turn + 1} green?`;
     try {
       if (this.opts.design === 'ours') {
-        await this.agentClient.sendUserText(a.id, text, `${a.id}-u${a.turn}`);
+        await this.agentClient.sendUserText(a.id, text, { id: `${a.id}-u${a.turn}`, ...(a.priority && { priority: a.priority }) });
       } else {
         const workflow = BASELINE_WORKFLOW[this.opts.design];
         // The workflow's turns: a parking agent's last turn is the one it parks in.
+        if (a.mode.kind === 'subscribe') throw new Error('only ours subscribes');
         const turns = a.mode.kind === 'turns' ? a.mode.turns : a.mode.turns + 1;
         // The empty-bodied baselines write the status attribute exactly when ours does.
         const statusUpserts = this.opts.design !== 'blocking' && this.opts.threadOptions?.statusSearchAttribute !== false;
@@ -168,14 +176,53 @@ export class Fleet {
     }
   }
 
+  /** Answers the agent's tool call with the start of a subscription, as a tool that watches something would. */
+  private async subscribe(a: AgentState): Promise<void> {
+    a.subscription = a.pendingCall;
+    a.pendingCall = undefined;
+    try {
+      await this.agentClient.deliver(toolResult({ threadId: a.id, toolCallId: a.subscription! }, 'Watching the pipeline.', { subscription: true }));
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  /**
+   * `ours` only: starts agents whose tool call is answered with a subscription; resolves when each has ended the turn
+   * that started it. Their events are then sent with {@link event}.
+   */
+  async subscribeAll(ids: string[], priority?: ThreadPriority, concurrency = 50): Promise<void> {
+    const done: Promise<void>[] = [];
+    const states = ids.map((id) => {
+      let resolve!: () => void;
+      done.push(new Promise<void>((r) => (resolve = r)));
+      const a: AgentState = { id, mode: { kind: 'subscribe' }, turn: 0, done: resolve, parked: () => {}, ...(priority && { priority }) };
+      this.agents.set(id, a);
+      return a;
+    });
+    await pool(states, concurrency, (a) => this.sendUser(a));
+    await Promise.all(done);
+  }
+
+  /** An event of a subscribed agent's subscription, inlined into its thread (associative). */
+  async event(id: string, text: string): Promise<void> {
+    const a = this.agents.get(id);
+    if (!a?.subscription) throw new Error(`agent ${id} has no subscription`);
+    try {
+      await this.agentClient.deliver(subscriptionEvent({ threadId: id, toolCallId: a.subscription }, text, { associative: true }));
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
   /** Runs agents through `turns` turns each; resolves when all are done. */
-  async runTurns(ids: string[], turns: number, toolDelayMs: number, concurrency = 200, staggerMs = 0): Promise<void> {
+  async runTurns(ids: string[], turns: number, toolDelayMs: number, concurrency = 200, staggerMs = 0, priority?: ThreadPriority): Promise<void> {
     const done: Promise<void>[] = [];
     const starts: AgentState[] = [];
     for (const id of ids) {
       let resolveDone!: () => void;
       done.push(new Promise<void>((r) => (resolveDone = r)));
-      const a: AgentState = { id, mode: { kind: 'turns', turns, toolDelayMs }, turn: 0, done: resolveDone, parked: () => {} };
+      const a: AgentState = { id, mode: { kind: 'turns', turns, toolDelayMs }, turn: 0, done: resolveDone, parked: () => {}, ...(priority && { priority }) };
       this.agents.set(id, a);
       starts.push(a);
     }
