@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Design, DESIGNS } from './lib/fleet';
 import { MiB } from './lib/stats';
+import { DEFAULT_WORKFLOW_TASK_SLOTS } from '../src/worker/create-worker';
 
 export interface Config {
   profile: string;
@@ -25,6 +26,8 @@ export interface Config {
   priorityThreads: number;
   priorityEvents: number;
   priorityTurns: number;
+  /** Workflow task slots of the priorities phase's worker (default: the runtime's, `DEFAULT_WORKFLOW_TASK_SLOTS`). */
+  priorityWorkflowSlots?: number;
   /** Run `ours` without the AgentStatus search attribute (two fewer history events and visibility writes per turn). */
   noStatusAttribute?: boolean;
   budgetBytes?: number;
@@ -191,6 +194,7 @@ export function config(args: string[] = process.argv.slice(2)): Config {
       'priority-threads': { type: 'string' },
       'priority-events': { type: 'string' },
       'priority-turns': { type: 'string' },
+      'priority-workflow-slots': { type: 'string' },
       servers: { type: 'string' },
       stores: { type: 'string' },
       workers: { type: 'string' },
@@ -225,6 +229,7 @@ export function config(args: string[] = process.argv.slice(2)): Config {
     priorityThreads: num(values['priority-threads'], base.priorityThreads),
     priorityEvents: num(values['priority-events'], base.priorityEvents),
     priorityTurns: num(values['priority-turns'], base.priorityTurns),
+    priorityWorkflowSlots: num(values['priority-workflow-slots'], DEFAULT_WORKFLOW_TASK_SLOTS),
     scaling: scalingOf(base.scaling, values),
     outDir: values.out ?? join(__dirname, 'results'),
   };

@@ -74,7 +74,7 @@ function priorities(r: Results): string[] {
     `| ${name} | ${run.p50.toFixed(1)} / ${run.p99.toFixed(1)} | ${run.n} | ${run.events} | ${run.events > 0 ? (run.floodMs / 1000).toFixed(1) : '—'} | ${(run.userMs / 1000).toFixed(1)} |`;
   return [
     '',
-    `Priorities: one user thread, ${p.turns} turns (tools answering after ${p.toolDelayMs} ms), while ${p.events} subscription events flood ${p.threads} background threads on the same worker.`,
+    `Priorities: one user thread, ${p.turns} turns (tools answering after ${p.toolDelayMs} ms), while ${p.events} subscription events flood ${p.threads} background threads on the same worker (${p.workflowSlots ?? 'default'} workflow task slots).`,
     '',
     '| run | user: tool result → next completion p50 / p99 (ms) | n | events | flood lasted (s) | user turns took (s) |',
     '|---|---|---|---|---|---|',

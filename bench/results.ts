@@ -125,6 +125,8 @@ export interface PrioritiesResult {
   events: number;
   turns: number;
   toolDelayMs: number;
+  /** Workflow task slots of the worker (undefined: the runtime's default). */
+  workflowSlots?: number;
   idleP50Ms: number;
   idleP99Ms: number;
   floodWithoutP50Ms: number;

@@ -81,7 +81,11 @@ async function main() {
       tools: [tool],
       maxCachedWorkflows: maxCached,
       workflowBundle: env.BUNDLE_PATH ? { codePath: env.BUNDLE_PATH } : undefined,
-      workerOptions: { maxConcurrentActivityTaskExecutions: 200, maxConcurrentWorkflowTaskExecutions: Math.min(100, maxCached) },
+      workerOptions: {
+        maxConcurrentActivityTaskExecutions: 200,
+        // 100 like the baselines' workers, for the waves' comparison; the priorities phase runs the runtime's default.
+        maxConcurrentWorkflowTaskExecutions: Math.min(Number(env.WORKFLOW_SLOTS ?? 100), maxCached),
+      },
       onEvent(e) {
         if (e.type === 'completion_started') send({ k: 'start', id: e.threadId, at: now() });
         else if (e.type === 'status' && e.status === 'idle') send({ k: 'end', id: e.threadId, at: now() });

@@ -57,7 +57,7 @@ export { defineTool, type Tool, type ToolContext, type ToolDefinition, type Json
 export { toolResult, subscriptionStart, subscriptionEvent, userText, type CallRef, type ToolResultOptions } from './tools/messages';
 
 export { DEFAULT_COMPLETION_POLICY, type CompletionPolicy } from './activities/completion';
-export { createAgentWorker, threadWorkflowsPath, type AgentWorker, type AgentWorkerOptions, type WorkerDeployment } from './worker/create-worker';
+export { createAgentWorker, DEFAULT_WORKFLOW_TASK_SLOTS, threadWorkflowsPath, type AgentWorker, type AgentWorkerOptions, type WorkerDeployment } from './worker/create-worker';
 export { LocalEventHub, type ThreadEventListener } from './worker/event-hub';
 
 export { AgentClient, ThreadHandle, type AgentClientOptions, type DeliverOptions, type StartThreadOptions, type SendUserTextOptions, type WaitForIdleOptions, type ThreadFilter, type ThreadSummary } from './client/agent-client';

@@ -34,6 +34,8 @@ export interface FleetOptions {
   activitySlots: number;
   /** Thread options for `ours` (e.g. no status search attribute). */
   threadOptions?: ThreadOptions;
+  /** `ours`' workflow task slots (default 100, as the baselines'). */
+  workflowSlots?: number;
 }
 
 /**
@@ -99,6 +101,7 @@ export class Fleet {
       BUNDLE_PATH: this.opts.bundlePath,
       MAX_CACHED: String(this.opts.maxCachedWorkflows),
       ACTIVITY_SLOTS: String(this.opts.activitySlots),
+      ...(this.opts.workflowSlots !== undefined && { WORKFLOW_SLOTS: String(this.opts.workflowSlots) }),
     });
   }
 

@@ -16,6 +16,8 @@ export interface WorkerEnv {
   BUNDLE_PATH: string;
   MAX_CACHED: string;
   ACTIVITY_SLOTS: string;
+  /** `ours`' workflow task slots (default 100, as the baselines'). */
+  WORKFLOW_SLOTS?: string;
 }
 
 export class WorkerProcesses {

@@ -27,7 +27,7 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const budgetExceeded = (b: Bench) => b.cfg.budgetBytes !== undefined && b.sampler.samples.some((s) => total(s) > b.cfg.budgetBytes!);
 
 /** Starts `design`'s worker process as the measured one. */
-export async function startFleet(b: Bench, design: Design, activitySlots: number): Promise<Fleet> {
+export async function startFleet(b: Bench, design: Design, activitySlots: number, workflowSlots?: number): Promise<Fleet> {
   const fleet = new Fleet({
     design,
     address: b.address,
@@ -36,6 +36,7 @@ export async function startFleet(b: Bench, design: Design, activitySlots: number
     maxCachedWorkflows: b.cfg.maxCachedWorkflows,
     activitySlots,
     threadOptions: b.cfg.noStatusAttribute ? { statusSearchAttribute: false } : undefined,
+    ...(workflowSlots !== undefined && { workflowSlots }),
   });
   b.current = fleet;
   await fleet.start();

@@ -18,7 +18,8 @@ const FLAT: ThreadPriority = { priorityKey: 3, fairnessKey: 'everyone' };
 
 async function run(b: Bench, mode: Mode): Promise<PriorityRun> {
   const { cfg } = b;
-  const fleet = await startFleet(b, 'ours', 200);
+  // The runtime's default workflow task slots (the waves run 100, as the baselines do): what a user's worker has.
+  const fleet = await startFleet(b, 'ours', 200, cfg.priorityWorkflowSlots);
   const stamp = Date.now();
   try {
     b.sampler.phase = `priorities (${mode})`;
@@ -63,6 +64,7 @@ export async function prioritiesPhase(b: Bench): Promise<PrioritiesResult | unde
     events: cfg.priorityEvents,
     turns: cfg.priorityTurns,
     toolDelayMs: cfg.toolDelayMs,
+    workflowSlots: cfg.priorityWorkflowSlots,
     idleP50Ms: alone.p50,
     idleP99Ms: alone.p99,
     floodWithoutP50Ms: without.p50,
