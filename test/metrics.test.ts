@@ -6,10 +6,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { type AddressInfo, createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { AgentClient } from '../src/client/agent-client';
+import { METRICS } from '../src/core/metric-names';
 import { inputSignal } from '../src/workflows/definitions';
 import { cliRunner, waitForLine } from './cli-process';
 import { eventually } from './helpers';
@@ -20,6 +22,8 @@ let worker: ChildProcess;
 let metricsUrl = '';
 let client: AgentClient;
 let connection: Connection;
+/** The scrape of the first test. */
+let scraped = '';
 
 /** The sum of a metric's samples whose labels include `labels` (the SDK adds some of its own). */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number {
@@ -84,4 +88,19 @@ it('counts slices, durations, tokens, tool calls and inputs exactly', async () =
   expect(sample(text, 'infinity_inputs_dropped_total')).toBe(1);
   // Temporal's own metrics come from the same endpoint.
   expect(text).toMatch(/^temporal_\w+/m);
+  scraped = text;
 }, 120_000);
+
+it("has a Grafana dashboard whose every query names a metric the runtime defines or this scrape holds", () => {
+  const dashboard = JSON.parse(readFileSync(join(__dirname, '..', 'docs', 'grafana-dashboard.json'), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
+  const exprs = dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr));
+  expect(exprs.length).toBeGreaterThan(0);
+  const ours = new Set<string>(Object.values(METRICS).map((m) => m.name));
+  const names = new Set(exprs.flatMap((e) => [...e.matchAll(/\b((?:infinity|temporal)_\w+)/g)].map((m) => m[1]!)));
+  for (const name of names) {
+    const base = name.replace(/_(total|bucket|count|sum)$/, '');
+    if (name.startsWith('infinity_')) expect(ours.has(base), name).toBe(true);
+    // Temporal's metrics are checked against the scrape of the test above, where the worker has run tasks.
+    else expect(new RegExp(`^${name}[{ ]`, 'm').test(scraped), name).toBe(true);
+  }
+});
