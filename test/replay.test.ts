@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import webpack from 'webpack';
 import { threadWorkflowsPath } from '../src/worker/create-worker';
+import { workflowIdOfHistory } from '../src/cli/replay-command';
 import { expect, inject, it } from 'vitest';
 
 const root = join(__dirname, 'fixtures', 'histories');
@@ -31,7 +32,7 @@ it('has the v0.1 release set and recorded histories in every set', () => {
 
 it.each(cases)('replays $name', async ({ release, file, name }) => {
   const history: unknown = JSON.parse(readFileSync(join(root, release, file), 'utf8'));
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: name }, history);
+  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: name }, history, workflowIdOfHistory(history));
 });
 
 /**
@@ -58,7 +59,7 @@ it('catches the 0.2 changes made without patched() on the 0.1 histories', async 
   for (const c of cases.filter((c) => c.release === 'v0.1')) {
     const history: unknown = JSON.parse(readFileSync(join(root, c.release, c.file), 'utf8'));
     try {
-      await Worker.runReplayHistory({ workflowBundle: { code }, replayName: c.name }, history);
+      await Worker.runReplayHistory({ workflowBundle: { code }, replayName: c.name }, history, workflowIdOfHistory(history));
     } catch (e) {
       expect((e as Error).name).toBe('DeterminismViolationError');
       failures.push(c.file);
@@ -67,3 +68,16 @@ it('catches the 0.2 changes made without patched() on the 0.1 histories', async 
   // Continue-as-new while busy changes the flood's commands; the poison history fails the same way under 0.2 rules.
   expect(failures).toContain('flood-busy-thread.json');
 }, 120_000);
+
+/**
+ * A thread started by hand is named by its workflow id (decision 58), so its history replays only under that id: the
+ * gate and the `replay` command take it from the start event. Under another id the signal handler takes another path.
+ */
+it('replays a hand-started thread under the workflow id its start event names, and only there', async () => {
+  const history: unknown = JSON.parse(readFileSync(join(root, 'v0.4', 'hand-started-thread.json'), 'utf8'));
+  const workflowId = workflowIdOfHistory(history);
+  expect(workflowId).toMatch(/-bare$/);
+  const options = { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: 'hand-started' };
+  await Worker.runReplayHistory(options, history, workflowId);
+  await expect(Worker.runReplayHistory(options, history, 'another-id')).rejects.toMatchObject({ name: 'DeterminismViolationError' });
+});

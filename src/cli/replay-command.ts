@@ -10,6 +10,17 @@ import type { Command } from 'commander';
 import { threadWorkflowsPath } from '../worker/create-worker';
 import { CliError } from './target';
 
+/**
+ * The workflow id a history was recorded under, from its start event (servers since 1.23 write it there). A replay must
+ * run under it: a thread started by hand is named by its workflow id (decision 58), and under another id its signal
+ * handler takes another path than the one recorded.
+ */
+export function workflowIdOfHistory(history: unknown): string | undefined {
+  const events = (history as { events?: { workflowExecutionStartedEventAttributes?: { workflowId?: unknown } }[] } | null)?.events;
+  const id = Array.isArray(events) ? events[0]?.workflowExecutionStartedEventAttributes?.workflowId : undefined;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
 export function registerReplayCommand(program: Command, out: (line: string) => void): void {
   program
     .command('replay')
@@ -31,7 +42,7 @@ export function registerReplayCommand(program: Command, out: (line: string) => v
           throw new CliError(`${file}: not a JSON history (${e instanceof Error ? e.message : String(e)})`);
         }
         try {
-          await Worker.runReplayHistory({ workflowBundle, replayName: basename(file) }, history);
+          await Worker.runReplayHistory({ workflowBundle, replayName: basename(file) }, history, workflowIdOfHistory(history));
           out(`ok      ${file}`);
         } catch (e) {
           failed.push(file);
