@@ -58,12 +58,12 @@ export { toolResult, subscriptionStart, subscriptionEvent, userText, type CallRe
 
 export { DEFAULT_COMPLETION_POLICY, type CompletionPolicy } from './activities/completion';
 export { createAgentWorker, DEFAULT_WORKFLOW_TASK_SLOTS, threadWorkflowsPath, type AgentWorker, type AgentWorkerOptions, type WorkerDeployment } from './worker/create-worker';
-export { LocalEventHub, type ThreadEventListener } from './worker/event-hub';
+export { LocalEventHub, type ThreadEventListener } from './events/event-hub';
 
 export { AgentClient, ThreadHandle, type AgentClientOptions, type DeliverOptions, type StartThreadOptions, type SendUserTextOptions, type WaitForIdleOptions, type ThreadFilter, type ThreadSummary } from './client/agent-client';
-export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './client/deliver';
-export { STAGE_THRESHOLD_BYTES, DEFAULT_MAX_STAGED_INPUT_BYTES, type InputLimits } from './client/staging';
-export { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadBusyError, TemporalUnavailableError, ThreadNotFoundError, ThreadTimeoutError } from './client/errors';
+export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './inbox/deliver';
+export { STAGE_THRESHOLD_BYTES, DEFAULT_MAX_STAGED_INPUT_BYTES, type InputLimits } from './inbox/staging';
+export { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadBusyError, TemporalUnavailableError, ThreadNotFoundError, ThreadTimeoutError } from './inbox/errors';
 export { DEFAULT_INPUT_LIMITS, inputLimitViolation, type InputShapeLimits } from './core/validate';
 export { DEFAULT_PRIORITY_KEYS, type ThreadPriority } from './core/priority';
 export { THREAD_WORKFLOW_TYPE, searchAttributes } from './workflows/definitions';
@@ -72,9 +72,9 @@ export type { ThreadOptions } from './workflows/state';
 export { startDevServer, type DevServer, type DevServerOptions } from './devserver/server';
 export { EncryptionCodec, ENCRYPTED_ENCODING, type EncryptionKeys } from './codec/encryption-codec';
 export { startCodecServer, loopbackOrigins, type CodecServer, type CodecServerOptions } from './codec/codec-server';
-export { EventLog, type LoggedEvent, type Replay } from './worker/event-log';
-export { startEventServer, type EventServer, type EventServerOptions } from './worker/event-server';
-export { remoteThreadEvents, EventStreamError, type LiveEvent, type RemoteEventsOptions } from './client/live-events';
+export { EventLog, type LoggedEvent, type Replay } from './events/event-log';
+export { startEventServer, type EventServer, type EventServerOptions } from './events/event-server';
+export { remoteThreadEvents, EventStreamError, type LiveEvent, type RemoteEventsOptions } from './events/live-events';
 export { buildStatusDemoTool } from './tools/demo';
 export { type ToolLifecycle } from './tools/tool';
 export * from './rap/wire';

@@ -17,7 +17,7 @@ import type { ConversationStore } from './store/conversation-store';
 import { SqliteConversationStore } from './store/sqlite';
 import type { Tool } from './tools/tool';
 import { type AgentWorker, type AgentWorkerOptions, createAgentWorker } from './worker/create-worker';
-import { LocalEventHub } from './worker/event-hub';
+import { LocalEventHub } from './events/event-hub';
 import { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
 import type { ThreadOptions } from './workflows/state';
 

@@ -11,7 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { HistoryItem, ThreadStatus } from '../src/core/types';
-import type { LiveEvent } from '../src/client/live-events';
+import type { LiveEvent } from '../src/events/live-events';
 import { cliRunner, jsonLines, lines, waitForLine } from './cli-process';
 import { eventually } from './helpers';
 

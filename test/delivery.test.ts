@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resultInput } from '../src/core/inputs';
 import { startDevServer } from '../src/devserver/server';
-import { TemporalUnavailableError, ThreadTimeoutError } from '../src/client/errors';
+import { TemporalUnavailableError, ThreadTimeoutError } from '../src/inbox/errors';
 import { ScriptedModel } from '../src/model/scripted';
 import { subscriptionEvent } from '../src/tools/messages';
 import { defineTool, type ToolContext } from '../src/tools/tool';

@@ -3,11 +3,11 @@
  * id, and a connection dropped mid-stream that the client rides out without losing or repeating an event.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type LiveEvent, mergedThreadEvents, remoteThreadEvents, EventStreamError } from '../src/client/live-events';
+import { type LiveEvent, mergedThreadEvents, remoteThreadEvents, EventStreamError } from '../src/events/live-events';
 import type { ThreadEvent } from '../src/core/types';
-import { LocalEventHub } from '../src/worker/event-hub';
-import { EventLog } from '../src/worker/event-log';
-import { buildEventApp, startEventServer, type EventServer } from '../src/worker/event-server';
+import { LocalEventHub } from '../src/events/event-hub';
+import { EventLog } from '../src/events/event-log';
+import { buildEventApp, startEventServer, type EventServer } from '../src/events/event-server';
 
 const delta = (threadId: string, n: number): ThreadEvent => ({ threadId, type: 'text_delta', text: `t${n} ` });
 

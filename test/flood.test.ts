@@ -16,7 +16,7 @@ import type { History } from '@temporalio/common/lib/proto-utils';
 import { temporal as proto } from '@temporalio/proto';
 import { loadavg } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_BUSY_WAIT_MS } from '../src/client/busy';
+import { DEFAULT_BUSY_WAIT_MS } from '../src/inbox/busy';
 import { startDevServer, type DevServer } from '../src/devserver/server';
 import { ScriptedModel } from '../src/model/scripted';
 import { subscriptionEvent, subscriptionStart } from '../src/tools/messages';
@@ -325,7 +325,7 @@ function expectExactlyOnce(sent: FloodOutcome, l: Pick<Ledger, 'lost' | 'duplica
  * Stand-ins for the production limits, lowered (the hard limit 20×, the others 7–10×) but in the same order: our own
  * continue-as-new threshold (`maxRunEvents`, 2,000) < Temporal's suggestion (4,096) < our signal cap (5,000) ≪ the hard
  * limit (51,200). The cap is low enough that the flood reaches it, so senders also go through the busy-retry path
- * (client/busy.ts).
+ * (inbox/busy.ts).
  */
 const LOW_LIMITS = {
   'limit.historyCount.error': 2500,

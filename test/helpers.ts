@@ -20,7 +20,7 @@ import { SqliteConversationStore } from '../src/store/sqlite';
 import { defineTool, type Tool, type ToolContext, type ToolLifecycle } from '../src/tools/tool';
 import { toolResult } from '../src/tools/messages';
 import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
-import { LocalEventHub } from '../src/worker/event-hub';
+import { LocalEventHub } from '../src/events/event-hub';
 import type { ThreadOptions } from '../src/workflows/state';
 
 export interface TestSystem {

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { InvalidInputError } from '../src/client/errors';
+import { InvalidInputError } from '../src/inbox/errors';
 import { DEFAULT_INPUT_LIMITS, inputLimitViolation, validateInputMessage } from '../src/core/validate';
 import type { InputMessage } from '../src/core/types';
 import { firstText } from '../src/model/projection';

@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AgentClient, type ThreadHandle } from '../src/client/agent-client';
-import { PayloadTooLargeError } from '../src/client/errors';
+import { PayloadTooLargeError } from '../src/inbox/errors';
 import type { HistoryItem, ToolResultContent } from '../src/core/types';
 import { firstText } from '../src/model/projection';
 import type { ModelMessage } from '../src/model/provider';

@@ -10,7 +10,7 @@ import { decodePriority } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AgentClient } from '../src/client/agent-client';
-import { InvalidInputError } from '../src/client/errors';
+import { InvalidInputError } from '../src/inbox/errors';
 import type { ThreadPriority } from '../src/core/priority';
 import { ScriptedModel } from '../src/model/scripted';
 import { SqliteConversationStore } from '../src/store/sqlite';

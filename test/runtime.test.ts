@@ -4,7 +4,7 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidInputError, PayloadTooLargeError, ThreadNotFoundError } from '../src/client/errors';
+import { InvalidInputError, PayloadTooLargeError, ThreadNotFoundError } from '../src/inbox/errors';
 import { inputSignal } from '../src/workflows/definitions';
 import type { ModelRequest, ModelStreamPart } from '../src/model/provider';
 import { firstText } from '../src/model/projection';

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentClient } from '../src/client/agent-client';
-import { ThreadClosedError } from '../src/client/errors';
+import { ThreadClosedError } from '../src/inbox/errors';
 import { searchAttributes } from '../src/workflows/definitions';
 import { ScriptedModel } from '../src/model/scripted';
 import { resultInput } from '../src/core/inputs';

@@ -3,7 +3,7 @@
  * a Temporal server (found through flags, environment, or a running `dev`).
  */
 import { Command, CommanderError } from 'commander';
-import { InvalidInputError, PayloadTooLargeError, ThreadBusyError, ThreadClosedError, ThreadNotFoundError } from '../client/errors';
+import { InvalidInputError, PayloadTooLargeError, ThreadBusyError, ThreadClosedError, ThreadNotFoundError } from '../inbox/errors';
 import { ModelConfigError } from '../model/registry';
 import { colour } from './format';
 import { registerServeCommands } from './serve-commands';

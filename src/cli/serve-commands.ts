@@ -4,7 +4,7 @@ import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { Command } from 'commander';
 import { callbackStateOf } from '../client/callback-check';
-import { deliverInput, type DeliveryResult } from '../client/deliver';
+import { deliverInput, type DeliveryResult } from '../inbox/deliver';
 import type { CallbackStateCheck } from '../rap/callback-guard';
 import type { InputMessage } from '../core/types';
 import { modelFromEnv, modelFromSpec } from '../model/registry';

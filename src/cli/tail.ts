@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { CliError } from './target';
 import type { ThreadHandle } from '../client/agent-client';
-import { EventStreamError } from '../client/live-events';
+import { EventStreamError } from '../events/live-events';
 import type { ThreadEvent } from '../core/types';
 import { colour, EventPrinter, historyLine } from './format';
 import { type Out, withClient } from './thread-commands';

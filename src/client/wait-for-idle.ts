@@ -8,8 +8,8 @@
 import { type Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import type { ThreadStatus } from '../core/types';
 import { waitForIdleUpdate } from '../workflows/definitions';
-import { ThreadTimeoutError } from './errors';
-import { isWorkflowTaskFailing } from './unavailable';
+import { ThreadTimeoutError } from '../inbox/errors';
+import { isWorkflowTaskFailing } from '../inbox/unavailable';
 
 export interface WaitArgs {
   threadId: string;

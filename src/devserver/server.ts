@@ -68,7 +68,7 @@ export const DEFAULT_DYNAMIC_CONFIG: Record<string, unknown> = {
   // the worker replays the run from the start, so a flood into one thread made no progress at all until it stopped.
   'history.maximumBufferedEventsBatch': 2000,
   // Signals one run accepts (default 10,000). Under a continuous flood a thread can continue-as-new only once no signal
-  // arrives during its workflow task; the cap brings that moment sooner. Senders retry (client/busy.ts).
+  // arrives during its workflow task; the cap brings that moment sooner. Senders retry (inbox/busy.ts).
   'history.maximumSignalsPerExecution': 3000,
   // Task queue priority and fairness (decision 60): root threads' tasks go before children's and event handlers', and
   // agent trees share a queue in proportion to their weights. Priority is on by default; fairness is not.

@@ -7,8 +7,8 @@
  * Bodies are read only once their token verifies, so a forged URL never makes the gateway buffer a large body.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import type { DeliveryResult } from '../client/deliver';
-import { PayloadTooLargeError } from '../client/errors';
+import type { DeliveryResult } from '../inbox/deliver';
+import { PayloadTooLargeError } from '../inbox/errors';
 import { resultInput } from '../core/inputs';
 import { oversizeInput } from '../core/staged';
 import type { InputMessage } from '../core/types';

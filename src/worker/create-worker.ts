@@ -16,11 +16,11 @@ import type { CompletionPolicy } from '../activities/completion';
 import type { ThreadEvent } from '../core/types';
 import type { ModelProvider } from '../model/provider';
 import type { ConversationStore } from '../store/conversation-store';
-import { deliverAnswering } from '../client/deliver';
+import { deliverAnswering } from '../inbox/deliver';
 import type { Tool, ToolLifecycle } from '../tools/tool';
-import { LocalEventHub } from './event-hub';
-import { EventLog } from './event-log';
-import { type EventServer, type EventServerOptions, startEventServer } from './event-server';
+import { LocalEventHub } from '../events/event-hub';
+import { EventLog } from '../events/event-log';
+import { type EventServer, type EventServerOptions, startEventServer } from '../events/event-server';
 
 /**
  * Workflow tasks a worker runs at once unless told otherwise. Measured with the benchmark's priorities phase

@@ -3,7 +3,7 @@
  * servers. Used by the CLI's `worker` and `dev`; any embedding can use it the same way.
  */
 import { Runtime } from '@temporalio/worker';
-import type { DeliveryResult } from '../client/deliver';
+import type { DeliveryResult } from '../inbox/deliver';
 import type { InputMessage, ThreadEvent } from '../core/types';
 import { connectMcpTools, type McpServerConfig } from '../mcp/mcp-tools';
 import type { Tool, ToolLifecycle } from '../tools/tool';

@@ -3,7 +3,7 @@
  * real HTTP on loopback. Scenarios that need a thread (16–19, 23, 26, 27) are in runtime.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ThreadNotFoundError } from '../../src/client/errors';
+import { ThreadNotFoundError } from '../../src/inbox/errors';
 import type { InputMessage } from '../../src/core/types';
 import { startRapGateway } from '../../src/rap/gateway';
 import { CallbackTokens, newCallbackKey } from '../../src/rap/tokens';

@@ -49,7 +49,7 @@ export class ThreadTimeoutError extends Error {
 
 /**
  * The thread refused inputs for longer than the sender would wait: a flood filled its current run and the run has not
- * yet moved on (see `client/busy.ts`). Nothing was stored; sending again later (same id) is safe.
+ * yet moved on (see `inbox/busy.ts`). Nothing was stored; sending again later (same id) is safe.
  */
 export class ThreadBusyError extends Error {
   override readonly name = 'ThreadBusyError';
