@@ -33,30 +33,25 @@ export default tseslint.config(
   },
   // Imports flow one way: core <- workflows/store/model <- tools <- inbox/events/activities <- client <- rap/worker/cli.
   // Each layer names the project folders it may import from; anything else is a back-edge or a sideways import.
-  ...layer('src/core/**/*.ts', []),
-  ...layer('src/store/**/*.ts', ['core']),
-  ...layer('src/model/**/*.ts', ['core']),
-  ...layer('src/tools/**/*.ts', ['core', 'model']),
-  ...layer('src/events/**/*.ts', ['core']),
-  ...layer('src/inbox/**/*.ts', ['core', 'store', 'workflows']),
-  ...layer('src/activities/**/*.ts', ['core', 'model', 'store', 'tools']),
-  ...layer('src/client/**/*.ts', ['core', 'events', 'inbox', 'store', 'tools', 'workflows']),
-  ...layer('src/rap/**/*.ts', ['core', 'inbox', 'tools']),
-  ...layer('src/worker/**/*.ts', ['activities', 'core', 'events', 'inbox', 'mcp', 'model', 'rap', 'store', 'tools', 'workflows', 'codec']),
+  ...layer('core', []),
+  ...layer('store', ['core']),
+  ...layer('model', ['core']),
+  ...layer('tools', ['core', 'model']),
+  ...layer('events', ['core']),
+  ...layer('inbox', ['core', 'store', 'workflows']),
+  ...layer('activities', ['core', 'model', 'store', 'tools']),
+  ...layer('client', ['core', 'events', 'inbox', 'store', 'tools', 'workflows']),
+  ...layer('rap', ['core', 'inbox', 'tools']),
+  ...layer('worker', ['activities', 'core', 'events', 'inbox', 'mcp', 'model', 'rap', 'store', 'tools', 'workflows', 'codec']),
 );
 
-/** An ESLint block that lets the files of one layer import only from the named sibling folders of src/. */
-function layer(files, allowed) {
+/** ESLint blocks that let the files of one src/ folder (and its subfolders) import only from the named sibling folders. */
+function layer(folder, allowed) {
   const allow = allowed.length ? `(?!(${allowed.join('|')})(/|$))` : '';
-  return [
-    {
-      files: [files],
-      rules: {
-        'no-restricted-imports': [
-          'error',
-          { patterns: [{ regex: `^\\.\\./${allow}`, message: `${files.split('/')[1]} may import only from: ${allowed.join(', ') || 'nothing else in src'} (layers: README "Layout").` }] },
-        ],
-      },
-    },
-  ];
+  const message = `${folder} may import only from: ${allowed.join(', ') || 'nothing else in src'} (layers: README "Layout").`;
+  const block = (files, up) => ({
+    files: [files],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: `^${up}${allow}`, message }] }] },
+  });
+  return [block(`src/${folder}/*.ts`, '\\.\\./'), block(`src/${folder}/*/**/*.ts`, '\\.\\./\\.\\./')];
 }

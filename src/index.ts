@@ -21,7 +21,16 @@ export type {
   ToolResultContent,
 } from './core/types';
 export { addUsage } from './core/types';
-export * as texts from './core/texts';
+import * as generalTexts from './core/texts';
+import * as sleepFamily from './core/builtins/sleep';
+import * as subscriptionFamily from './core/builtins/subscriptions';
+import * as threadFamily from './core/builtins/threads';
+const { SLEEP_TOOLS: _s, validateSleepTool: _vs, ...sleepTexts } = sleepFamily;
+const { SUBSCRIPTION_TOOLS: _u, validateSubscriptionTool: _vu, ...subscriptionTexts } = subscriptionFamily;
+const { THREAD_TOOLS: _t, validateThreadTool: _vt, ...threadTexts } = threadFamily;
+/** Every text the model reads that the runtime writes (the original runtime's wording): general, and each built-in tool family's. */
+export const texts = { ...generalTexts, ...threadTexts, ...subscriptionTexts, ...sleepTexts };
+export { BUILTIN_TOOLS, BUILTIN_TOOL_NAMES, type BuiltinToolSpec } from './core/builtins';
 
 export { ModelStreamEndedError, type ModelMessage, type ModelProvider, type ModelRequest, type ModelStreamPart, type ToolSpec } from './model/provider';
 export {

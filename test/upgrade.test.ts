@@ -21,6 +21,8 @@ import { temporal as proto } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, expect, inject, it } from 'vitest';
 import { AgentClient, type ThreadHandle } from '../src/client/agent-client';
+import * as Sleep from '../src/core/builtins/sleep';
+import * as Threads from '../src/core/builtins/threads';
 import * as T from '../src/core/texts';
 import { ScriptedModel } from '../src/model/scripted';
 import { subscriptionEvent, toolResult } from '../src/tools/messages';
@@ -209,13 +211,13 @@ function parkedLines(p: Parked): string[] {
       return [
         user,
         `call #1 spawn_thread {"instructions":"wait:done ${p.n}","child_of":["${p.thread.threadId}"]}`,
-        `result #1: ${T.childSpawned(p.childId!)}`,
+        `result #1: ${Threads.childSpawned(p.childId!)}`,
         'assistant: waiting',
       ];
   }
 }
 
-const childLines = (p: Parked) => [`result #1: ${T.childSeed(p.childId!, `wait:done ${p.n}`)}`, 'call #2 child_wait {}'];
+const childLines = (p: Parked) => [`result #1: ${Threads.childSeed(p.childId!, `wait:done ${p.n}`)}`, 'call #2 child_wait {}'];
 
 /**
  * The deploy: build A (`aBundle`) parks 50 threads in every kind of wait, plus the two of the rollback half, and goes;
@@ -295,11 +297,11 @@ async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
       case 'tool':
         return [...head, `result #1: Build ${p.n}: green`, `assistant: ok: Build ${p.n}: green`];
       case 'sleep':
-        return [...head, `result #1: ${T.slept(SLEEP_SECONDS)}`, `assistant: ok: ${T.slept(SLEEP_SECONDS)}`];
+        return [...head, `result #1: ${Sleep.slept(SLEEP_SECONDS)}`, `assistant: ok: ${Sleep.slept(SLEEP_SECONDS)}`];
       case 'sleep-until-input':
         return [...head, `result #1: ${T.INTERRUPTED_RESULT}`, `user: wake up ${p.n}`, `assistant: ok: wake up ${p.n}`];
       case 'parent': {
-        const report = T.reportFromChild(`done ${p.n}`);
+        const report = Threads.reportFromChild(`done ${p.n}`);
         return [...head, `event #1: ${report}`, `assistant: noted: ${report}`];
       }
       case 'subscribed': {
@@ -307,7 +309,7 @@ async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
         expect(children).toHaveLength(1);
         const childId = children[0]!;
         eventChildren.push({ parent: p, childId });
-        const report = T.eventChildClosed(p.callId!, childId, `processed tick ${p.n}`);
+        const report = Threads.eventChildClosed(p.callId!, childId, `processed tick ${p.n}`);
         return [...head, `event #1: ${report}`, `assistant: noted: ${report}`];
       }
     }
@@ -328,15 +330,15 @@ async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
       ...childLines(p),
       'result #2: ci passed',
       `call #3 report_to_parent {"report":"done ${p.n}"}`,
-      `result #3: ${T.REPORT_SENT}`,
+      `result #3: ${Threads.REPORT_SENT}`,
       'assistant: child done',
     ]);
   }
   for (const { parent, childId } of eventChildren) {
     // Event children closed themselves; their report is in the parent already.
     expect(render(await sys.client.thread(childId).history())).toEqual([
-      `call #1 spawn_thread {"instructions":"${T.EVENT_CHILD_SPAWN_INSTRUCTIONS}"}`,
-      `result #1: ${T.eventChildSeed(childId, parent.thread.threadId)}`,
+      `call #1 spawn_thread {"instructions":"${Threads.EVENT_CHILD_SPAWN_INSTRUCTIONS}"}`,
+      `result #1: ${Threads.eventChildSeed(childId, parent.thread.threadId)}`,
       `call #2 receive_event__injected {"original_args":{"topic":"t${parent.n}"},"original_tool_call_id":"${parent.callId}","original_tool_name":"watch"}`,
       `result #2: tick ${parent.n}`,
       `call #3 close_thread {"thread_id":"${childId}","report_to_parent":"processed tick ${parent.n}"}`,

@@ -16,10 +16,9 @@ import { addUsage, type HistoryItem, type ThreadEvent, type TokenUsage, type Too
 import { projectHistory } from '../model/projection';
 import type { ModelProvider, ModelStreamPart, ToolSpec } from '../model/provider';
 import type { Tool, ToolContext } from '../tools/tool';
-import { BUILTIN_TOOLS } from '../core/builtin-tools';
+import { BUILTIN_TOOLS, type BuiltinCallContext, runBuiltinTool } from '../core/builtins';
 import type { RuntimeAction } from '../core/slice-protocol';
 import { classifyFailure, type CompletionPolicy, messageOf, StreamWatchdog } from './retry';
-import { runRuntimeTool, type RuntimeToolContext } from './runtime-tools';
 import { TurnBuffer } from './turn-buffer';
 
 export interface CompletionInput {
@@ -35,7 +34,7 @@ export interface CompletionInput {
   emit(event: ThreadEvent): void;
   toolContext(toolCallId: string, toolName: string): ToolContext;
   /** Enables the built-in runtime tools (advertised after the user's tools). */
-  runtime?: RuntimeToolContext;
+  runtime?: BuiltinCallContext;
 }
 
 export interface AsyncCall {
@@ -104,13 +103,9 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
     const builtin = builtinByName.get(call.name);
     if (builtin && input.runtime && !jsonError) {
       emit({ type: 'tool_call', id: call.id, name: call.name, args });
-      if (call.name === 'sleep_until_event_or_input') {
-        out.asyncCall = { id: call.id, name: call.name, args, passive: true };
-        return false;
-      }
-      const outcome = await runRuntimeTool(call.name, args, call.id, input.runtime);
-      if ('action' in outcome) {
-        out.action = outcome.action;
+      const outcome = await runBuiltinTool(call.name, args, call.id, input.runtime);
+      if (!('result' in outcome)) {
+        if ('action' in outcome) out.action = outcome.action;
         out.asyncCall = { id: call.id, name: call.name, args, passive: builtin.passive };
         return false;
       }

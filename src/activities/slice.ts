@@ -11,7 +11,7 @@ import type { ModelProvider } from '../model/provider';
 import { CommitConflictError, type ConversationStore, type NewSummary, type ThreadRecord } from '../store/conversation-store';
 import { toolResult } from '../tools/messages';
 import type { Tool, ToolContext, ToolLifecycle } from '../tools/tool';
-import { BUILTIN_TOOL_NAMES } from '../core/builtin-tools';
+import { BUILTIN_TOOL_NAMES } from '../core/builtins';
 import { type AsyncCall, type CompletionOutput, type CompletionPolicy, DEFAULT_COMPLETION_POLICY, runCompletion } from './completion';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
 import { sliceEntryPoints } from './slice-entry';

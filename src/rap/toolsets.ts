@@ -4,7 +4,7 @@
  * the thread's input queue, while no activity runs for it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BUILTIN_TOOL_NAMES } from '../core/builtin-tools';
+import { BUILTIN_TOOL_NAMES } from '../core/builtins';
 import { toolResult } from '../tools/messages';
 import { defineTool, type JsonSchemaObject, type Tool, type ToolContext, type ToolLifecycle } from '../tools/tool';
 import { checkManifest, type RapInvocation, type RapManifest, trimBase } from './wire';

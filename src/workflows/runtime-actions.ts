@@ -15,6 +15,7 @@ import { childPriorityKey } from '../core/priority';
 import type { EventChildRequest } from '../core/prepare';
 import { compactionCompleteInput, resultInput, syntheticInput } from '../core/inputs';
 import type { RuntimeAction, SpawnPoint } from '../core/slice-protocol';
+import * as Threads from '../core/builtins/threads';
 import * as T from '../core/texts';
 import type { InputMessage, ThreadKind } from '../core/types';
 import { inputSignal, searchAttributes, THREAD_WORKFLOW_TYPE } from './definitions';
@@ -95,22 +96,22 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
       const seed: ThreadSeed = {
         pendingCall: { id: action.callId, name: 'spawn_thread', passive: false },
         prefix: [],
-        inbox: [resultInput(childId, action.callId, T.childSeed(childId, action.instructions), action.callId)],
+        inbox: [resultInput(childId, action.callId, Threads.childSeed(childId, action.instructions), action.callId)],
         eventTargets: [[action.callId, 'spawn_thread']],
       };
       await startThread(ctx, childId, 'child', { parentThreadId: self, toolCallId: action.callId, order: st.length }, seed, titleOf(action.instructions));
       st.prep.eventTargets.set(action.callId, 'spawn_thread');
-      answer(ctx, action.callId, T.childSpawned(childId));
+      answer(ctx, action.callId, Threads.childSpawned(childId));
       return false;
     }
     case 'report': {
       const spawn = args.spawn!;
-      const text = args.kind === 'event' ? T.reportFromEventChild(action.report) : T.reportFromChild(action.report);
+      const text = args.kind === 'event' ? Threads.reportFromEventChild(action.report) : Threads.reportFromChild(action.report);
       await signalThread(
         spawn.parentThreadId,
         syntheticInput(action.callId, spawn.parentThreadId, { type: 'thread_report', toolCallId: spawn.toolCallId, childThreadId: self }, text),
       );
-      answer(ctx, action.callId, T.REPORT_SENT);
+      answer(ctx, action.callId, Threads.REPORT_SENT);
       return false;
     }
     case 'close': {
@@ -125,8 +126,8 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
         args.kind === 'event'
           ? action.report === undefined
             ? undefined
-            : T.eventChildClosed(spawn.toolCallId, self, action.report)
-          : T.childShutDown(self, action.report);
+            : Threads.eventChildClosed(spawn.toolCallId, self, action.report)
+          : Threads.childShutDown(self, action.report);
       if (text !== undefined) {
         await signalThread(
           spawn.parentThreadId,
@@ -142,9 +143,9 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
         spawnCall !== undefined &&
         (await signalThread(
           action.childThreadId,
-          syntheticInput(action.callId, action.childThreadId, { type: 'parent_message', toolCallId: spawnCall }, T.messageFromParent(action.message)),
+          syntheticInput(action.callId, action.childThreadId, { type: 'parent_message', toolCallId: spawnCall }, Threads.messageFromParent(action.message)),
         ));
-      answer(ctx, action.callId, delivered ? T.MESSAGE_SENT : `Error: thread ${action.childThreadId} is closed`);
+      answer(ctx, action.callId, delivered ? Threads.MESSAGE_SENT : `Error: thread ${action.childThreadId} is closed`);
       return false;
     }
     case 'sleep':
@@ -166,11 +167,11 @@ export async function spawnEventChild(ctx: ActionContext, req: EventChildRequest
     prefix: [
       {
         messageId: `${spawnCallId}-spawn-call`,
-        item: { kind: 'tool_call', id: spawnCallId, name: 'spawn_thread', args: { instructions: T.EVENT_CHILD_SPAWN_INSTRUCTIONS } },
+        item: { kind: 'tool_call', id: spawnCallId, name: 'spawn_thread', args: { instructions: Threads.EVENT_CHILD_SPAWN_INSTRUCTIONS } },
       },
       {
         messageId: `${spawnCallId}-spawn-result`,
-        item: { kind: 'tool_result', id: spawnCallId, content: [{ type: 'text', text: T.eventChildSeed(childId, ctx.args.threadId) }] },
+        item: { kind: 'tool_result', id: spawnCallId, content: [{ type: 'text', text: Threads.eventChildSeed(childId, ctx.args.threadId) }] },
       },
       {
         messageId: `${eventCallId}-event-call`,

@@ -26,7 +26,7 @@ import { Worker } from '@temporalio/worker';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type { ThreadHandle } from '../../src/client/agent-client';
-import * as T from '../../src/core/texts';
+import * as Threads from '../../src/core/builtins/threads';
 import { ScriptedModel } from '../../src/model/scripted';
 import { PostgresConversationStore } from '../../src/store/postgres';
 import { subscriptionEvent, toolResult } from '../../src/tools/messages';
@@ -174,9 +174,9 @@ function parkedLines(t: Thread): string[] {
       return [
         user,
         `call #1 spawn_thread {"instructions":"wait:a ${t.n}","child_of":["${id}"]}`,
-        `result #1: ${T.childSpawned(a!.id)}`,
+        `result #1: ${Threads.childSpawned(a!.id)}`,
         `call #2 spawn_thread {"instructions":"wait:b ${t.n}","child_of":["${id}"]}`,
-        `result #2: ${T.childSpawned(b!.id)}`,
+        `result #2: ${Threads.childSpawned(b!.id)}`,
         'assistant: waiting',
       ];
     }
@@ -190,27 +190,27 @@ function finalLines(t: Thread): string[] {
     case 'tool':
       return [...head, `result #1: Build ${t.n}: green`, `assistant: ok: Build ${t.n}: green`];
     case 'sub': {
-      const report = T.eventChildClosed(t.callId!, t.eventChild!, `processed tick ${t.n}`);
+      const report = Threads.eventChildClosed(t.callId!, t.eventChild!, `processed tick ${t.n}`);
       return [...head, `event #1: ${report}`, `assistant: noted: ${report}`];
     }
     case 'tree': {
-      const [a, b] = [T.reportFromChild(`a ${t.n}`), T.reportFromChild(`b ${t.n}`)];
+      const [a, b] = [Threads.reportFromChild(`a ${t.n}`), Threads.reportFromChild(`b ${t.n}`)];
       return [...head, `event #1: ${a}`, `assistant: noted: ${a}`, `event #2: ${b}`, `assistant: noted: ${b}`];
     }
   }
 }
 
-const childParked = (t: Thread, c: Child) => [`result #1: ${T.childSeed(c.id, `wait:${c.label} ${t.n}`)}`, 'call #2 child_wait {}'];
+const childParked = (t: Thread, c: Child) => [`result #1: ${Threads.childSeed(c.id, `wait:${c.label} ${t.n}`)}`, 'call #2 child_wait {}'];
 const childFinal = (t: Thread, c: Child) => [
   ...childParked(t, c),
   `result #2: ci passed ${c.label} ${t.n}`,
   `call #3 report_to_parent {"report":"${c.label} ${t.n}"}`,
-  `result #3: ${T.REPORT_SENT}`,
+  `result #3: ${Threads.REPORT_SENT}`,
   'assistant: child done',
 ];
 const eventChildFinal = (t: Thread) => [
-  `call #1 spawn_thread {"instructions":"${T.EVENT_CHILD_SPAWN_INSTRUCTIONS}"}`,
-  `result #1: ${T.eventChildSeed(t.eventChild!, t.handle.threadId)}`,
+  `call #1 spawn_thread {"instructions":"${Threads.EVENT_CHILD_SPAWN_INSTRUCTIONS}"}`,
+  `result #1: ${Threads.eventChildSeed(t.eventChild!, t.handle.threadId)}`,
   `call #2 receive_event__injected {"original_args":{"topic":"t${t.n}"},"original_tool_call_id":"${t.callId}","original_tool_name":"watch"}`,
   `result #2: tick ${t.n}`,
   `call #3 close_thread {"thread_id":"${t.eventChild}","report_to_parent":"processed tick ${t.n}"}`,
