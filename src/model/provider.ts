@@ -20,10 +20,14 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
+/** One completion request: the thread's projected history and the tools it may call. */
 export interface ModelRequest {
+  /** The thread the completion is for (scripted models key on it); the AI SDK adapter does not send it. */
   threadId: string;
+  /** The system prompt, with the thread's id appended (the original runtime's wording). */
   system: string;
   messages: ModelMessage[];
+  /** The worker's tools and, for threads that have them, the built-in tools (`src/core/builtins`). */
   tools: ToolSpec[];
 }
 
@@ -39,6 +43,13 @@ export type ModelStreamPart =
   | { type: 'tool-call'; id: string; name: string; input: string }
   | { type: 'finish'; usage?: TokenUsage };
 
+/**
+ * A model, as the slice uses it: one streamed completion per call, nothing else. Retries, turn buffering,
+ * interruption and tool handling are the slice's (docs/architecture.md), so an implementation only maps a
+ * {@link ModelRequest} to its API and the API's stream back to {@link ModelStreamPart}s. Ready-made: `modelFromSpec`
+ * (Anthropic, OpenAI, Bedrock, OpenAI-compatible through the AI SDK), `aiSdkModel` for any AI SDK language model,
+ * `SimulatedModel` and `ScriptedModel` for demos and tests.
+ */
 export interface ModelProvider {
   /** Shown in logs and the UI. */
   readonly id: string;

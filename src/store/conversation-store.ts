@@ -6,6 +6,7 @@
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
 
+/** What the store knows of a thread besides its items: its place in the agent tree. */
 export interface ThreadRecord {
   threadId: string;
   kind: ThreadKind;
@@ -59,13 +60,25 @@ export class CommitConflictError extends Error {
   }
 }
 
+/**
+ * The store every worker and client of one deployment share: threads' committed histories, the slices that wrote
+ * them, compaction summaries and staged large inputs. Committed items never change, so readers may cache them; a
+ * commit is conditional on the thread's length and idempotent per slice id, which is what makes a retried or
+ * duplicated slice harmless (docs/architecture.md, "The slice protocol").
+ *
+ * To write another implementation, run the contract suite `test/store-contract.ts` against it, as the memory, SQLite
+ * and PostgreSQL stores do.
+ */
 export interface ConversationStore {
   /** Creates the thread record if it does not exist; returns the stored record either way. */
   ensureThread(record: NewThreadRecord): Promise<ThreadRecord>;
+  /** The thread's record, or undefined for a thread the store has never seen. */
   getThread(threadId: string): Promise<ThreadRecord | undefined>;
+  /** Records that the thread closed (`close_thread`); its history stays. */
   markClosed(threadId: string): Promise<void>;
   /** Items `[from, to)` of the thread's own history (default: all). */
   load(threadId: string, from?: number, to?: number): Promise<StoredItem[]>;
+  /** How many items the thread's own history holds (0 for an unknown thread). */
   length(threadId: string): Promise<number>;
   /** The recorded result of a committed slice, or undefined. */
   findSlice(threadId: string, sliceId: string): Promise<SliceResult | undefined>;
@@ -87,5 +100,6 @@ export interface ConversationStore {
   loadStaged(ref: StagedRef): Promise<Uint8Array | undefined>;
   /** Forgets staged inputs that no thread will commit (their delivery failed). */
   discardStaged(ids: readonly string[]): Promise<void>;
+  /** Releases connections and files; the store is unusable afterwards. */
   close(): Promise<void>;
 }
