@@ -42,7 +42,8 @@ export default tseslint.config(
   ...layer('activities', ['core', 'model', 'store', 'tools']),
   ...layer('client', ['core', 'events', 'inbox', 'store', 'tools', 'workflows']),
   ...layer('rap', ['core', 'inbox', 'tools']),
-  ...layer('worker', ['activities', 'core', 'events', 'inbox', 'mcp', 'model', 'rap', 'store', 'tools', 'workflows', 'codec']),
+  ...layer('tracing', []),
+  ...layer('worker', ['activities', 'core', 'events', 'inbox', 'mcp', 'model', 'rap', 'store', 'tools', 'tracing', 'workflows', 'codec']),
 );
 
 /** ESLint blocks that let the files of one src/ folder (and its subfolders) import only from the named sibling folders. */

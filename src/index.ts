@@ -68,6 +68,10 @@ export { toolResult, subscriptionStart, subscriptionEvent, userText, type CallRe
 export { DEFAULT_COMPLETION_POLICY, type CompletionPolicy } from './activities/completion';
 export { createAgentWorker, DEFAULT_WORKFLOW_TASK_SLOTS, threadWorkflowsPath, type AgentWorker, type AgentWorkerOptions, type WorkerDeployment } from './worker/create-worker';
 export { LocalEventHub, type ThreadEventListener } from './events/event-hub';
+export { resolveTracing, tracingFromEnv, DEFAULT_SERVICE_NAME, type TracingOption, type TracingOptions } from './tracing/config';
+export { installTracing, installedTracing, type Tracing } from './tracing/install';
+export { tracingClientInterceptors, tracingWorkflowModules } from './tracing/interceptors';
+export { SLICE_ATTRIBUTES, type SliceOutcome } from './activities/slice-tracing';
 
 export { AgentClient, ThreadHandle, type AgentClientOptions, type DeliverOptions, type StartThreadOptions, type SendUserTextOptions, type WaitForIdleOptions, type ThreadFilter, type ThreadSummary } from './client/agent-client';
 export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './inbox/deliver';

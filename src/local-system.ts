@@ -20,6 +20,9 @@ import { type AgentWorker, type AgentWorkerOptions, createAgentWorker } from './
 import { LocalEventHub } from './events/event-hub';
 import { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
 import type { ThreadOptions } from './workflows/state';
+import type { TracingOption } from './tracing/config';
+import { tracingFor } from './tracing/install';
+import { tracingClientInterceptors } from './tracing/interceptors';
 
 export interface LocalSystemOptions {
   /** Default: `modelFromEnv()`, i.e. `INFINITY_MODEL` or the simulated model. */
@@ -56,6 +59,12 @@ export interface LocalSystemOptions {
    * Temporal runtime, so it must be the first Temporal thing the process does (see `installMetricsRuntime`).
    */
   metrics?: MetricsEndpointOptions;
+  /**
+   * OpenTelemetry traces of the worker and of `client` (a user turn sent through it starts its trace); see
+   * `AgentWorkerOptions.tracing`.
+   * @default undefined (the standard `OTEL_*` variables decide; off when they say nothing)
+   */
+  tracing?: TracingOption;
 }
 
 export interface LocalSystem {
@@ -85,6 +94,7 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
   // Before anything starts: a misconfigured model fails here, with nothing to clean up.
   const model = options.model ?? modelFromEnv();
   const metricsUrl = options.metrics && installMetricsRuntime(options.metrics);
+  const tracing = tracingFor(options.tracing);
   const dataDir = resolve(options.dataDir ?? join('.temporal', 'local'));
   mkdirSync(dataDir, { recursive: true });
   const cleanups: (() => Promise<void>)[] = [];
@@ -131,12 +141,18 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       eventsEndpoint: options.eventsEndpoint,
       ...(codec && { payloadCodec: codec }),
       ...(options.toolLifecycle && { toolLifecycle: options.toolLifecycle }),
+      tracing: tracing ? tracing.options : false,
     });
     const running = worker.run();
     cleanups.push(() => worker.shutdown());
     running.catch((e) => console.error('agent worker stopped:', e));
     const client = new AgentClient({
-      client: new Client({ connection, namespace: devServer.namespace, ...(codec && { dataConverter: { payloadCodecs: [codec] } }) }),
+      client: new Client({
+        connection,
+        namespace: devServer.namespace,
+        ...(codec && { dataConverter: { payloadCodecs: [codec] } }),
+        ...(tracing && { interceptors: tracingClientInterceptors() }),
+      }),
       taskQueue,
       store,
       events,

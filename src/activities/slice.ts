@@ -19,6 +19,7 @@ import { type SliceControl, SliceJobs } from './slice-jobs';
 import { resolveStaged } from './staged-inputs';
 import { eventsForAppended } from './appended-events';
 import type { SliceMetrics, ToolCallKind } from './slice-metrics';
+import type { SliceTracing } from './slice-tracing';
 
 export interface SliceDependencies {
   store: ConversationStore;
@@ -42,6 +43,8 @@ export interface SliceDependencies {
   heartbeatIntervalMs?: number;
   /** Counts slices, tokens and tool calls (default: none; `createAgentWorker` passes the SDK runtime's meter). */
   metrics?: SliceMetrics;
+  /** One span per slice attempt (default: none; `createAgentWorker` passes one when tracing is on). */
+  tracing?: SliceTracing;
   /** Slices handed off by a local activity wait here for their adopting activity. */
   jobs?: SliceJobs;
   /**
@@ -157,8 +160,9 @@ export function createSliceActivities(deps: SliceDependencies) {
   /** One attempt of a slice, counted (slice-metrics.ts). */
   async function runSlice(input: SliceInput, control: SliceControl): Promise<SliceResult> {
     metrics?.started(input.kind);
+    const attempt = () => sliceAttempt(input, control, performance.now());
     try {
-      return await sliceAttempt(input, control, performance.now());
+      return await (deps.tracing ? deps.tracing.run(input, attempt) : attempt());
     } catch (e) {
       metrics?.failed(input.kind, e);
       throw e;
@@ -278,6 +282,7 @@ export function createSliceActivities(deps: SliceDependencies) {
     }
     // The summary is in the store with this commit: from now on the parent's slices load it (reference spec §6.5).
     metrics?.committed(input.kind, performance.now() - startedAt, result, items, classify);
+    deps.tracing?.committed(result, items);
     if (summary) {
       emit({ threadId: summary.threadId, type: 'compaction_applied', sourceThreadId: threadId, upTo: summary.upTo });
       metrics?.compactionApplied();

@@ -18,6 +18,8 @@ import type { Tool } from '../tools/tool';
 import { startLocalSystem } from '../local-system';
 import { createAgentWorker } from '../worker/create-worker';
 import { installMetricsRuntime } from '../worker/metrics';
+import { tracingFor } from '../tracing/install';
+import { tracingClientInterceptors } from '../tracing/interceptors';
 import { deploymentOf, type DeploymentFlags, deploymentOptions } from './deployment';
 import { colour } from './format';
 import type { Out } from './thread-commands';
@@ -230,7 +232,9 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         });
       }
       const model = modelOf(opts);
-      const temporal = new Client({ connection, namespace: target.namespace });
+      // Traced when the OTEL_* variables say so (the worker reads them too): the gateway's deliveries continue traces.
+      const tracing = tracingFor();
+      const temporal = new Client({ connection, namespace: target.namespace, ...(tracing && { interceptors: tracingClientInterceptors() }) });
       const remote = await remoteTools(opts, (m) => deliverInput(temporal, m, { store }), out, callbackStateOf(temporal));
       const worker = await createAgentWorker({
         connection,

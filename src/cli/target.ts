@@ -8,6 +8,8 @@ import { join, resolve } from 'node:path';
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import { AgentClient } from '../client/agent-client';
 import { isPostgresUrl, openConversationStore } from '../store/open';
+import { tracingFor } from '../tracing/install';
+import { tracingClientInterceptors } from '../tracing/interceptors';
 
 /** Options every command accepts (see `--help`). */
 export interface TargetFlags {
@@ -131,8 +133,10 @@ export async function openClient(target: Target, options: { stage?: boolean } = 
     target.store && (isPostgresUrl(target.store) || existsSync(target.store))
       ? openConversationStore(target.store, { readonly: !options.stage })
       : undefined;
+  // With OTEL_EXPORTER_OTLP_ENDPOINT (and the like) set, what a command sends starts a trace (docs/operations.md).
+  const tracing = tracingFor();
   const client = new AgentClient({
-    client: new Client({ connection, namespace: target.namespace }),
+    client: new Client({ connection, namespace: target.namespace, ...(tracing && { interceptors: tracingClientInterceptors() }) }),
     taskQueue: target.taskQueue,
     ...(store && { store }),
     ...(target.eventsUrl && { eventsUrl: target.eventsUrl.split(',').map((u) => u.trim()).filter(Boolean) }),
@@ -143,6 +147,8 @@ export async function openClient(target: Target, options: { stage?: boolean } = 
     close: async () => {
       await store?.close();
       await connection.close();
+      // A command is a short process: its spans go out before it exits.
+      await tracing?.flush().catch(() => undefined);
     },
   };
 }

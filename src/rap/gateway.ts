@@ -22,6 +22,7 @@ import { inputLimitViolation } from '../core/validate';
 import { callbackGuard, type CallbackStateCheck } from './callback-guard';
 import { answeredTooLarge, callbackBodyOptions, type CallbackDelivery, DEFAULT_CALLBACK_BODY_LIMIT, deliverCallback } from './large-callbacks';
 import type { CallbackTokens } from './tokens';
+import { activeTraceparent, inCallbackSpan, validTraceparent } from './trace-context';
 import { checkCallback, type RapCallback, type RapToolResult } from './wire';
 
 export interface RapGatewayOptions {
@@ -122,7 +123,12 @@ function toInput(cb: RapCallback): InputMessage | undefined {
 export function callbackUrlMinter(tokens: CallbackTokens, gatewayUrl: string, tokenTtlMs?: number, now: () => number = Date.now) {
   const base = gatewayUrl.replace(/\/+$/, '');
   const expiry = () => (tokenTtlMs === undefined ? {} : { expiresAt: now() + tokenTtlMs });
-  return { callbackUrl: (threadId: string, callId: string) => `${base}/rap/callback/${tokens.mint({ threadId, callId, ...expiry() })}` };
+  // Minted inside the dispatching slice's span (when traced): the token carries it to the gateway (decision 61).
+  const trace = () => {
+    const traceparent = activeTraceparent();
+    return traceparent === undefined ? {} : { traceparent };
+  };
+  return { callbackUrl: (threadId: string, callId: string) => `${base}/rap/callback/${tokens.mint({ threadId, callId, ...expiry(), ...trace() })}` };
 }
 
 export async function startRapGateway(options: RapGatewayOptions): Promise<RapGateway> {
@@ -187,7 +193,9 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     }
     let delivery: CallbackDelivery;
     try {
-      delivery = await deliverCallback(options.deliver, input);
+      const requestTraceparent = validTraceparent(req.headers.traceparent);
+      const traced = { threadId: claims.threadId, callId: claims.callId, type: cb.type, ...(claims.traceparent && { traceparent: claims.traceparent }), ...(requestTraceparent && { requestTraceparent }) };
+      delivery = await inCallbackSpan(traced, () => deliverCallback(options.deliver, input));
     } catch (e) {
       guard.undo(cb, claims.threadId, claims.callId);
       if (e instanceof ThreadNotFoundError) return refuse(reply, 404, `unknown thread ${cb.group_id}`);

@@ -7,6 +7,7 @@
  * key still verifies.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { validTraceparent } from './trace-context';
 
 export interface CallbackKeys {
   current: string;
@@ -21,6 +22,11 @@ export interface TokenClaims {
   callId: string;
   /** Expiry, epoch ms; absent: the token never expires (the default: its thread revokes it). */
   expiresAt?: number;
+  /**
+   * The W3C `traceparent` of the slice that dispatched the call, when it was traced: the gateway delivers the callback
+   * as part of that trace (decision 61). Signed like the rest, so a tool cannot move its results into another trace.
+   */
+  traceparent?: string;
 }
 
 export type TokenCheck = { ok: true; claims: TokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'unknown_key' | 'expired' };
@@ -44,7 +50,8 @@ export class CallbackTokens {
   mint(claims: TokenClaims): string {
     const keyId = this.keys.current;
     const e = claims.expiresAt === undefined ? {} : { e: claims.expiresAt };
-    const body = b64(Buffer.from(JSON.stringify({ t: claims.threadId, c: claims.callId, ...e, n: b64(randomBytes(9)) })));
+    const p = claims.traceparent === undefined ? {} : { p: claims.traceparent };
+    const body = b64(Buffer.from(JSON.stringify({ t: claims.threadId, c: claims.callId, ...e, ...p, n: b64(randomBytes(9)) })));
     return `${keyId}.${body}.${b64(this.sign(keyId, body))}`;
   }
 
@@ -64,12 +71,15 @@ export class CallbackTokens {
     } catch {
       return { ok: false, reason: 'malformed' };
     }
-    const c = raw as { t?: unknown; c?: unknown; e?: unknown };
+    const c = raw as { t?: unknown; c?: unknown; e?: unknown; p?: unknown };
     if (typeof c.t !== 'string' || typeof c.c !== 'string' || (c.e !== undefined && typeof c.e !== 'number')) return { ok: false, reason: 'malformed' };
+    // The trace context is a hint: one that does not parse is ignored, the token still delivers.
+    const traceparent = validTraceparent(c.p);
+    const trace = traceparent === undefined ? {} : { traceparent };
     // No expiry: its thread revokes it. Tokens minted with one (all those from before expiry became optional) keep it.
-    if (c.e === undefined) return { ok: true, claims: { threadId: c.t, callId: c.c } };
+    if (c.e === undefined) return { ok: true, claims: { threadId: c.t, callId: c.c, ...trace } };
     if (c.e <= now) return { ok: false, reason: 'expired' };
-    return { ok: true, claims: { threadId: c.t, callId: c.c, expiresAt: c.e } };
+    return { ok: true, claims: { threadId: c.t, callId: c.c, expiresAt: c.e, ...trace } };
   }
 }
 

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BUILTIN_TOOL_NAMES } from '../core/builtins';
 import { toolResult } from '../tools/messages';
 import { defineTool, type JsonSchemaObject, type Tool, type ToolContext, type ToolLifecycle } from '../tools/tool';
+import { traceHeaders } from './trace-context';
 import { checkManifest, type RapInvocation, type RapManifest, trimBase } from './wire';
 
 export interface RapServerConfig {
@@ -48,7 +49,8 @@ export const rapRefusedText = (op: string, endpoint: string, status: number) =>
 async function post(url: string, body: unknown, headers: Record<string, string> | undefined, timeoutMs: number): Promise<Response> {
   return fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
+    // W3C trace headers of the slice that calls (none when untraced): a traced tool server continues the trace.
+    headers: { ...traceHeaders(), 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
     signal: AbortSignal.timeout(timeoutMs),
   });

@@ -12,6 +12,7 @@ import { NativeConnection, Runtime, Worker, type WorkerDeploymentOptions, type W
 import { createSliceActivities } from '../activities/slice';
 import { SliceJobs } from '../activities/slice-jobs';
 import { sliceMetrics } from '../activities/slice-metrics';
+import { sliceTracing } from '../activities/slice-tracing';
 import type { CompletionPolicy } from '../activities/completion';
 import type { ThreadEvent } from '../core/types';
 import type { ModelProvider } from '../model/provider';
@@ -21,6 +22,9 @@ import type { Tool, ToolLifecycle } from '../tools/tool';
 import { LocalEventHub } from '../events/event-hub';
 import { EventLog } from '../events/event-log';
 import { type EventServer, type EventServerOptions, startEventServer } from '../events/event-server';
+import type { TracingOption } from '../tracing/config';
+import { tracingFor } from '../tracing/install';
+import { mergeWorkerInterceptors, tracingClientInterceptors, tracingWorkerOptions } from '../tracing/interceptors';
 
 /**
  * Workflow tasks a worker runs at once unless told otherwise. Measured with the benchmark's priorities phase
@@ -89,6 +93,15 @@ export interface AgentWorkerOptions {
    * dropped at no cost.
    */
   metricMeter?: MetricMeter;
+  /**
+   * OpenTelemetry traces (docs/operations.md, "Traces"): Temporal's client, workflow and activity interceptors, one
+   * `Slice:<kind>` span per slice attempt, spans exported over OTLP/HTTP. `true` or options turn it on, `false` off;
+   * left out, the standard variables decide (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`,
+   * `OTEL_TRACES_EXPORTER=otlp`). With a prebuilt `workflowBundle`, bundle it with `tracingWorkflowModules()` as
+   * `workflowInterceptorModules` to get the workflow's spans.
+   * @default undefined (the environment decides; off when it says nothing)
+   */
+  tracing?: TracingOption;
 }
 
 /** One build of a Temporal Worker Deployment (`temporal worker deployment set-current-version` makes it current). */
@@ -135,7 +148,15 @@ export function deploymentOptions(deployment: WorkerDeployment): WorkerDeploymen
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const namespace = options.namespace ?? 'default';
   const dataConverter = options.payloadCodec ? { payloadCodecs: [options.payloadCodec] } : undefined;
-  const client = new Client({ connection: options.connection, namespace, ...(dataConverter && { dataConverter }) });
+  const tracing = tracingFor(options.tracing);
+  // The client behind `ctx.send` and the gateway's deliveries: traced, so a tool's result continues the slice's trace.
+  const client = new Client({
+    connection: options.connection,
+    namespace,
+    ...(dataConverter && { dataConverter }),
+    ...(tracing && { interceptors: tracingClientInterceptors() }),
+  });
+  const traced = tracing && tracingWorkerOptions(tracing, !options.workflowBundle);
   let onEvent = options.onEvent ?? (() => {});
   let events: EventServer | undefined;
   if (options.eventsEndpoint) {
@@ -162,6 +183,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     },
     emit: onEvent,
     metrics: sliceMetrics(options.metricMeter ?? Runtime.instance().metricMeter),
+    ...(tracing && { tracing: sliceTracing(tracing.tracer, options.model.id) }),
     systemPrompt: options.systemPrompt,
     completionPolicy: options.completionPolicy,
     compactionThreshold: options.compactionThreshold,
@@ -182,6 +204,10 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       ...(options.deployment && { workerDeploymentOptions: deploymentOptions(options.deployment) }),
       ...(dataConverter && { dataConverter }),
       ...options.workerOptions,
+      ...(traced && {
+        interceptors: mergeWorkerInterceptors(traced.interceptors, options.workerOptions?.interceptors),
+        sinks: { ...options.workerOptions?.sinks, ...traced.sinks },
+      }),
     });
     // Unversioned on purpose: it only ever runs slices this very process started, whatever build the thread is on.
     adopter = await Worker.create({
@@ -190,6 +216,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       taskQueue: handoffQueue,
       activities: { adoptSlice: activities.adoptSlice },
       ...(dataConverter && { dataConverter }),
+      ...(traced && { interceptors: { activity: traced.interceptors.activity } }),
       ...(options.workerOptions?.maxConcurrentActivityTaskExecutions !== undefined && {
         maxConcurrentActivityTaskExecutions: options.workerOptions.maxConcurrentActivityTaskExecutions,
       }),
@@ -221,6 +248,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       for (const w of [worker, adopter]) if (w.getState() === 'RUNNING') w.shutdown();
       await running;
       await events?.close();
+      await tracing?.flush().catch(() => undefined);
     },
   };
 }
