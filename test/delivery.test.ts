@@ -12,7 +12,7 @@ import { defineTool, type ToolContext } from '../src/tools/tool';
 import { toolResult } from '../src/tools/messages';
 import { join } from 'node:path';
 import { createAgentWorker } from '../src/worker/create-worker';
-import { eventually, FAST_POLICY, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { eventually, FAST_POLICY, historyFile, recordingTool, startTestSystem, type TestSystem, uid } from './helpers';
 
 const calls: ToolContext[] = [];
 // Answers through the acknowledged path while the slice that dispatched it is still running: the thread has not yet
@@ -57,7 +57,7 @@ it('says accepted, dropped with the reason, or duplicate', async () => {
   expect(await thread.deliver(right, { acknowledge: true })).toEqual({ delivered: false, reason: 'duplicate' });
   const done = await thread.waitForIdle({ settled: true });
   expect(done.dropped).toEqual({ wrong_call: 1, unknown_subscription: 1, duplicate: 1 });
-  expect(render(await thread.history())).toEqual(['user: call wait', 'call #1 wait {}', 'result #1: the answer', 'assistant: ok: tool_result']);
+  await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/delivery/acknowledged.txt');
 });
 
 it('accepts a result that arrives before the thread has recorded its call', async () => {
@@ -66,7 +66,7 @@ it('accepts a result that arrives before the thread has recorded its call', asyn
   await eventually(() => acks.length > 0, 30_000, 'the acknowledgement');
   expect(acks[0]).toEqual({ delivered: true, acknowledged: true });
   await thread.waitForIdle({ settled: true });
-  expect(render(await thread.history())).toEqual(['user: call instant', 'call #1 instant {}', 'result #1: instant answer', 'assistant: ok: tool_result']);
+  await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/delivery/result-before-call-recorded.txt');
 });
 
 it('reports a closed thread as closed, and an unknown one as ThreadNotFoundError', async () => {
@@ -99,7 +99,7 @@ it('falls back to the signal against a worker of release 0.1, which has no deliv
     const r = await thread.deliver(resultInput(thread.threadId, call.toolCallId, 'by signal'), { acknowledge: true });
     expect(r).toEqual({ delivered: true, acknowledged: false });
     await thread.waitForIdle({ settled: true });
-    expect(render(await thread.history())).toEqual(['user: call wait', 'call #1 wait {}', 'result #1: by signal', 'assistant: ok: tool_result']);
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/delivery/v01-worker-by-signal.txt');
   } finally {
     await worker.shutdown();
     await old.shutdown();

@@ -139,6 +139,18 @@ export function render(items: readonly HistoryItem[]): string[] {
   });
 }
 
+/**
+ * A whole history as the text of its snapshot file under `test/__snapshots__/<test>/<scenario>.txt`
+ * (`await expect(historyFile(items)).toMatchFileSnapshot(...)`), so a change of the thread rules shows up as a reviewed
+ * diff: one line per item as {@link render} gives it (a newline inside an item shows as `\n`), each run-specific id
+ * named in `names` (a thread id, a tool call id) replaced by its stable name.
+ */
+export function historyFile(items: readonly HistoryItem[], names: Record<string, string> = {}): string {
+  const pairs = Object.entries(names).sort((a, b) => b[0].length - a[0].length);
+  const lines = render(items).map((line) => pairs.reduce((l, [raw, name]) => l.split(raw).join(name), line.replace(/\n/g, '\\n')));
+  return `${lines.join('\n')}\n`;
+}
+
 /** Polls `fn` until it returns a truthy value. */
 export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 30_000, what = 'condition'): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;

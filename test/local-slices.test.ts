@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
 import { defineTool } from '../src/tools/tool';
 import { toolResult } from '../src/tools/messages';
-import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, historyFile, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const LONG = 'word '.repeat(200).trim();
 const model = new ScriptedModel((req) => {
@@ -37,7 +37,7 @@ it('runs a tool round trip as two local slices: two markers, no activity events'
   const thread = await sys.client.startThread({ threadId: uid('local') });
   await thread.sendUserText('check');
   await thread.waitForIdle({ settled: true });
-  expect(render(await thread.history())).toEqual(['user: check', 'call #1 instant {}', 'result #1: green', 'assistant: ok: tool_result']);
+  await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/local-slices/round-trip.txt');
   const events = ((await thread.workflow.fetchHistory()).events ?? []) as Event[];
   expect(events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(2);
   expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(0);

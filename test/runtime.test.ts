@@ -11,7 +11,7 @@ import { firstText } from '../src/model/projection';
 import { ScriptedModel, type ScriptedReply } from '../src/model/scripted';
 import { toolResult } from '../src/tools/messages';
 import { defineTool, type ToolContext } from '../src/tools/tool';
-import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, historyFile, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 /** Calls the tool named in the user's text as `call <tool> <json args>`; after a result, answers with it. */
 function script(req: ModelRequest): ScriptedReply {
@@ -100,13 +100,7 @@ describe('thread runtime', () => {
     const thread = await sys.client.startThread({ threadId: uid('build') });
     await thread.sendUserText('call get_build_status {"build_id":"42"}');
     const status = await thread.waitForIdle({ settled: true });
-    expect(render(await thread.history())).toEqual([
-      'user: call get_build_status {"build_id":"42"}',
-      'assistant: Let me check.',
-      'call #1 get_build_status {"build_id":"42"}',
-      'result #1: Build 42: green',
-      'assistant: Answer: Build 42: green',
-    ]);
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/build-status-round-trip.txt');
     expect(status).toMatchObject({ status: 'idle', slices: 2, historyLength: 5, pendingCall: null });
     const types = sys.seen.filter((e) => e.threadId === thread.threadId).map((e) => e.type);
     expect(types).toEqual(expect.arrayContaining(['user_input', 'completion_started', 'text_delta', 'tool_call', 'tool_result', 'completion_finished']));
@@ -140,13 +134,7 @@ describe('thread runtime', () => {
     await thread.waitForIdle();
     for (let i = 0; i < 3; i++) await thread.deliver(toolResult(call, 'done once'));
     const status = await thread.waitForIdle({ settled: true });
-    expect(render(await thread.history())).toEqual([
-      'user: call manual {}',
-      'assistant: Let me check.',
-      'call #1 manual {}',
-      'result #1: done once',
-      'assistant: Answer: done once',
-    ]);
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/duplicate-delivery.txt');
     expect(status.slices).toBe(2);
     expect(status.dropped.duplicate).toBe(4);
     await checkReplay(thread, 'duplicate-delivery');
@@ -175,14 +163,7 @@ describe('thread runtime', () => {
     await thread.waitForIdle({ settled: true });
     await thread.deliver(toolResult(call, 'too late'));
     const status = await thread.waitForIdle({ settled: true });
-    expect(render(await thread.history())).toEqual([
-      'user: call manual {}',
-      'assistant: Let me check.',
-      'call #1 manual {}',
-      'result #1: Tool call interrupted by user',
-      'user: never mind',
-      'assistant: You said: never mind',
-    ]);
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/interrupt-pending-call.txt');
     expect(status.dropped.already_processed).toBe(1);
     expect(status.slices).toBe(2);
     await checkReplay(thread, 'interrupt-pending-call');
@@ -192,13 +173,7 @@ describe('thread runtime', () => {
     const thread = await sys.client.startThread({ threadId: uid('unknown') });
     await thread.sendUserText('call launch_rockets {"count":3}');
     const status = await thread.waitForIdle({ settled: true });
-    expect(render(await thread.history())).toEqual([
-      'user: call launch_rockets {"count":3}',
-      'assistant: Let me check.',
-      'call #1 launch_rockets {"count":3}',
-      "result #1: Error: tool 'launch_rockets' does not exist",
-      "assistant: Answer: Error: tool 'launch_rockets' does not exist",
-    ]);
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/unknown-tool.txt');
     expect(status.slices).toBe(1);
     expect(sys.seen.filter((e) => e.threadId === thread.threadId && e.type === 'tool_call')).toHaveLength(0);
     await checkReplay(thread, 'unknown-tool');
@@ -250,7 +225,7 @@ describe('thread runtime', () => {
     const thread = await sys.client.startThread({ threadId: uid('dies') });
     await thread.sendUserText('die mid-turn');
     await thread.waitForIdle({ settled: true });
-    expect(render(await thread.history())).toEqual(['user: die mid-turn', 'assistant: the complete answer']);
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/stream-dies-mid-turn.txt');
     const reqs = requestsOf(thread.threadId);
     expect(reqs).toHaveLength(2);
     expect(reqs[1]!.messages.at(-1)).toEqual({ role: 'user', text: 'die mid-turn' });
@@ -276,7 +251,7 @@ describe('bad input', () => {
     await thread.sendUserText('still alive?');
     const status = await thread.waitForIdle({ settled: true });
     expect(status.dropped.malformed).toBe(2);
-    expect(render(await thread.history())).toEqual(['user: still alive?', 'assistant: You said: still alive?']);
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/malformed-input.txt');
     await checkReplay(thread, 'malformed-input');
   });
 

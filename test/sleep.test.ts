@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
 import { createAgentWorker } from '../src/worker/create-worker';
 import { treeScript } from './fixtures/tree-script';
-import { checkReplay, eventually, FAST_POLICY, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, FAST_POLICY, historyFile, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 let sys: TestSystem;
 const model = new ScriptedModel(treeScript);
@@ -23,12 +23,7 @@ it('sleeps for 2 s as a passive call and resumes with the reference text', async
   expect(sleeping.pendingCall).toMatchObject({ name: 'sleep', passive: true });
   await eventually(() => hasLine(thread.threadId, 'result #1: Slept for 2 seconds'), 30_000, 'wake-up');
   await thread.waitForIdle({ settled: true });
-  expect(render(await thread.history())).toEqual([
-    'user: call sleep {"seconds":2}',
-    'call #1 sleep {"seconds":2}',
-    'result #1: Slept for 2 seconds',
-    'assistant: ok: Slept for 2 seconds',
-  ]);
+  await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/sleep/sleep-2s.txt');
   await checkReplay(thread, 'sleep-2s');
 });
 

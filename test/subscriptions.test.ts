@@ -7,7 +7,7 @@ import { ScriptedModel } from '../src/model/scripted';
 import { subscriptionEvent, subscriptionStart } from '../src/tools/messages';
 import { defineTool, type ToolContext } from '../src/tools/tool';
 import { treeScript } from './fixtures/tree-script';
-import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, historyFile, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const subs: ToolContext[] = [];
 const watch = defineTool({
@@ -72,14 +72,8 @@ it('processes 20 threaded events in 20 temporary children; the parent only sees 
   const childId = status.children[0]!;
   const child = sys.client.thread(childId);
   const childItems = await child.history();
-  const eventText = childItems[3]?.kind === 'tool_result' ? childItems[3].content[0] : undefined;
-  expect(render(childItems)).toEqual([
-    'call #1 spawn_thread {"instructions":"Spawning thread to process incoming event."}',
-    `result #1: You are now INSIDE the thread for processing the single event above. Your thread ID is ${childId}, the parent which is still subscribing is ${thread.threadId}. Process the single subscription event above, report to the parent if appropriate, then close the thread after processing this event. Your outputs are NOT VISIBLE to the user, if you want to show them something, send a report to your parent.`,
-    `call #2 receive_event__injected {"original_args":{"topic":"builds"},"original_tool_call_id":"${ctx.toolCallId}","original_tool_name":"watch"}`,
-    `result #2: ${eventText?.type === 'text' ? eventText.text : ''}`,
-    `call #3 close_thread {"thread_id":"${childId}","report_to_parent":"processed ${eventText?.type === 'text' ? eventText.text : ''}"}`,
-  ]);
+  const names = { [childId]: '<event child>', [thread.threadId]: '<parent>', [ctx.toolCallId]: '<watch call>' };
+  await expect(historyFile(childItems, names)).toMatchFileSnapshot('__snapshots__/subscriptions/event-child.txt');
   expect((await child.status()).kind).toBe('event');
   await checkReplay(thread, 'subscription-20-threaded');
   await checkReplay(child, 'subscription-event-child');

@@ -10,7 +10,7 @@ import { ScriptedModel } from '../src/model/scripted';
 import { resultInput } from '../src/core/inputs';
 import type { ToolContext } from '../src/tools/tool';
 import { treeScript } from './fixtures/tree-script';
-import { checkReplay, eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, historyFile, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const waits: ToolContext[] = [];
 const childWait = recordingTool('child_wait', waits);
@@ -74,12 +74,7 @@ describe('spawn_thread', () => {
     // A child's own history starts with the seed that answers the inherited spawn call.
     const child = sys.client.thread(children[0]!);
     expect((await child.status()).status).toBe('closed');
-    expect(render(await child.history())).toEqual([
-      `result #1: You are now INSIDE the thread that you requested to create. Your thread ID is ${children[0]}. Your next task is to exactly follow these instructions: report:A done\n. Start by repeating to yourself the instructions, ignoring thinking from the parent context. Make sure to not be confused by the parent context. If the parent was planning to spawn more threads, you should not.`,
-      'call #2 report_to_parent {"report":"A done"}',
-      'result #2: Report sent to parent thread.',
-      `call #3 close_thread {"thread_id":"${children[0]}"}`,
-    ]);
+    await expect(historyFile(await child.history(), { [children[0]!]: '<child A>' })).toMatchFileSnapshot('__snapshots__/threads/child-report-close.txt');
     // The child's first request was the parent's history through the spawn call, then the seed.
     const firstChildRequest = model.requests.find((r) => r.system.includes(`current thread ID is \`${children[0]}\``))!;
     expect(firstChildRequest.messages.map((m) => m.role)).toEqual(['user', 'tool_call', 'tool_result']);
