@@ -12,6 +12,7 @@ import { CommitConflictError, type ConversationStore, type NewSummary, type Thre
 import { toolResult } from '../tools/messages';
 import type { Tool, ToolContext, ToolLifecycle } from '../tools/tool';
 import { BUILTIN_TOOL_NAMES } from '../core/builtins';
+import { boundedReply, callLines } from '../core/slice-outline';
 import { type AsyncCall, type CompletionOutput, type CompletionPolicy, DEFAULT_COMPLETION_POLICY, runCompletion } from './completion';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
 import { sliceEntryPoints } from './slice-entry';
@@ -53,8 +54,6 @@ export interface SliceDependencies {
    */
   handoffQueue?: string;
 }
-
-const shorten = (s: string, n = 200) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 export function createSliceActivities(deps: SliceDependencies) {
   for (const t of deps.tools) {
@@ -255,7 +254,10 @@ export function createSliceActivities(deps: SliceDependencies) {
       appended: append.length,
     };
     if (out.usage) result.usage = out.usage;
-    if (lastText?.kind === 'assistant') result.lastText = shorten(lastText.text);
+    // For the Temporal UI (issue 17 §2): the reply whole up to a bound, and the calls this slice made.
+    if (lastText?.kind === 'assistant') result.lastText = boundedReply(lastText.text);
+    const calls = callLines(out.buffer.flushed);
+    if (calls.length > 0) result.calls = calls;
     if (out.error) result.error = out.error;
     if (out.action) result.action = out.action;
     if (out.cancelledSubscriptions.length > 0) result.cancelledSubscriptions = out.cancelledSubscriptions;

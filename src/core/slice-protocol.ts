@@ -61,8 +61,10 @@ export interface SliceResult {
   followUps: InputMessage[];
   /** Tokens used by all of this slice's model requests. */
   usage?: TokenUsage;
-  /** The last assistant text, shortened, for the Temporal UI. */
+  /** The last assistant text, for the Temporal UI: whole up to `LAST_REPLY_MAX_CHARS` since release 0.5, 200 before. */
   lastText?: string;
+  /** The tool calls this slice made, as `name {args}` lines (shortened; `core/slice-outline.ts`), since release 0.5. */
+  calls?: string[];
   /** The slice was cancelled by a user interruption and committed what it had streamed. */
   interrupted: boolean;
   /** How many of the committed items were the slice's inputs (`append`), recorded since release 0.3. */
