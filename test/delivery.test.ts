@@ -47,7 +47,7 @@ it('says accepted, dropped with the reason, or duplicate', async () => {
 
   const wrong = resultInput(thread.threadId, 'no-such-call', 'late');
   expect(await thread.deliver(wrong, { acknowledge: true })).toEqual({ delivered: false, reason: 'wrong_call' });
-  // Events wait while a call is pending (reference spec §5.3): the answer is "held back", judged once the call is done.
+  // Events wait while a call is pending (docs/semantics.md §8): the answer is "held back", judged once the call is done.
   const event = subscriptionEvent({ threadId: thread.threadId, toolCallId: 'no-such-subscription' }, 'tick');
   expect(await thread.deliver(event, { acknowledge: true })).toEqual({ delivered: true, acknowledged: true, deferred: true });
   expect((await thread.status()).deferred).toBe(1);

@@ -1,5 +1,5 @@
 /**
- * Temporal carries ids and counters, the store carries the words (DESIGN §5): the bytes a turn adds to the
+ * Temporal carries ids and counters, the store carries the words (docs/architecture.md, "Data model"): the bytes a turn adds to the
  * thread's Temporal history must not grow with the conversation. Measured on the real dev server by encoding the
  * history events each turn appended.
  */

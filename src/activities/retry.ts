@@ -1,5 +1,5 @@
 /**
- * Retries of a model round (reference spec §2.6): the policy, the timeouts, and which failures are retried after how
+ * Retries of a model round (docs/semantics.md §17; reference spec §2.6): the policy, the timeouts, and which failures are retried after how
  * long. Kept apart from the completion loop so the table reads in one place.
  */
 import { ModelStreamEndedError } from '../model/provider';
@@ -108,7 +108,7 @@ function retryAfterMs(e: unknown): number | undefined {
 
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
 
-/** The reference's retry table (§2.6), plus HTTP status codes and `Retry-After` where the provider gives them. */
+/** The reference's retry table (reference spec §2.6; docs/semantics.md §17), plus HTTP status codes and `Retry-After` where the provider gives them. */
 export function classifyFailure(failure: unknown, received: boolean, policy: CompletionPolicy): RetryDecision {
   const unexpectedEnd = { retry: true, info: 'Stream error (unexpected end), retrying...', waitMs: policy.unexpectedEndWaitMs };
   if (failure === undefined || failure instanceof ModelStreamEndedError) return { ...unexpectedEnd, giveUpError: 'Stream timed out' };

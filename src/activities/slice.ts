@@ -1,5 +1,5 @@
 /**
- * The `runSlice` activity (DESIGN §5): load → one completion → commit atomically → dispatch at most one async tool
+ * The `runSlice` activity (docs/architecture.md, "The slice protocol"): load → one completion → commit atomically → dispatch at most one async tool
  * call. Its input and output stay small; the conversation moves only between this process and the store.
  */
 import { ApplicationFailure } from '@temporalio/activity';
@@ -63,7 +63,7 @@ export function createSliceActivities(deps: SliceDependencies) {
   const threshold = deps.compactionThreshold ?? 0.75;
   const window = deps.model.contextWindow;
 
-  /** Did the last request fill more of the context window than the threshold (reference spec §6.1)? */
+  /** Did the last request fill more of the context window than the threshold (docs/semantics.md §12; reference spec §6.1)? */
   const overThreshold = (kind: ThreadKind, usage: TokenUsage | undefined): boolean => {
     const used = usage && contextTokens(usage);
     return kind !== 'compaction' && threshold > 0 && !!window && used !== undefined && used > window * threshold;
@@ -109,7 +109,7 @@ export function createSliceActivities(deps: SliceDependencies) {
     send: deps.send,
   });
 
-  /** Starts an async tool; failures become an error result for the same call (reference spec §2.7). */
+  /** Starts an async tool; failures become an error result for the same call (docs/semantics.md §3; reference spec §2.7). */
   async function dispatch(threadId: string, rootThreadId: string, call: AsyncCall, ancestors: string[], userId?: string): Promise<InputMessage[]> {
     if (BUILTIN_TOOL_NAMES.has(call.name)) return []; // carried out by the workflow
     const tool = tools.get(call.name);
@@ -282,7 +282,7 @@ export function createSliceActivities(deps: SliceDependencies) {
       // A zombie attempt of this slice committed first: its result is the one that counts.
       return replayCommitted(input, (await deps.store.findSlice(threadId, sliceId))!);
     }
-    // The summary is in the store with this commit: from now on the parent's slices load it (reference spec §6.5).
+    // The summary is in the store with this commit: from now on the parent's slices load it (docs/semantics.md §12).
     metrics?.committed(input.kind, performance.now() - startedAt, result, items, classify);
     deps.tracing?.committed(result, items);
     if (summary) {

@@ -170,7 +170,7 @@ export class AgentClient {
   }
 
   /**
-   * User text creates its thread when it does not exist (reference spec §7.2.2). The third argument is the message id
+   * User text creates its thread when it does not exist (docs/semantics.md §1; reference spec §7.2.2). The third argument is the message id
    * (pass one to make a resend idempotent) or {@link SendUserTextOptions}.
    */
   async sendUserText(threadId: string, text: string, idOrOptions: string | SendUserTextOptions = {}): Promise<string> {
@@ -257,7 +257,7 @@ export class ThreadHandle {
   }
 
   /**
-   * Compacts the history now (reference spec §6): a compaction thread summarizes it, and later completions see the
+   * Compacts the history now (docs/semantics.md §12): a compaction thread summarizes it, and later completions see the
    * summary instead of what it covers. Ignored while a compaction is already running. Throws
    * {@link ThreadNotFoundError} or {@link ThreadClosedError} when the thread cannot take it.
    */

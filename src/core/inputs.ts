@@ -20,12 +20,12 @@ export function syntheticInput(id: string, threadId: string, synthetic: Syntheti
   return { id, threadId, content: { type: 'tool_result', toolCallId: synthetic.toolCallId, content: textContent(text) }, synthetic };
 }
 
-/** Asks a thread to compact its history (reference spec §6.1); automatic or from `thread.compact()`. */
+/** Asks a thread to compact its history (docs/semantics.md §12; reference spec §6.1); automatic or from `thread.compact()`. */
 export function compactionInput(id: string, threadId: string): InputMessage {
   return { id, threadId, content: { type: 'text', text: '' }, synthetic: { type: 'compaction' } };
 }
 
-/** A compaction thread tells its parent that it finished (reference spec §6.3). */
+/** A compaction thread tells its parent that it finished (docs/semantics.md §12; reference spec §6.3). */
 export function compactionCompleteInput(id: string, threadId: string, text: string): InputMessage {
   return { id, threadId, content: { type: 'tool_result', toolCallId: '', content: textContent(text) }, synthetic: { type: 'compaction_complete' } };
 }

@@ -1,5 +1,5 @@
 /**
- * The contract between the thread workflow and the `runSlice` activity (DESIGN §5).
+ * The contract between the thread workflow and the `runSlice` activity (docs/architecture.md, "The slice protocol").
  * Both directions stay small: ids, counters and the items being appended, never the conversation.
  */
 import type { InputMessage, PendingCall, StoredItem, ThreadKind, TokenUsage } from './types';

@@ -1,5 +1,5 @@
 /**
- * The data model shared by every layer (DESIGN §3, reference spec §1).
+ * The data model shared by every layer (docs/architecture.md, "Data model"; reference spec §1).
  *
  * Everything here is plain JSON: it crosses Temporal payloads, the conversation store and the
  * client API unchanged. This module has no dependencies so that workflow code can import it.
@@ -32,7 +32,7 @@ export type InputContent =
   | { type: 'text'; text: string; staged?: StagedRef }
   | { type: 'tool_result'; toolCallId: string; content: ToolResultContent[] };
 
-/** Runtime-generated kinds of input (reference spec §1.3). */
+/** Runtime-generated kinds of input (docs/semantics.md §1; reference spec §1.3). */
 export type SyntheticKind =
   | { type: 'subscription_event'; toolCallId: string; associative?: boolean; final?: boolean }
   | { type: 'thread_report'; toolCallId: string; childThreadId: string }
@@ -85,7 +85,7 @@ export type HistoryItem =
       result: { id: string; content: ToolResultContent[] };
     };
 
-/** A history item with the message id that makes its commit idempotent (reference spec §1.7). */
+/** A history item with the message id that makes its commit idempotent (docs/semantics.md §13; reference spec §1.7). */
 export interface StoredItem {
   messageId: string;
   item: HistoryItem;
@@ -178,7 +178,7 @@ export interface ThreadStatus {
   runs: number;
   /** Inputs received but not yet processed. */
   queued: number;
-  /** Events and reports held back until the pending call is answered (reference spec §5.3). */
+  /** Events and reports held back until the pending call is answered (docs/semantics.md §8). */
   deferred: number;
   /** Inputs dropped per reason, across continue-as-new. */
   dropped: Partial<Record<DropReason, number>>;
@@ -190,7 +190,7 @@ export interface ThreadStatus {
   lastUsage?: TokenUsage;
   /** Usage of all slices so far, across continue-as-new. */
   usage?: TokenUsage;
-  /** Compactions finished so far, and the compaction thread at work now (reference spec §6). */
+  /** Compactions finished so far, and the compaction thread at work now (docs/semantics.md §12). */
   compaction: { completed: number; running?: string };
   /** What the pending call's tool asks of the user (an OAuth link, a choice), until the call is answered. */
   prompts: (PendingPrompt & { toolCallId: string })[];
@@ -200,7 +200,7 @@ export interface ThreadStatus {
   lastError?: string;
 }
 
-/** Live events of a thread (reference spec §7.3). */
+/** Live events of a thread (reference spec §7.3; their transport: docs/decisions.md §33). */
 export type ThreadEvent = { threadId: string } & (
   | { type: 'user_input'; text: string }
   | { type: 'tool_result'; toolCallId: string; text: string }

