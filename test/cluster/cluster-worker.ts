@@ -12,32 +12,19 @@
  * Prints `READY` once it polls, and `SLICE-ERROR <text>` for every failed slice attempt it sees (the test reports
  * them). On SIGTERM it shuts down gracefully (the SDK's runtime handles the signal) and exits.
  */
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { ModelRequest } from '../../src/model/provider';
 import { ScriptedModel, type ScriptedReply, type ScriptedTurn } from '../../src/model/scripted';
 import { openConversationStore } from '../../src/store/open';
-import { subscriptionStart } from '../../src/tools/messages';
-import { defineTool } from '../../src/tools/tool';
 import { createAgentWorker } from '../../src/worker/create-worker';
-import { treeScript } from '../fixtures/tree-script';
-
-/** An async tool whose result the test delivers later, through its own client. */
-const pending = (name: string) =>
-  defineTool({
-    name,
-    description: 'starts work whose result arrives later',
-    parameters: { type: 'object' },
-    execute() {},
-  });
+import { treeScript, treeTools } from '../fixtures/tree-script';
+import { workerMain } from '../fixtures/worker-main';
 
 /** The thread a request is for (the system prompt names it). */
 const threadOf = (req: ModelRequest) => /Your current thread ID is `([^`]+)`\. The root thread ID is `([^`]+)`\./.exec(req.system);
 
-async function main() {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+workerMain(async (connection) => {
   const env = process.env;
   const slowPartMs = Number(env.SLOW_PART_MS ?? 0);
-  const connection = await NativeConnection.connect({ address: env.TEMPORAL_ADDRESS! });
   const store = openConversationStore(env.STORE_URL!, { pool: { max: Number(env.PG_POOL_MAX ?? 20) } });
   const script = (req: ModelRequest): ScriptedReply => {
     // treeScript always answers with a turn (text and/or one tool call), never with raw parts.
@@ -46,20 +33,12 @@ async function main() {
     const firstRootTurn = ids !== null && ids[1] === ids[2] && req.messages.length === 1;
     return firstRootTurn && slowPartMs > 0 && ids[1]!.endsWith('-slow') ? { ...reply, delayMs: slowPartMs } : reply;
   };
-  const watch = defineTool({
-    name: 'watch',
-    description: 'subscribes to a stream of events',
-    parameters: { type: 'object', properties: { topic: { type: 'string' } } },
-    async execute(_args, ctx) {
-      await ctx.send(subscriptionStart(ctx, 'watching'));
-    },
-  });
   const worker = await createAgentWorker({
     connection,
     taskQueue: env.TASK_QUEUE!,
     store,
     model: new ScriptedModel(script),
-    tools: [pending('wait_for_ci'), pending('child_wait'), watch],
+    tools: treeTools(),
     workflowBundle: { codePath: env.BUNDLE_PATH! },
     maxCachedWorkflows: Number(env.MAX_CACHED_WORKFLOWS ?? 1000),
     onEvent(e) {
@@ -72,15 +51,5 @@ async function main() {
       stickyQueueScheduleToStartTimeout: '5s',
     },
   });
-  const running = worker.run();
-  console.log('READY');
-  await running;
-  await store.close();
-  await connection.close();
-  process.exit(0);
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
+  return { worker, close: () => store.close() };
 });
