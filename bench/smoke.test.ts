@@ -2,8 +2,9 @@
  * `npm run bench:smoke`: the whole benchmark harness on a tiny configuration, so it never rots. It checks that the
  * run finished and wrote well-formed results — never a timing.
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
@@ -11,26 +12,51 @@ import { GROUPS } from './phases/scaling';
 import type { Results } from './results';
 import type { ScalingResults } from './scaling-run';
 
-/** Runs `npm run bench -- --profile <profile>` into a new directory; returns the directory. */
+/**
+ * Runs `npm run bench -- --profile <profile>` into a new directory; returns the directory.
+ *
+ * The run takes minutes, and this process is a vitest worker whose calls to the runner time out after 60 s unanswered
+ * ("Timeout calling onTaskUpdate", failing a run whose tests passed): its event loop must stay free for the replies.
+ * So nothing synchronous waits on the run (no execFileSync), and none of the run's output passes through here: the
+ * bench and every process it starts (dev server, cluster, worker processes) write to `<dir>.log` through the file
+ * descriptors they inherit, instead of a pipe this process reads and writes on to vitest's, which then writes it to
+ * the terminal — a relay that ties the runner's replies to whatever drains that terminal. Results are read with
+ * promises.
+ */
 async function runBench(profile: string, timeoutMs: number): Promise<string> {
   const out = mkdtempSync(join(tmpdir(), `bench-${profile}-`));
-  // Not execFileSync: the run takes minutes, and a test worker whose event loop is blocked that long misses vitest's
-  // RPC deadline ("Timeout calling onTaskUpdate").
-  await new Promise<void>((resolve, reject) => {
-    const child = execFile(process.execPath, ['--import', 'tsx', join(__dirname, 'run.ts'), '--profile', profile, '--out', out], { timeout: timeoutMs }, (e) =>
-      e ? reject(e) : resolve(),
-    );
-    child.stderr?.pipe(process.stderr);
-  });
+  const logFile = `${out}.log`;
+  const log = openSync(logFile, 'w');
+  try {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'run.ts'), '--profile', profile, '--out', out], { stdio: ['ignore', log, log] });
+    // 'exit', not 'close': a process the bench left behind may hold the log open, and must not hold up the test.
+    const ended = await new Promise<number | NodeJS.Signals | null>((resolve, reject) => {
+      const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
+      child.once('error', (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        resolve(code ?? signal);
+      });
+    });
+    if (ended !== 0) {
+      const tail = (await readFile(logFile, 'utf8')).split('\n').slice(-40).join('\n');
+      throw new Error(`bench --profile ${profile} ended with ${ended}; the last lines of ${logFile}:\n${tail}`);
+    }
+  } finally {
+    closeSync(log);
+  }
   return out;
 }
 
 it('runs every design and writes JSON, a markdown summary and a chart', async () => {
   const out = await runBench('smoke', 540_000);
-  const files = readdirSync(out);
+  const files = await readdir(out);
   const json = files.find((f) => f.endsWith('.json'))!;
   expect(files.filter((f) => f.startsWith(json.replace('.json', '')))).toHaveLength(3);
-  const r = JSON.parse(readFileSync(join(out, json), 'utf8')) as Results;
+  const r = JSON.parse(await readFile(join(out, json), 'utf8')) as Results;
   expect(Object.keys(r.designs).sort()).toEqual(['blocking', 'ceiling', 'ours', 'v01']);
   for (const [name, d] of Object.entries(r.designs)) {
     expect(d.errors, name).toEqual([]);
@@ -78,8 +104,8 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
   }
   for (const key of ['idleP50Ms', 'floodWithoutP50Ms', 'floodWithP50Ms', 'floodWithOverIdleP50'] as const) expect(Number.isFinite(p[key]), key).toBe(true);
   expect(r.rssTimeline.length).toBeGreaterThan(0);
-  expect(readFileSync(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);
-  const md = readFileSync(join(out, json.replace('.json', '.md')), 'utf8');
+  expect(await readFile(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);
+  const md = await readFile(join(out, json.replace('.json', '.md')), 'utf8');
   for (const design of ['ours', 'v01', 'ceiling', 'blocking']) expect(md).toContain(`| ${design} |`);
   expect(md).toContain('ours / v01');
   expect(md).toContain('(ours | v01)');
@@ -88,11 +114,11 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
 
 it('runs the scaling matrix: every server × store × worker count, each cell completing all its turns', async () => {
   const out = await runBench('scaling-smoke', 300_000);
-  const files = readdirSync(out);
+  const files = await readdir(out);
   const json = files.find((f) => f.endsWith('.json'))!;
   expect(json).toMatch(/^scaling-smoke-/);
   expect(files.filter((f) => f.startsWith(json.replace('.json', '')))).toHaveLength(3);
-  const r = JSON.parse(readFileSync(join(out, json), 'utf8')) as ScalingResults;
+  const r = JSON.parse(await readFile(join(out, json), 'utf8')) as ScalingResults;
   const { agentsPerWave: agents, turns } = r.config;
   const cells = r.scaling.cells;
   expect(cells.map((c) => `${c.server}/${c.store}/${c.workers}`).sort()).toEqual(
@@ -115,8 +141,8 @@ it('runs the scaling matrix: every server × store × worker count, each cell co
     expect(c.serverRestRss, name).toBeGreaterThan(0);
   }
   expect(r.restRss.postgres).toBeGreaterThan(0);
-  expect(readFileSync(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);
-  const md = readFileSync(join(out, json.replace('.json', '.md')), 'utf8');
+  expect(await readFile(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);
+  const md = await readFile(join(out, json.replace('.json', '.md')), 'utf8');
   expect(md).toContain('| worker processes | dev server · SQLite | dev server · PostgreSQL | cluster · SQLite | cluster · PostgreSQL |');
   expect(md.match(/\| \*\*(server|workers|postgres|driver)\*\* \|$/gm)).toHaveLength(cells.length);
 });
