@@ -40,6 +40,12 @@ export interface LocalSystemOptions {
   /** Fraction of the context window that triggers compaction (default 0.75; 0 = never). */
   compactionThreshold?: number;
   threadOptions?: ThreadOptions;
+  /**
+   * How inputs travel (see `AgentClientOptions.signalNames`). Default `by-kind` when the system starts its own dev
+   * server (its one worker is this build), `input` on a server given to it, where older workers may poll the queue.
+   * A dev server it starts registers `Title`, so its threads write it too (`ThreadOptions.titleSearchAttribute`).
+   */
+  signalNames?: 'input' | 'by-kind';
   maxCachedWorkflows?: number;
   workflowBundle?: AgentWorkerOptions['workflowBundle'];
   workerOptions?: AgentWorkerOptions['workerOptions'];
@@ -117,6 +123,9 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
           ...options.devServer,
         });
     if (ownServer) cleanups.push(() => devServer.stop());
+    // Decision 62: one build serves a server of its own, which registers `Title`.
+    const signalNames = options.signalNames ?? (ownServer ? 'by-kind' : 'input');
+    const threadOptions: ThreadOptions | undefined = ownServer ? { titleSearchAttribute: true, ...options.threadOptions } : options.threadOptions;
     const storePath = options.store ? undefined : join(dataDir, 'conversations.sqlite');
     const store = options.store ?? new SqliteConversationStore(storePath!);
     if (!options.store) cleanups.push(() => store.close());
@@ -131,6 +140,7 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       store,
       model,
       tools: options.tools,
+      signalNames,
       onEvent: (e) => events.emit(e),
       systemPrompt: options.systemPrompt,
       completionPolicy: options.completionPolicy,
@@ -156,7 +166,8 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       taskQueue,
       store,
       events,
-      threadOptions: options.threadOptions,
+      signalNames,
+      ...(threadOptions && { threadOptions }),
     });
     return {
       devServer,

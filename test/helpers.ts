@@ -57,6 +57,10 @@ export interface TestSystemOptions {
   toolLifecycle?: ToolLifecycle[];
   /** Worker and client encode payloads with it; `temporal` stays a plain client that sees them encoded. */
   payloadCodec?: PayloadCodec;
+  /** How worker (tools) and client send inputs (decision 62); default `input`. */
+  signalNames?: 'input' | 'by-kind';
+  /** Another workflow bundle than this build's (e.g. a frozen release's). */
+  workflowBundlePath?: string;
 }
 
 /** Fast retries for tests; the reference waits (1 s / 5 s / 30 s) are kept small but nonzero. */
@@ -88,14 +92,22 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
         completionPolicy: { ...FAST_POLICY, ...options.completionPolicy },
         compactionThreshold: options.compactionThreshold,
         maxCachedWorkflows: options.maxCachedWorkflows,
-        workflowBundle: { codePath: inject('workflowBundlePath') },
+        workflowBundle: { codePath: options.workflowBundlePath ?? inject('workflowBundlePath') },
         ...(options.payloadCodec && { payloadCodec: options.payloadCodec }),
+        ...(options.signalNames && { signalNames: options.signalNames }),
         ...(options.toolLifecycle && { toolLifecycle: options.toolLifecycle }),
       });
   void worker?.run();
   const temporal = new Client({ connection });
   const agentTemporal = options.payloadCodec ? new Client({ connection, dataConverter: { payloadCodecs: [options.payloadCodec] } }) : temporal;
-  const client = new AgentClient({ client: agentTemporal, taskQueue, store, events, threadOptions: options.threadOptions });
+  const client = new AgentClient({
+    client: agentTemporal,
+    taskQueue,
+    store,
+    events,
+    threadOptions: options.threadOptions,
+    ...(options.signalNames && { signalNames: options.signalNames }),
+  });
   return {
     client,
     temporal,

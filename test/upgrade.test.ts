@@ -27,7 +27,7 @@ import * as T from '../src/core/texts';
 import { ScriptedModel } from '../src/model/scripted';
 import { subscriptionEvent, toolResult } from '../src/tools/messages';
 import { V02, V03 } from '../src/workflows/patches';
-import type { ThreadWorkflowArgs } from '../src/workflows/state';
+import { CARRIED_STATE_VERSION, type ThreadWorkflowArgs } from '../src/workflows/state';
 import { eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 type HistoryEvent = proto.api.history.v1.IHistoryEvent;
@@ -395,7 +395,7 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (this release),
   const run2 = canRuns[1]!;
   const started = run2.events[0]!.workflowExecutionStartedEventAttributes!;
   const run2Args = defaultPayloadConverter.fromPayload(started.input!.payloads![0]!) as ThreadWorkflowArgs;
-  expect(run2Args.carried?.version).toBe(2);
+  expect(run2Args.carried?.version).toBe(CARRIED_STATE_VERSION);
   // B started the new run and only answered waits in it since (updates): no marker in it yet.
   const run2Tasks = run2.events.filter(identity).map(identity);
   expect(run2Tasks.length).toBeGreaterThan(0);

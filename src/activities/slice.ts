@@ -26,8 +26,8 @@ export interface SliceDependencies {
   store: ConversationStore;
   model: ModelProvider;
   tools: readonly Tool[];
-  /** Delivers a message to a thread's input queue; handed to tools as `ctx.send`. */
-  send(message: InputMessage): Promise<void>;
+  /** Delivers a message to a thread's input queue; handed to tools as `ctx.send` (`toolName`: the sending tool's). */
+  send(message: InputMessage, from?: { toolName: string }): Promise<void>;
   /** Receives live events; must not throw. */
   emit(event: ThreadEvent): void;
   /** Replaces the default system prompt (the thread-id suffix is always added). */
@@ -106,7 +106,8 @@ export function createSliceActivities(deps: SliceDependencies) {
     ...(userId !== undefined && { userId }),
     toolCallId,
     toolName,
-    send: deps.send,
+    // The sending tool's name rides along for the Temporal UI (the readable signal payload; decision 62).
+    send: (message) => deps.send(message, { toolName }),
   });
 
   /** Starts an async tool; failures become an error result for the same call (docs/semantics.md §3; reference spec §2.7). */

@@ -11,9 +11,9 @@ import { titleOf } from '../core/title';
 import { priorityViolation, rootPriority, type ThreadPriority } from '../core/priority';
 import { inputLimitViolation } from '../core/validate';
 import type { LocalEventHub } from '../events/event-hub';
-import { inputSignal, searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
+import { searchAttributes, statusQuery, THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
 import type { ThreadOptions, ThreadWorkflowArgs } from '../workflows/state';
-import { deliverInput, type DeliveryResult, prepareInput } from '../inbox/deliver';
+import { deliverInput, type DeliveryResult, prepareInput, signalFor } from '../inbox/deliver';
 import { discardPrepared, type InputLimits } from '../inbox/staging';
 import { InvalidInputError, ThreadClosedError, ThreadNotFoundError } from '../inbox/errors';
 import { AsyncQueue } from '../events/async-queue';
@@ -56,6 +56,15 @@ export interface AgentClientOptions {
    * key (an agent tree shares one fair share of the task queue), weight 1. See docs/operations.md.
    */
   priority?: ThreadPriority;
+  /**
+   * `by-kind`: send each input by its kind's signal (`user_text`, `tool_result`, `event`, `report`, `control`) with
+   * its readable part first, so a thread's event history reads at a glance; threads this client starts send their
+   * reports so too (decision 62). Turn it on only once every worker runs release 0.5 or later: an older worker has no
+   * handler for those names and leaves the input unread (it is read, out of turn, once a newer worker replays the
+   * thread). `infinity-temporal dev` and `startLocalSystem` run one build and turn it on.
+   * @default 'input'
+   */
+  signalNames?: 'input' | 'by-kind';
 }
 
 export interface SendUserTextOptions {
@@ -72,6 +81,11 @@ export interface StartThreadOptions {
   metadata?: Record<string, unknown>;
   /** Task priority and fairness (see {@link AgentClientOptions.priority}); set when the thread starts. */
   priority?: ThreadPriority;
+  /**
+   * What the thread is about: its memo title and static summary (the Temporal UI shows it in lists and the
+   * relationships view). Without it, the first user text titles the thread.
+   */
+  title?: string;
 }
 
 export type { ThreadFilter, ThreadSummary } from './listing';
@@ -104,14 +118,23 @@ export class AgentClient {
 
   private workflowArgs(threadId: string): ThreadWorkflowArgs {
     const args: ThreadWorkflowArgs = { threadId, kind: 'root' };
-    if (this.options.threadOptions) args.options = this.options.threadOptions;
+    const byKind = this.options.signalNames === 'by-kind' && { signalNames: 'by-kind' as const };
+    if (this.options.threadOptions || byKind) args.options = { ...this.options.threadOptions, ...byKind };
     return args;
   }
 
-  private startOptions(threadId: string, priority: ThreadPriority | undefined) {
+  /** The title at start: memo, static summary, and the `Title` search attribute where threads write it. */
+  private titled(title: string | undefined): { memo?: { title: string }; staticSummary?: string; attributes: { key: typeof searchAttributes.Title; value: string }[] } {
+    if (title === undefined) return { attributes: [] };
+    const t = titleOf(title);
+    return { memo: { title: t }, staticSummary: t, attributes: this.options.threadOptions?.titleSearchAttribute ? [{ key: searchAttributes.Title, value: t }] : [] };
+  }
+
+  private startOptions(threadId: string, priority: ThreadPriority | undefined, title?: string) {
     const given = { ...this.options.priority, ...priority };
     const violation = priorityViolation(given);
     if (violation) throw new InvalidInputError(violation);
+    const { attributes, ...titled } = this.titled(title);
     return {
       priority: rootPriority(threadId, given),
       workflowId: threadId,
@@ -120,8 +143,10 @@ export class AgentClient {
       typedSearchAttributes: [
         { key: searchAttributes.ThreadKind, value: 'root' },
         { key: searchAttributes.AgentStatus, value: 'idle' },
+        ...attributes,
       ],
       staticSummary: `agent thread ${threadId}`,
+      ...titled,
     };
   }
 
@@ -134,7 +159,7 @@ export class AgentClient {
     // Before the start request serializes it: a deep metadata object would overflow the stack there.
     const shape = options.metadata === undefined ? undefined : inputLimitViolation({ metadata: options.metadata });
     if (shape) throw new InvalidInputError(shape);
-    const start = this.startOptions(threadId, options.priority);
+    const start = this.startOptions(threadId, options.priority, options.title);
     if (options.metadata) start.args = [{ ...start.args[0], metadata: options.metadata }];
     await typedUnavailable(() => this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' }));
     return this.thread(threadId);
@@ -161,7 +186,9 @@ export class AgentClient {
    */
   deliver(message: InputMessage, options: DeliverOptions = {}): Promise<DeliveryResult> {
     return typedUnavailable(() =>
-      options.acknowledge ? deliverAcknowledged(this.temporal, message, this.limits) : deliverInput(this.temporal, message, this.limits),
+      options.acknowledge
+        ? deliverAcknowledged(this.temporal, message, this.limits)
+        : deliverInput(this.temporal, message, this.limits, { signalNames: this.options.signalNames ?? 'input' }),
     );
   }
 
@@ -175,17 +202,17 @@ export class AgentClient {
    */
   async sendUserText(threadId: string, text: string, idOrOptions: string | SendUserTextOptions = {}): Promise<string> {
     const { id = randomUUID(), priority } = typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;
-    const start = this.startOptions(threadId, priority);
+    // A thread this text creates has its title from the start: no memo write in its first workflow task.
+    const start = this.startOptions(threadId, priority, text);
     const prepared = await prepareInput(userText(threadId, text, id), this.limits);
+    const { signal, payload } = signalFor(prepared.message, { signalNames: this.options.signalNames ?? 'input' });
     try {
       await sendWhileBusy(threadId, () =>
         typedUnavailable(() => this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
           ...start,
-          // A thread this text creates has its title from the start: no memo write in its first workflow task.
-          memo: { title: titleOf(text) },
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          signal: inputSignal,
-          signalArgs: [prepared.message],
+          signal,
+          signalArgs: [payload],
         })),
       );
     } catch (e) {

@@ -157,6 +157,19 @@ export type DropReason =
   | 'unknown_subscription'
   | 'unknown_call';
 
+/** One input a thread dropped: its id (when it had one), the reason, and what it was, in a few words. */
+export interface DroppedInput {
+  id?: string;
+  reason: DropReason;
+  what: string;
+}
+
+/** The `drops` query: counts per reason across continue-as-new, and the last few drops of this run, newest last. */
+export interface DroppedInputs {
+  counts: Partial<Record<DropReason, number>>;
+  recent: DroppedInput[];
+}
+
 /**
  * What a thread did with an acknowledged input: it reached history (or waits, held back behind the pending call, and
  * will), or it was dropped and why.

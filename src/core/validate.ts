@@ -4,6 +4,7 @@
  */
 import type { InputMessage, ToolResultContent } from './types';
 import { stagedInputError } from './staged';
+import { inputOfPayload, type KindSignalName } from './readable-input';
 
 export type Validation<T> = { ok: true; value: T } | { ok: false; error: string };
 
@@ -96,6 +97,18 @@ export function validateInputMessage(v: unknown): Validation<InputMessage> {
   const stagedErr = stagedInputError(v as { content: unknown });
   if (stagedErr) return fail(`input.${stagedErr}`);
   return { ok: true, value: v as unknown as InputMessage };
+}
+
+/**
+ * What a signal named by its kind (`user_text`, `tool_result`, `event`, `report`, `control`; decision 62) carries: an
+ * {@link InputMessage}, or the readable form of its kind (`{text, threadId, id}` for a user text, `{tool?, text,
+ * toolCallId, threadId, id}` for a tool result or an event; see `readable-input.ts`), within the shape limits. The
+ * `input` signal takes `InputMessage`s only, as it always has: its recorded histories replay unchanged.
+ */
+export function validateKindSignal(name: KindSignalName, raw: unknown): Validation<InputMessage> {
+  const message = inputOfPayload(name, raw);
+  const limit = inputLimitViolation(message);
+  return limit ? { ok: false, error: limit } : validateInputMessage(message);
 }
 
 export function isUserText(m: InputMessage): boolean {

@@ -49,6 +49,12 @@ export interface DevServer {
 export const THREAD_SEARCH_ATTRIBUTES = { AgentStatus: 'Keyword', ParentThreadId: 'Keyword', ThreadKind: 'Keyword' } as const;
 
 /**
+ * The thread's title as a Text attribute (found by its words: `Title = 'flaky'`), which the UI can show as a list
+ * column. Optional for a server: threads write it only with `ThreadOptions.titleSearchAttribute` (decision 62).
+ */
+export const TITLE_SEARCH_ATTRIBUTE = { Title: 'Text' } as const;
+
+/**
  * Dynamic config we rely on. Eager activities save a round trip per slice. The history service reads each queue
  * (transfer: "dispatch this workflow task"; timer; visibility) at most 20 times a second by default, which holds a
  * signal's workflow task for up to 50 ms before matching sees it: on one shard that is most of a turn's latency.
@@ -141,7 +147,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
     if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   }
-  for (const [k, v] of Object.entries(THREAD_SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${k}=${v}`);
+  for (const [k, v] of Object.entries({ ...THREAD_SEARCH_ATTRIBUTES, ...TITLE_SEARCH_ATTRIBUTE })) args.push('--search-attribute', `${k}=${v}`);
   for (const [k, v] of Object.entries({ ...DEFAULT_DYNAMIC_CONFIG, ...options.dynamicConfig })) {
     args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
   }

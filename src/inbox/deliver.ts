@@ -5,7 +5,8 @@ import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { DropReason, InputMessage } from '../core/types';
 import { inputLimitViolation, validateInputMessage } from '../core/validate';
 import { sendWhileBusy } from './busy';
-import { inputSignal } from '../workflows/definitions';
+import { inputSignal, kindSignals } from '../workflows/definitions';
+import { readablePayload, signalNameOf } from '../core/readable-input';
 import { oversizeInput } from '../core/staged';
 import { InvalidInputError, PayloadTooLargeError, ThreadNotFoundError } from './errors';
 import { DEFAULT_MAX_STAGED_INPUT_BYTES, discardPrepared, type InputLimits, type PreparedInput, stageIfLarge } from './staging';
@@ -24,6 +25,24 @@ export const DEFAULT_MAX_INPUT_BYTES = 256 * 1024;
 export type DeliveryResult =
   | { delivered: true; acknowledged?: boolean; deferred?: boolean }
   | { delivered: false; reason: 'closed' | DropReason };
+
+/**
+ * How an input travels. `signalNames: 'by-kind'` sends it by its kind's signal (`user_text`, `tool_result`, `event`,
+ * `report`, `control`) with its readable part first (decision 62): only once every worker runs release 0.5 or later,
+ * because an older worker has no handler for those names and leaves the input unread. Default `input`, which every
+ * release takes. `toolName`: the sending tool, shown first in a tool result's or event's payload.
+ */
+export interface SignalOptions {
+  signalNames?: 'input' | 'by-kind';
+  toolName?: string;
+}
+
+/** The signal and payload that carry `msg`. */
+export function signalFor(msg: InputMessage, options: SignalOptions = {}) {
+  return options.signalNames === 'by-kind'
+    ? { signal: kindSignals[signalNameOf(msg)], payload: readablePayload(msg, options.toolName) as unknown }
+    : { signal: inputSignal, payload: msg as unknown };
+}
 
 /** Validates a message and returns it, or throws {@link InvalidInputError} / {@link PayloadTooLargeError}. */
 export function checkInput(message: unknown, maxBytes = DEFAULT_MAX_INPUT_BYTES): InputMessage {
@@ -50,11 +69,11 @@ export async function prepareInput(message: unknown, limits: number | InputLimit
  * upper bound alone). Never creates a thread: an unknown thread is a {@link ThreadNotFoundError}; a thread whose
  * workflow has ended (closed) drops the message.
  */
-export async function deliverInput(client: Client, message: unknown, limits?: number | InputLimits): Promise<DeliveryResult> {
+export async function deliverInput(client: Client, message: unknown, limits?: number | InputLimits, how?: SignalOptions): Promise<DeliveryResult> {
   const prepared = await prepareInput(message, limits);
   let result: DeliveryResult | undefined;
   try {
-    return (result = await signalInput(client, prepared.message));
+    return (result = await signalInput(client, prepared.message, how));
   } finally {
     if (result?.delivered !== true) await discardPrepared(prepared, typeof limits === 'object' ? limits.store : undefined);
   }
@@ -65,20 +84,21 @@ export async function deliverInput(client: Client, message: unknown, limits?: nu
  * result the model reads (its size, the limit, how it began). The call is answered either way: a throw inside a tool
  * would leave it pending for good.
  */
-export async function deliverAnswering(client: Client, message: InputMessage, limits?: number | InputLimits): Promise<DeliveryResult> {
+export async function deliverAnswering(client: Client, message: InputMessage, limits?: number | InputLimits, how?: SignalOptions): Promise<DeliveryResult> {
   try {
-    return await deliverInput(client, message, limits);
+    return await deliverInput(client, message, limits, how);
   } catch (e) {
     const answer = e instanceof PayloadTooLargeError ? oversizeInput(message, e.bytes, e.limit) : undefined;
     if (!answer) throw e;
-    return deliverInput(client, answer, limits);
+    return deliverInput(client, answer, limits, how);
   }
 }
 
-async function signalInput(client: Client, msg: InputMessage): Promise<DeliveryResult> {
+async function signalInput(client: Client, msg: InputMessage, how?: SignalOptions): Promise<DeliveryResult> {
   const handle = client.workflow.getHandle(msg.threadId);
+  const { signal, payload } = signalFor(msg, how);
   try {
-    await sendWhileBusy(msg.threadId, () => handle.signal(inputSignal, msg));
+    await sendWhileBusy(msg.threadId, () => handle.signal(signal, payload));
     return { delivered: true };
   } catch (e) {
     if (!(e instanceof WorkflowNotFoundError)) throw e;

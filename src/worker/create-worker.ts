@@ -69,6 +69,12 @@ export interface AgentWorkerOptions {
    */
   maxInputBytes?: number;
   /**
+   * How the inputs tools send (`ctx.send`) travel: `by-kind` sends each by its kind's signal with the readable part
+   * and the tool's name first (decision 62), only once every worker runs release 0.5 or later.
+   * @default 'input'
+   */
+  signalNames?: 'input' | 'by-kind';
+  /**
    * Worker Versioning (Temporal Worker Deployments): this worker serves one build of a deployment, and each thread's
    * workflow tasks go to the build its versioning behaviour names (docs/upgrading.md). Without it the worker is
    * unversioned and every workflow change must be replay-safe with `patched()`.
@@ -178,8 +184,9 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     store: options.store,
     model: options.model,
     tools: options.tools ?? [],
-    send: async (message) => {
-      await deliverAnswering(client, message, { store: options.store, ...(options.maxInputBytes !== undefined && { maxBytes: options.maxInputBytes }) });
+    send: async (message, from) => {
+      const limits = { store: options.store, ...(options.maxInputBytes !== undefined && { maxBytes: options.maxInputBytes }) };
+      await deliverAnswering(client, message, limits, { signalNames: options.signalNames ?? 'input', ...(from && { toolName: from.toolName }) });
     },
     emit: onEvent,
     metrics: sliceMetrics(options.metricMeter ?? Runtime.instance().metricMeter),

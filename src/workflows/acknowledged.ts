@@ -22,7 +22,7 @@ export function installDeliverUpdate(
   threadId: string,
   st: ThreadState,
   enqueue: (m: InputMessage) => void,
-  count: (reason: DropReason) => void,
+  count: (reason: DropReason, m: InputMessage) => void,
 ): Acknowledgements {
   const awaited = new Map<string, DeliveryAck | undefined>();
   setHandler(
@@ -31,7 +31,7 @@ export function installDeliverUpdate(
       const m = raw as InputMessage;
       // A resend after the first attempt's run continued-as-new: the input is already queued (or done).
       if (st.prep.processedInputIds.has(m.id)) {
-        count('duplicate');
+        count('duplicate', m);
         return { accepted: false, reason: 'duplicate' };
       }
       if (!st.inbox.some((q) => q.id === m.id)) enqueue(m);

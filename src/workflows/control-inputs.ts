@@ -38,7 +38,7 @@ export async function handleControlInputs(
   ctx: ActionContext,
   batch: InputMessage[],
   safePoint: number,
-  drop: (reason: 'duplicate' | 'closed' | 'wrong_call') => void,
+  drop: (reason: 'duplicate' | 'closed' | 'wrong_call', m: InputMessage) => void,
 ): Promise<InputMessage[]> {
   const rest: InputMessage[] = [];
   for (const m of batch) {
@@ -46,23 +46,23 @@ export async function handleControlInputs(
     if (!isControlInput(m)) {
       rest.push(m);
     } else if (ctx.st.prep.closed) {
-      drop('closed');
+      drop('closed', m);
     } else if (syn?.type === 'prompt') {
       if (ctx.st.prep.pendingCall?.id !== syn.toolCallId) {
-        drop('wrong_call');
+        drop('wrong_call', m);
         continue;
       }
       const same = (p: (typeof ctx.st.prompts)[number]) =>
         p.kind === syn.prompt.kind && (p.kind !== 'user_choice' || (syn.prompt.kind === 'user_choice' && p.id === syn.prompt.id));
       ctx.st.prompts = [...ctx.st.prompts.filter((p) => !same(p)), { ...syn.prompt, toolCallId: syn.toolCallId }];
     } else if (syn?.type === 'compaction') {
-      if (ctx.st.compaction.running) drop('duplicate');
+      if (ctx.st.compaction.running) drop('duplicate', m);
       else await startCompaction(ctx, safePoint);
     } else if (ctx.st.compaction.running) {
       ctx.st.compaction.running = undefined;
       ctx.st.compaction.completed += 1;
     } else {
-      drop('duplicate');
+      drop('duplicate', m);
     }
   }
   return rest;

@@ -2,16 +2,29 @@
  * The thread workflow's public surface: its name, signals, queries, updates and search attributes.
  * Imported by the client as well as by the workflow, so it holds definitions only.
  */
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate, type SignalDefinition } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { CallbackState } from '../core/callback-state';
-import type { DeliveryAck, ThreadStatus } from '../core/types';
+import type { KindSignalName } from '../core/readable-input';
+import type { DeliveryAck, DroppedInputs, ThreadStatus } from '../core/types';
 
 /** The workflow type name of a thread. */
 export const THREAD_WORKFLOW_TYPE = 'agentThread';
 
 /** One input message per signal. Typed `unknown`: the handler validates, a malformed payload is dropped and counted. */
 export const inputSignal = defineSignal<[unknown]>('input');
+
+/**
+ * The same inbox under one name per kind of input (release 0.5, decision 62), so a thread's event history tells a user
+ * text from a tool result at a glance; each also takes its kind's readable payload (`core/readable-input.ts`).
+ */
+export const kindSignals: Record<KindSignalName, SignalDefinition<[unknown]>> = {
+  user_text: defineSignal<[unknown]>('user_text'),
+  tool_result: defineSignal<[unknown]>('tool_result'),
+  event: defineSignal<[unknown]>('event'),
+  report: defineSignal<[unknown]>('report'),
+  control: defineSignal<[unknown]>('control'),
+};
 
 export const statusQuery = defineQuery<ThreadStatus>('status');
 
@@ -23,6 +36,12 @@ export const statusQuery = defineQuery<ThreadStatus>('status');
 export const deliverUpdate = defineUpdate<DeliveryAck, [unknown]>('deliver');
 
 /** What the thread says of one of its tool calls (by id): whether a callback URL for it is still good (RAP gateway). */
+/** The inputs the thread dropped: counts per reason, and the last few with what they were and why. */
+export const dropsQuery = defineQuery<DroppedInputs>('drops');
+
+/** The conversation as this run saw it go by, one line per item (bounded; the store holds all of it). */
+export const transcriptQuery = defineQuery<string[]>('transcript');
+
 export const callbackStateQuery = defineQuery<CallbackState, [string]>('callbackState');
 
 export interface WaitOptions {
@@ -42,9 +61,20 @@ export const HANDLER_DOCS = {
     'One input into the thread\'s inbox: {"threadId","id","content":{"type":"text","text"}} for user text, ' +
     '{"threadId","id","content":{"type":"tool_result","toolCallId","content":[{"type":"text","text"}]}} for a tool result. ' +
     'A malformed or oversized input is dropped and counted (status query: dropped.malformed).',
+  user_text: 'A user text into the inbox: {"text","threadId","id"} (or any input message). Same inbox as input.',
+  tool_result:
+    'A tool result into the inbox: {"tool","text","toolCallId","threadId","id"} ("tool" names it for the reader; "content":[…] ' +
+    'instead of "text" for images; or any input message). Same inbox as input.',
+  event:
+    'A subscription event into the inbox: {"tool","text","toolCallId","threadId","id","associative"?,"final"?} ' +
+    '(toolCallId: the call that started the subscription; or any input message). Same inbox as input.',
+  report: "A child thread's report or a parent thread's message (an input message with synthetic thread_report / parent_message).",
+  control: 'A control input: compaction, compaction_complete or a tool prompt (an input message with that synthetic type).',
   deliver: 'Like the input signal, acknowledged: returns {accepted, reason?, deferred?} once the thread has taken the input into a batch.',
   status: 'The thread\'s status: running, idle or waiting on a tool, the pending call, history length, queue, drops, children, usage.',
   waitForIdle: 'Returns the status once nothing runs or is queued; {"settled": true} also waits until no tool call is pending.',
+  drops: 'Inputs the thread dropped: {counts: per reason, recent: [{id, reason, what}]} (the last few, newest last).',
+  transcript: 'The conversation as this run saw it go by, one line per item (the last 40; `infinity-temporal history <thread>` shows all).',
   callbackState: 'Whether a callback URL for the given tool call id is still good (RAP gateway).',
 } as const;
 
@@ -52,4 +82,6 @@ export const searchAttributes = {
   AgentStatus: defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD),
   ParentThreadId: defineSearchAttributeKey('ParentThreadId', SearchAttributeType.KEYWORD),
   ThreadKind: defineSearchAttributeKey('ThreadKind', SearchAttributeType.KEYWORD),
+  /** The thread's title, for the UI's list column; written only with `titleSearchAttribute` (decision 62). */
+  Title: defineSearchAttributeKey('Title', SearchAttributeType.TEXT),
 } as const;

@@ -18,10 +18,11 @@ import type { RuntimeAction, SpawnPoint } from '../core/slice-protocol';
 import * as Threads from '../core/builtins/threads';
 import * as T from '../core/texts';
 import type { InputMessage, ThreadKind } from '../core/types';
-import { inputSignal, searchAttributes, THREAD_WORKFLOW_TYPE } from './definitions';
-import { v04 } from './patches';
+import { readablePayload, signalNameOf } from '../core/readable-input';
+import { inputSignal, kindSignals, searchAttributes, THREAD_WORKFLOW_TYPE } from './definitions';
+import { v04, v05 } from './patches';
 import type { SleepTimer, ThreadSeed, ThreadState, ThreadWorkflowArgs } from './state';
-import { titleOf } from './ui-text';
+import { firstLine, titleOf } from './ui-text';
 
 export interface ActionContext {
   args: ThreadWorkflowArgs;
@@ -39,17 +40,32 @@ function answer(ctx: ActionContext, callId: string, text: string): void {
   ctx.st.inbox.unshift(resultInput(ctx.args.threadId, callId, text));
 }
 
-/** Signals another thread; false when it no longer runs (closed, or gone). */
-async function signalThread(threadId: string, message: InputMessage): Promise<boolean> {
+/**
+ * Signals another thread; false when it no longer runs (closed, or gone). Under its kind's name, readable payload
+ * first, only where the options say every worker has those handlers (release 0.5, decision 62); `input` otherwise.
+ */
+async function signalThread(ctx: ActionContext, threadId: string, message: InputMessage): Promise<boolean> {
+  const byKind = ctx.args.options?.signalNames === 'by-kind' && v05();
   try {
-    await getExternalWorkflowHandle(threadId).signal(inputSignal, message);
+    const target = getExternalWorkflowHandle(threadId);
+    if (byKind) await target.signal(kindSignals[signalNameOf(message)], readablePayload(message));
+    else await target.signal(inputSignal, message);
     return true;
   } catch {
     return false;
   }
 }
 
-export async function startThread(ctx: ActionContext, childId: string, kind: ThreadKind, spawn: SpawnPoint, seed: ThreadSeed, title: string): Promise<void> {
+/** `summary`: the child's whole task (a spawned child's instructions); its first line is the static summary. */
+export async function startThread(
+  ctx: ActionContext,
+  childId: string,
+  kind: ThreadKind,
+  spawn: SpawnPoint,
+  seed: ThreadSeed,
+  title: string,
+  summary?: string,
+): Promise<void> {
   const args: ThreadWorkflowArgs = { threadId: childId, kind, spawn, seed };
   if (ctx.args.options) args.options = ctx.args.options;
   const userId = userIdOf(ctx);
@@ -64,8 +80,13 @@ export async function startThread(ctx: ActionContext, childId: string, kind: Thr
       { key: searchAttributes.ThreadKind, value: kind },
       { key: searchAttributes.ParentThreadId, value: ctx.args.threadId },
       { key: searchAttributes.AgentStatus, value: 'idle' },
+      // 0.5, asked only for threads that write titles (decision 62): the UI's `Title` column.
+      ...(ctx.args.options?.titleSearchAttribute && v05() ? [{ key: searchAttributes.Title, value: title }] : []),
     ],
-    staticSummary: `${kind} thread of ${ctx.args.threadId}`,
+    // What the parent's timeline and the relationships view show: the child's task, not its id. User metadata, not
+    // compared on replay (test/ui-replay.test.ts), so no patch.
+    staticSummary: firstLine(summary ?? title),
+    staticDetails: `${kind} thread of \`${ctx.args.threadId}\`${summary !== undefined ? `\n\n${summary.slice(0, 2000)}` : ''}`,
     memo: { title },
     // Children, event handlers and compactions are background work: they queue behind root threads' turns. The
     // fairness key (the root's id) is inherited, so a whole tree shares one fair share (decision 60).
@@ -99,7 +120,7 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
         inbox: [resultInput(childId, action.callId, Threads.childSeed(childId, action.instructions), action.callId)],
         eventTargets: [[action.callId, 'spawn_thread']],
       };
-      await startThread(ctx, childId, 'child', { parentThreadId: self, toolCallId: action.callId, order: st.length }, seed, titleOf(action.instructions));
+      await startThread(ctx, childId, 'child', { parentThreadId: self, toolCallId: action.callId, order: st.length }, seed, titleOf(action.instructions), action.instructions);
       st.prep.eventTargets.set(action.callId, 'spawn_thread');
       answer(ctx, action.callId, Threads.childSpawned(childId));
       return false;
@@ -108,6 +129,7 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
       const spawn = args.spawn!;
       const text = args.kind === 'event' ? Threads.reportFromEventChild(action.report) : Threads.reportFromChild(action.report);
       await signalThread(
+        ctx,
         spawn.parentThreadId,
         syntheticInput(action.callId, spawn.parentThreadId, { type: 'thread_report', toolCallId: spawn.toolCallId, childThreadId: self }, text),
       );
@@ -118,7 +140,7 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
       const spawn = args.spawn!;
       if (args.kind === 'compaction') {
         // The summary is already in the store (saved with the closing commit); the parent only needs to know.
-        await signalThread(spawn.parentThreadId, compactionCompleteInput(action.callId, spawn.parentThreadId, T.COMPACTION_COMPLETE));
+        await signalThread(ctx, spawn.parentThreadId, compactionCompleteInput(action.callId, spawn.parentThreadId, T.COMPACTION_COMPLETE));
         st.prep.closed = true;
         return true;
       }
@@ -130,6 +152,7 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
           : Threads.childShutDown(self, action.report);
       if (text !== undefined) {
         await signalThread(
+          ctx,
           spawn.parentThreadId,
           syntheticInput(action.callId, spawn.parentThreadId, { type: 'thread_report', toolCallId: spawn.toolCallId, childThreadId: self }, text),
         );
@@ -142,6 +165,7 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
       const delivered =
         spawnCall !== undefined &&
         (await signalThread(
+          ctx,
           action.childThreadId,
           syntheticInput(action.callId, action.childThreadId, { type: 'parent_message', toolCallId: spawnCall }, Threads.messageFromParent(action.message)),
         ));

@@ -3,7 +3,7 @@
  */
 import type { PrepareState } from '../core/prepare';
 import type { SpawnPoint } from '../core/slice-protocol';
-import type { DropReason, InputMessage, PendingCall, PendingPrompt, SetAsideBatch, StoredItem, ThreadKind, TokenUsage } from '../core/types';
+import type { DroppedInput, DropReason, InputMessage, PendingCall, PendingPrompt, SetAsideBatch, StoredItem, ThreadKind, TokenUsage } from '../core/types';
 
 /** Tuning of a thread's slices; set by the client that starts threads, inherited by children. */
 export interface ThreadOptions {
@@ -34,6 +34,21 @@ export interface ThreadOptions {
    * @default 500
    */
   localSliceBudgetMs?: number;
+  /**
+   * Write the thread's title into the `Title` search attribute (Text) too, so the Temporal UI can list it as a column:
+   * at start, or once when the first user text titles the thread (one history event and visibility write then). The
+   * server must have `Title` registered, or the write fails the thread's workflow task: `infinity-temporal dev` and
+   * `startLocalSystem` register it and turn this on (decision 62).
+   * @default false
+   */
+  titleSearchAttribute?: boolean;
+  /**
+   * `by-kind`: reports and parent messages this thread sends go by the `report` signal instead of `input`, as clients
+   * configured so send theirs by kind (decision 62). Only once every worker runs release 0.5 or later: an older one
+   * has no handler for those names and would leave such an input unread.
+   * @default 'input'
+   */
+  signalNames?: 'input' | 'by-kind';
 }
 
 /** How a spawned thread starts: the call it must answer first, and what it receives. */
@@ -84,10 +99,10 @@ export interface SleepTimer {
 
 /**
  * Version of {@link CarriedState} written by this code. 1 (absent): release 0.1. 2: adds `blocked`, `failed` and
- * `setAside`. Readers accept every version up to theirs and ignore fields they do not know, so a run continued by
+ * `setAside`. 3: adds `recentDrops`. Readers accept every version up to theirs and ignore fields they do not know, so a run continued by
  * older code during a rolling deploy loses only what that code cannot show (docs/upgrading.md).
  */
-export const CARRIED_STATE_VERSION = 2;
+export const CARRIED_STATE_VERSION = 3;
 
 /** Everything a new run needs from the previous one: small, no conversation text except queued inputs. */
 export interface CarriedState {
@@ -122,6 +137,8 @@ export interface CarriedState {
   failed?: boolean;
   /** v2: recent batches set aside. */
   setAside?: SetAsideBatch[];
+  /** v3: the last few inputs dropped, for the `drops` query and the UI's current details. */
+  recentDrops?: DroppedInput[];
 }
 
 export interface CompactionState {
@@ -158,6 +175,10 @@ export interface ThreadState {
   /** The last slice failed for good and nothing has succeeded since (status `failed`; release 0.2 rules only). */
   failed: boolean;
   setAside: SetAsideBatch[];
+  /** The last few inputs dropped, newest last. */
+  recentDrops: DroppedInput[];
+  /** The calls the last slice made (`name {args}`), for the current details; this run only. */
+  lastCalls?: string[];
 }
 
 export function restoreState(args: ThreadWorkflowArgs): ThreadState {
@@ -192,6 +213,7 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     runs: (c?.runs ?? 0) + 1,
     failed: c?.failed ?? false,
     setAside: c?.setAside ?? [],
+    recentDrops: c?.recentDrops ?? [],
   };
 }
 
@@ -230,5 +252,6 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     blocked: s.blocked,
     failed: s.failed,
     setAside: s.setAside,
+    recentDrops: s.recentDrops,
   };
 }

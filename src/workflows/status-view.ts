@@ -5,6 +5,7 @@
 import { type ActivityOptions, setCurrentDetails, upsertSearchAttributes, workflowInfo, ActivityCancellationType } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { AgentStatus, ThreadStatus } from '../core/types';
+import { currentDetails } from './details';
 import { v04 } from './patches';
 import { searchAttributes } from './definitions';
 import type { ThreadOptions, ThreadState, ThreadWorkflowArgs } from './state';
@@ -29,6 +30,8 @@ export interface StatusView {
   snapshot(): ThreadStatus;
   /** Brings the search attribute and the current details up to date (each only if it changed). */
   publish(): void;
+  /** Brings the current details alone up to date: no command, so callable anywhere (a signal handler's drop). */
+  showDetails(): void;
 }
 
 export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunning: () => boolean): StatusView {
@@ -87,22 +90,16 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
     }
     // One command (one history event, one visibility write) for all of them.
     if (updates.length > 0) upsertSearchAttributes(updates);
-    const pending = st.prep.pendingCall;
-    const details = [
-      `**${s}** · ${st.length} items · ${st.slices} slices`,
-      pending ? `waiting for \`${pending.name}\` (call ${pending.id})` : '',
-      ...st.prompts.map((p) => (p.kind === 'oauth' ? `needs authorization: ${p.authUrl}` : `asks the user: ${p.prompt} [${p.choices.join(' / ')}]`)),
-      st.lastText ? `last reply: ${st.lastText}` : '',
-      st.lastError ? `last error: ${st.lastError}` : '',
-      ...st.setAside.slice(-1).map((b) => `set aside ${b.messageIds.length} inputs of ${b.sliceId}: ${b.reason}`),
-    ]
-      .filter(Boolean)
-      .join('\n\n');
+    showDetails();
+  };
+
+  const showDetails = () => {
+    const details = currentDetails(args.threadId, st, status());
     if (details !== shownDetails) {
       setCurrentDetails(details);
       shownDetails = details;
     }
   };
 
-  return { status, snapshot, publish };
+  return { status, snapshot, publish, showDetails };
 }

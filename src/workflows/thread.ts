@@ -9,6 +9,7 @@ import {
   metricMeter,
   setHandler,
   upsertMemo,
+  upsertSearchAttributes,
   workflowInfo,
   uuid4,
 } from '@temporalio/workflow';
@@ -18,17 +19,18 @@ import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { sliceIdFor } from '../core/ids';
 import { applyDeferral, prepareBatch, splitInterruptBatch } from '../core/prepare';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
-import { addUsage, type DropReason, type InputMessage, type StoredItem } from '../core/types';
+import { addUsage, type InputMessage, type StoredItem } from '../core/types';
 import { compactionInput } from '../core/inputs';
 import { installDeliverUpdate } from './acknowledged';
 import { handleControlInputs } from './control-inputs';
 import { sliceSummary, titleOf } from './ui-text';
-import { inputLimitViolation, isUserText, validateInputMessage } from '../core/validate';
-import { callbackStateQuery, HANDLER_DOCS, inputSignal, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
+import { installInbox } from './inbox';
+import { isUserText } from '../core/validate';
+import { callbackStateQuery, HANDLER_DOCS, searchAttributes, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
 import { carryOut, spawnEventChild, startTimer, userIdOf, type ActionContext } from './runtime-actions';
 import { CARRY_MAX_CHARS, serializedChars, takeBatch } from '../core/batching';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
-import { v02, v03 } from './patches';
+import { v02, v03, v05 } from './patches';
 import { carryState, restoreState, threadArgs, type ThreadWorkflowArgs } from './state';
 import { type SliceOutcome, sliceRunner } from './slice-runner';
 import { statusView } from './status-view';
@@ -54,12 +56,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   const newSinceBlock = () => blockedAt !== undefined && (inputsArrived > blockedAt.inputs || st.inbox.length > blockedAt.queued);
   // Metrics issue no commands, and the SDK skips them while replaying: every input is counted once.
   const accepted = metricMeter.createCounter(METRICS.inputsAccepted.name, undefined, METRICS.inputsAccepted.help);
-  const dropped = metricMeter.createCounter(METRICS.inputsDropped.name, undefined, METRICS.inputsDropped.help);
-  const count = (reason: DropReason) => {
-    st.dropped[reason] = (st.dropped[reason] ?? 0) + 1;
-    dropped.add(1, { reason });
-  };
-  const { snapshot, publish } = statusView(args, st, () => sliceRunning);
+  const { snapshot, publish, showDetails } = statusView(args, st, () => sliceRunning);
   // 0.2: also busy while a batch is being turned into a slice or a slice's action carried out (a child starting):
   // 0.1 looked idle there, and a wait could return with a spawn half done.
   let acting = false;
@@ -75,19 +72,11 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     inputsArrived += 1;
     if (isUserText(m) && !st.prep.processedInputIds.has(m.id)) userTextsArrived += 1;
   };
-  setHandler(
-    inputSignal,
-    (raw: unknown) => {
-      const v = validateInputMessage(raw);
-      // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
-      if (!v.ok || v.value.threadId !== threadId || (v02() && inputLimitViolation(raw) !== undefined)) {
-        count('malformed');
-        return;
-      }
-      enqueue(v.value);
-    },
-    { description: HANDLER_DOCS.input },
-  );
+  // The last async call a slice dispatched: names the result that answers it in the next slice's summary.
+  let lastCall = st.prep.pendingCall;
+  const toolName = (id: string) => (lastCall?.id === id ? lastCall.name : (st.prep.subscriptions.get(id) ?? st.prep.eventTargets.get(id)));
+  const inbox = installInbox(threadId, st, enqueue, toolName, () => showDetails());
+  const count = inbox.drop;
   const acks = installDeliverUpdate(threadId, st, enqueue, count);
   const slices = sliceRunner(opts, { userTexts: () => userTextsArrived, interrupting: () => (interruptNext = true) });
   /** The workflow task (by its history length) whose first slice ran locally. */
@@ -105,15 +94,20 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     { unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON, description: HANDLER_DOCS.waitForIdle },
   );
 
-  // The last async call a slice dispatched: names the result that answers it in the next slice's summary.
-  let lastCall = st.prep.pendingCall;
-  const toolName = (id: string) => (lastCall?.id === id ? lastCall.name : (st.prep.subscriptions.get(id) ?? st.prep.eventTargets.get(id)));
+  /** `name {args}` of the last call, and the reply that ended the last turn: what the next summary says came before. */
+  let lastCallLine: string | undefined;
+  let replyBefore: string | undefined;
+  const callLine = (id: string) => (lastCall?.id === id ? lastCallLine : undefined);
   /** The thread's title in its memo, from the first user text (children get theirs when they start). */
   const maybeTitle = (append: StoredItem[]) => {
     // upsertMemo updates workflowInfo().memo too: one title per thread, across continue-as-new.
     if (workflowInfo().memo?.title !== undefined) return;
     const first = append.find((s) => s.item.kind === 'user');
-    if (first?.item.kind === 'user') upsertMemo({ title: titleOf(first.item.text) });
+    if (first?.item.kind !== 'user') return;
+    const title = titleOf(first.item.text);
+    upsertMemo({ title });
+    // 0.5, asked only for threads that write titles (decision 62): the UI's `Title` column, once per thread.
+    if (opts.titleSearchAttribute && v05()) upsertSearchAttributes([{ key: searchAttributes.Title, value: title }]);
   };
   /** Prompts live as long as their call is the pending one. */
   const dropStalePrompts = () => {
@@ -134,7 +128,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     if (interruptedCalls.length > 0) input.interruptedCalls = interruptedCalls;
     const userId = userIdOf(actx);
     if (userId !== undefined) input.userId = userId;
-    return slices.run(input, sliceSummary(st.slices + 1, append, toolName, retrying), local);
+    return slices.run(input, sliceSummary(st.slices + 1, append, { toolName, callLine, ...(replyBefore !== undefined && { replyBefore }) }, retrying), local);
   };
 
   const apply = (r: SliceResult) => {
@@ -143,6 +137,12 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     st.slices += 1;
     st.prep.pendingCall = r.pendingCall;
     if (r.pendingCall) lastCall = r.pendingCall;
+    // The pending call is the slice's last: its line names it in the summary of the slice its result starts.
+    const pendingName = r.pendingCall ? `${r.pendingCall.name} ` : undefined;
+    lastCallLine = pendingName ? [...(r.calls ?? [])].reverse().find((c) => c.startsWith(pendingName)) : undefined;
+    replyBefore = r.pendingCall ? undefined : r.lastText;
+    st.lastCalls = r.calls;
+    inbox.note([], [...(r.lastText ? [`assistant: ${r.lastText}`] : []), ...(r.calls ?? []).map((c) => `call ${c}`)]);
     dropStalePrompts();
     for (const id of r.answeredCallIds) st.prep.processedToolCalls.add(id);
     for (const id of r.cancelledSubscriptions ?? []) st.prep.subscriptions.delete(id);
@@ -195,7 +195,8 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       batch = await handleControlInputs(actx, batch, safePoint, count);
       const prep = prepareBatch(st.prep, applyDeferral(st.prep, batch), uuid4);
       dropStalePrompts();
-      for (const d of prep.dropped) count(d.reason);
+      const byId = prep.dropped.length > 0 ? new Map(taken.map((m) => [m.id, m])) : undefined;
+      for (const d of prep.dropped) count(d.reason, byId?.get(d.id) ?? { id: d.id });
       acks.settle(taken, prep.dropped, st.prep.deferred);
       for (const req of prep.eventChildren) await spawnEventChild(actx, req, safePoint);
       if (!prep.ready) {
@@ -207,6 +208,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       maybeTitle(append);
     }
     st.carry = append;
+    if (!retrying) inbox.note(append.map((s) => s.item));
     sliceRunning = true;
     publish();
     if (local) lastLocalTask = workflowInfo().historyLength;

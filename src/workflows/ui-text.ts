@@ -1,26 +1,46 @@
 /**
- * What the Temporal UI shows of a thread: one-line activity summaries that read like the conversation, and a title.
- * Pure and deterministic (workflow code).
+ * What the Temporal UI shows of a thread: one-line activity summaries that read like the conversation, a title, and
+ * the lines of the `transcript` and `drops` queries. Pure and deterministic (workflow code).
  */
 import { shortLine as short, titleOf } from '../core/title';
-import type { StoredItem } from '../core/types';
+import type { HistoryItem, InputMessage, StoredItem, ToolResultContent } from '../core/types';
 
 export { titleOf };
 
+/** What a summary knows of the conversation so far. */
+export interface SummaryContext {
+  /** The tool a call id belongs to. */
+  toolName(callId: string): string | undefined;
+  /** `name {args}` of a call the previous slice made, when it is known. */
+  callLine(callId: string): string | undefined;
+  /** The previous slice's reply, when it ended the turn without a call. */
+  replyBefore?: string;
+}
+
+const quoted = (s: string, n: number) => `"${short(s, n)}"`;
+const firstText = (content: readonly ToolResultContent[]) => content.find((c) => c.type === 'text')?.text ?? '';
+/** The first line of a text, shortened: a child's static summary, the reply in a summary. */
+export const firstLine = (text: string, n = 80): string => short(text.trim().split('\n')[0] ?? '', n);
+
 /**
- * `slice 7: result of get_build_status`, `slice 3: user "is 42 green?"`, `slice 9: report from 1b2c…, event of
- * watch_repo`. The outcome of a slice is not known when it is scheduled: it shows in the activity's result and the
- * thread's current details.
+ * `slice 3: user "is 42 green?"`, `slice 4: get_build_status {"build_id":"42"} → "green"` (the call the previous slice
+ * made, answered), `slice 9: report from 1b2c… "done"`, `… — after reply "Build 42 is green."` when the previous
+ * slice ended its turn with a reply. The summary is fixed when the slice is scheduled, before its own outcome exists:
+ * what a slice did shows in the next one's summary, in its result, and in the thread's current details.
  */
-export function sliceSummary(n: number, append: readonly StoredItem[], toolName: (callId: string) => string | undefined, retry: boolean): string {
+export function sliceSummary(n: number, append: readonly StoredItem[], ctx: SummaryContext, retry: boolean): string {
   const parts = append.map(({ item }) => {
     switch (item.kind) {
       case 'user':
-        return `user "${titleOf(item.text).slice(0, 60)}"`;
-      case 'tool_result':
-        return `result of ${toolName(item.id) ?? item.id}`;
-      case 'subscription_event':
-        return item.childThreadId ? `report from ${item.childThreadId.slice(0, 8)}` : `event of ${toolName(item.toolCallId) ?? item.toolCallId}`;
+        return `user ${quoted(titleOf(item.text), 60)}`;
+      case 'tool_result': {
+        const call = ctx.callLine(item.id) ?? `result of ${ctx.toolName(item.id) ?? item.id}`;
+        return `${short(call, 90)} → ${quoted(firstText(item.content), 50)}`;
+      }
+      case 'subscription_event': {
+        const text = quoted(firstText(item.result.content), 50);
+        return item.childThreadId ? `report from ${item.childThreadId.slice(0, 8)}… ${text}` : `event of ${ctx.toolName(item.toolCallId) ?? item.toolCallId} ${text}`;
+      }
       case 'tool_call':
         return `call ${item.name}`;
       default:
@@ -28,5 +48,34 @@ export function sliceSummary(n: number, append: readonly StoredItem[], toolName:
     }
   });
   const what = parts.join(', ') || 'continue';
-  return short(`slice ${n}: ${retry ? 'retry of ' : ''}${what}`, 200);
+  const after = ctx.replyBefore !== undefined && append[0]?.item.kind === 'user' ? ` — after reply ${quoted(firstLine(ctx.replyBefore), 50)}` : '';
+  return short(`slice ${n}: ${retry ? 'retry of ' : ''}${what}${after}`, 200);
+}
+
+/** One line of the `transcript` query for an item the thread handed to a slice. */
+export function itemLine(item: HistoryItem, toolName: (callId: string) => string | undefined): string {
+  switch (item.kind) {
+    case 'user':
+      return short(`user: ${item.text}`, 300);
+    case 'tool_result':
+      return short(`result of ${toolName(item.id) ?? item.id}: ${firstText(item.content)}`, 300);
+    case 'subscription_event':
+      return short(`${item.childThreadId ? `report from ${item.childThreadId}` : `event of ${toolName(item.toolCallId) ?? item.toolCallId}`}: ${firstText(item.result.content)}`, 300);
+    case 'tool_call':
+      return short(`call ${item.name}`, 300);
+    default:
+      return short(`${item.kind}: ${item.text}`, 300);
+  }
+}
+
+/** What a dropped input was, in a few words: `user "hello"`, `result of get_build_status (call 1a2b…)`. */
+export function inputLine(m: InputMessage, toolName: (callId: string) => string | undefined): string {
+  const c = m.content;
+  const syn = m.synthetic;
+  if (syn?.type === 'thread_report') return `report from ${syn.childThreadId}`;
+  if (syn?.type === 'parent_message') return 'message from the parent thread';
+  if (syn?.type === 'subscription_event') return `event of ${toolName(syn.toolCallId) ?? `call ${syn.toolCallId}`}`;
+  if (syn !== undefined) return syn.type;
+  if (c.type === 'text') return `user ${quoted(c.text, 60)}`;
+  return `result of ${toolName(c.toolCallId) ?? 'a call'} (call ${c.toolCallId})`;
 }

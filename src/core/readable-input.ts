@@ -1,0 +1,79 @@
+/**
+ * Inputs as the Temporal UI shows them (issue 17 §2): one signal name per kind of input, and a payload whose first key
+ * is what a person reads — the text, the tool's name — instead of the message's UUID. Pure: the client writes these
+ * payloads, the workflow reads them back (decision 62).
+ */
+import type { InputMessage, ToolResultContent } from './types';
+
+/** The signal names that feed a thread's inbox; `input` takes any {@link InputMessage} and always will. */
+export const KIND_SIGNAL_NAMES = ['user_text', 'tool_result', 'event', 'report', 'control'] as const;
+export type KindSignalName = (typeof KIND_SIGNAL_NAMES)[number];
+export type InputSignalName = 'input' | KindSignalName;
+
+/** The signal name of a message's kind. */
+export function signalNameOf(m: InputMessage): KindSignalName {
+  switch (m.synthetic?.type) {
+    case undefined:
+      return m.content.type === 'text' ? 'user_text' : 'tool_result';
+    case 'subscription_event':
+      return 'event';
+    case 'thread_report':
+    case 'parent_message':
+      return 'report';
+    default:
+      return 'control';
+  }
+}
+
+/**
+ * The readable form of a message, as a signal of {@link signalNameOf} carries it. A user text is
+ * `{text, threadId, id, metadata?}`; a tool result `{tool?, text | content, toolCallId, threadId, id, ...}`; an event
+ * the same with `associative`/`final`. Anything else (reports, control inputs, staged content) stays an
+ * `InputMessage`, with its content first. `tool` names the tool for the reader only; the thread knows its calls.
+ */
+export function readablePayload(m: InputMessage, toolName?: string): Record<string, unknown> {
+  const c = m.content;
+  const rest = {
+    threadId: m.threadId,
+    id: m.id,
+    ...(m.metadata !== undefined && { metadata: m.metadata }),
+    ...(m.subscription !== undefined && { subscription: m.subscription }),
+    ...(m.displayAs !== undefined && { displayAs: m.displayAs }),
+  };
+  const syn = m.synthetic;
+  if (c.type === 'text' && syn === undefined && c.staged === undefined) return { text: c.text, ...rest };
+  if (c.type === 'tool_result' && (syn === undefined || (syn.type === 'subscription_event' && syn.toolCallId === c.toolCallId))) {
+    const only = c.content.length === 1 && c.content[0]!.type === 'text' ? c.content[0]!.text : undefined;
+    return {
+      ...(toolName !== undefined && { tool: toolName }),
+      ...(only !== undefined ? { text: only } : { content: c.content }),
+      toolCallId: c.toolCallId,
+      ...rest,
+      ...(syn !== undefined && { associative: syn.associative ?? false, final: syn.final ?? false }),
+    };
+  }
+  // The content's readable fields first within it too: the text before its type, the result before its call id. A
+  // key keeps the place it was first given, whatever a later spread writes into it.
+  const content: object = c.type === 'text' ? Object.assign({ text: c.text }, c) : Object.assign({ content: c.content }, c);
+  const lead: Record<string, unknown> = { content };
+  if (syn !== undefined) lead.synthetic = syn;
+  return Object.assign(lead, m, { content });
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The {@link InputMessage} a signal of `name` carries: a payload with a `content` object is one already; otherwise the
+ * readable form of its kind is turned back into one. Shallow (picks top-level fields only), so it is safe on any input
+ * before the shape limits are checked; the result still needs `validateInputMessage`.
+ */
+export function inputOfPayload(name: KindSignalName, raw: unknown): unknown {
+  if (!isObject(raw) || isObject(raw.content)) return raw;
+  const { text, content, tool: _tool, toolCallId, associative, final, ...rest } = raw;
+  if (name === 'user_text') return { ...rest, content: { type: 'text', text } };
+  if (name !== 'tool_result' && name !== 'event') return raw;
+  const blocks: unknown = content ?? (typeof text === 'string' ? [{ type: 'text', text } satisfies ToolResultContent] : undefined);
+  const message: Record<string, unknown> = { ...rest, content: { type: 'tool_result', toolCallId, content: blocks } };
+  if (name === 'event') message.synthetic = { type: 'subscription_event', toolCallId, associative: associative === true, final: final === true };
+  return message;
+}

@@ -1,0 +1,98 @@
+/**
+ * The thread's inbox as Temporal sees it: the `input` signal and, from release 0.5, one signal per kind of input
+ * (decision 62), all into the same queue; the count and record of what was dropped (the `drops` query); and the
+ * `transcript` query. Registering handlers and answering queries issue no commands, so histories recorded before any
+ * of this replay unchanged; no recorded history holds a signal of the new names.
+ */
+import { metricMeter, setHandler } from '@temporalio/workflow';
+import { METRICS } from '../core/metric-names';
+import { KIND_SIGNAL_NAMES } from '../core/readable-input';
+import type { DropReason, DroppedInputs, HistoryItem, InputMessage } from '../core/types';
+import { inputLimitViolation, validateInputMessage, validateKindSignal } from '../core/validate';
+import { dropsQuery, HANDLER_DOCS, inputSignal, kindSignals, transcriptQuery } from './definitions';
+import { v02 } from './patches';
+import type { ThreadState } from './state';
+import { inputLine, itemLine } from './ui-text';
+
+/** Drops kept for the query and the current details; transcript lines kept in memory (this run only). */
+const DROPS_KEPT = 10;
+const TRANSCRIPT_KEPT = 40;
+
+export interface Inbox {
+  /** Counts a dropped input (for the status query and the metric) and records what it was. */
+  drop(reason: DropReason, m?: InputMessage | { id?: unknown }, what?: string): void;
+  /** Adds conversation lines to the `transcript` query. */
+  note(items: readonly HistoryItem[], lines?: readonly string[]): void;
+}
+
+export function installInbox(
+  threadId: string,
+  st: ThreadState,
+  enqueue: (m: InputMessage) => void,
+  toolName: (callId: string) => string | undefined,
+  /** Shows a drop in the current details at once (issues no command). */
+  dropped: () => void,
+): Inbox {
+  // Metrics issue no commands, and the SDK skips them while replaying: every input is counted once.
+  const counter = metricMeter.createCounter(METRICS.inputsDropped.name, undefined, METRICS.inputsDropped.help);
+  const transcript: string[] = [];
+
+  const drop: Inbox['drop'] = (reason, m, what) => {
+    st.dropped[reason] = (st.dropped[reason] ?? 0) + 1;
+    counter.add(1, { reason });
+    const id = typeof m?.id === 'string' ? m.id.slice(0, 100) : undefined;
+    const described = what ?? (m !== undefined && 'content' in m ? inputLine(m, toolName) : 'an input');
+    st.recentDrops = [...st.recentDrops, { ...(id !== undefined && { id }), reason, what: described.slice(0, 200) }].slice(-DROPS_KEPT);
+    dropped();
+  };
+
+  setHandler(
+    inputSignal,
+    (raw: unknown) => {
+      const v = validateInputMessage(raw);
+      if (!v.ok || v.value.threadId !== threadId) {
+        drop('malformed', asIdOnly(raw), `input signal: ${!v.ok ? v.error : `names thread '${v.value.threadId}'`}`);
+        return;
+      }
+      // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
+      // Asked only here, after the checks above, as before: a patch asked at another point would record its marker
+      // at another point of the history.
+      const limit = v02() ? inputLimitViolation(raw) : undefined;
+      if (limit !== undefined) {
+        drop('malformed', asIdOnly(raw), `input signal: ${limit}`);
+        return;
+      }
+      enqueue(v.value);
+    },
+    { description: HANDLER_DOCS.input },
+  );
+  for (const name of KIND_SIGNAL_NAMES) {
+    setHandler(
+      kindSignals[name],
+      (raw: unknown) => {
+        const v = validateKindSignal(name, raw);
+        if (!v.ok || v.value.threadId !== threadId) {
+          drop('malformed', asIdOnly(raw), `${name} signal: ${!v.ok ? v.error : `names thread '${v.value.threadId}'`}`);
+          return;
+        }
+        enqueue(v.value);
+      },
+      { description: HANDLER_DOCS[name] },
+    );
+  }
+  setHandler(dropsQuery, (): DroppedInputs => ({ counts: { ...st.dropped }, recent: [...st.recentDrops] }), { description: HANDLER_DOCS.drops });
+  setHandler(transcriptQuery, () => [...transcript], { description: HANDLER_DOCS.transcript });
+
+  return {
+    drop,
+    note(items, lines = []) {
+      transcript.push(...items.map((i) => itemLine(i, toolName)), ...lines);
+      if (transcript.length > TRANSCRIPT_KEPT) transcript.splice(0, transcript.length - TRANSCRIPT_KEPT);
+    },
+  };
+}
+
+/** The id of a raw payload, read without walking it (it may be anything, nested arbitrarily deep). */
+function asIdOnly(raw: unknown): { id?: unknown } | undefined {
+  return typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? { id: (raw as { id?: unknown }).id } : undefined;
+}
