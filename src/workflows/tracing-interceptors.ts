@@ -4,9 +4,9 @@
  *
  * - **Turns, not runs.** Temporal's interceptors parent what a workflow schedules on its `RunWorkflow` span, which
  *   for a thread is the start of its first turn and stays open for its whole run. Here every activity, child start
- *   and signal the thread issues is parented on the latest input it took (the `HandleSignal:input` /
- *   `HandleUpdate:deliver` span, itself a child of the sender's span), so each user turn, tool result or report
- *   continues the trace of whoever sent it.
+ *   and signal the thread issues is parented on the latest input it took (its `HandleSignal:*` span, or
+ *   `HandleUpdate:deliver`; each a child of the sender's span), so each user turn, tool result or report continues
+ *   the trace of whoever sent it.
  * - **Determinism.** Span ids come from `Math.random()`, which in a workflow is the seeded stream that `uuid4()`
  *   (child thread ids) also draws from: spans would change the ids a thread picks, and histories recorded without
  *   tracing would not replay with it (or the other way round). Temporal's interceptors run on a named random stream
@@ -22,7 +22,7 @@ import {
   OpenTelemetryOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry/lib/workflow';
 import { getRandomStream, type WorkflowInboundCallsInterceptor, type WorkflowInterceptorsFactory, type WorkflowOutboundCallsInterceptor } from '@temporalio/workflow';
-import { deliverUpdate, inputSignal } from './definitions';
+import { waitForIdleUpdate } from './definitions';
 
 /** The name of the random stream spans draw their ids from (stable: replay derives the same stream from it). */
 const SPAN_RANDOM_STREAM = 'infinity-temporal/tracing';
@@ -50,14 +50,15 @@ export const interceptors: WorkflowInterceptorsFactory = () => {
   let turn: Context | undefined;
   const inTurn = <T>(fn: () => T): T => (turn ? context.with(turn, fn) : fn());
 
-  // Runs inside Temporal's HandleSignal / HandleUpdate span, so the active context is that span's.
+  // Runs inside Temporal's HandleSignal / HandleUpdate span, so the active context is that span's. Every signal of a
+  // thread is an input (whatever its name); of the updates, all but the read-only wait.
   const turns: WorkflowInboundCallsInterceptor = {
     handleSignal(input, next) {
-      if (input.signalName === inputSignal.name) turn = context.active();
+      turn = context.active();
       return next(input);
     },
     handleUpdate(input, next) {
-      if (input.name === deliverUpdate.name) turn = context.active();
+      if (input.name !== waitForIdleUpdate.name) turn = context.active();
       return next(input);
     },
   };
