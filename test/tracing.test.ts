@@ -24,6 +24,7 @@ import { type CollectedSpan, type Collector, startCollector, Trace } from './fix
 import { treeScript } from './fixtures/tree-script';
 import { eventually, FAST_POLICY, render, uid } from './helpers';
 import { manifestRoute, type RecordedRequest, startPeer } from './rap/fixture';
+import { cliRunner } from './cli-process';
 
 let collector: Collector;
 let tracing: Tracing;
@@ -34,6 +35,7 @@ let worker: AgentWorker;
 let client: AgentClient;
 let gateway: RapGateway;
 let peer: Awaited<ReturnType<typeof startPeer>>;
+let taskQueue: string;
 
 /** A tool server that acknowledges, then answers on the callback URL with no trace header of its own. */
 function ciServer(req: RecordedRequest, res: import('node:http').ServerResponse) {
@@ -54,7 +56,7 @@ beforeAll(async () => {
   tracedBundle = (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), workflowInterceptorModules: tracingWorkflowModules(), logger: new DefaultLogger('WARN') })).code;
   connection = await NativeConnection.connect({ address: inject('temporalAddress') });
   store = new SqliteConversationStore(join(inject('scratchDir'), `store-${randomUUID()}.sqlite`));
-  const taskQueue = `test-${randomUUID()}`;
+  taskQueue = `test-${randomUUID()}`;
   client = new AgentClient({ client: new Client({ connection, interceptors: tracingClientInterceptors() }), taskQueue, store });
   gateway = await startRapGateway({ tokens: new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } }), deliver: (m) => client.deliver(m) });
   peer = await startPeer(
@@ -194,6 +196,20 @@ describe('traces', () => {
     expect(next[0]!.attributes[A.outcome]).toBe('committed');
     expect(next[0]!.attributes[A.tool]).toBeUndefined();
     expect(collector.rejected).toEqual([]);
+  });
+
+  it('starts the turn\'s trace in another process: the CLI traced by the OTEL_* variables alone', async () => {
+    const threadId = uid('traced-cli');
+    const cli = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue], { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: 'cli-test' });
+    const sent = await cli.run('send', threadId, 'hello from a shell');
+    expect(sent.stderr).toBe('');
+    expect(sent.code).toBe(0);
+    const status = await client.thread(threadId).waitForIdle();
+    await exported([{ threadId, slices: status.slices }]);
+    const t = new Trace(collector.spans, slicesOf(threadId)[0]!.traceId);
+    // The command exported its span before it exited; the worker's spans continue its trace.
+    expect(t.roots().map((s) => [s.name, s.service])).toEqual([['SignalWithStartWorkflow:agentThread', 'cli-test']]);
+    expect(slicesOf(threadId).every((s) => s.service === 'tracing-test' && s.traceId === t.traceId)).toBe(true);
   });
 });
 
