@@ -61,9 +61,10 @@ describe('signals by kind', () => {
         ['text', 'Build 42: green'],
       ]);
       expect(Object.keys(sent[4]!.payload)[0]).toBe('text');
-      // A report is an input message, its content first and that content's text first.
-      expect(Object.keys(sent[6]!.payload)[0]).toBe('content');
-      expect(Object.keys(sent[6]!.payload.content as object)[0]).toBe('content');
+      // A report: its text first, then the child it is from.
+      const [child] = (await thread.status()).children;
+      expect(Object.keys(sent[6]!.payload)).toEqual(['text', 'childThreadId', 'toolCallId', 'threadId', 'id']);
+      expect(sent[6]!.payload).toMatchObject({ text: 'Report from child thread: Collect the flaky tests', childThreadId: child });
 
       // Every one of them reached the conversation, in order.
       const lines = render(await thread.history());
@@ -83,7 +84,6 @@ describe('signals by kind', () => {
       const description = await thread.workflow.describe();
       expect(description.searchAttributes.Title).toEqual(['call get_build_status {"build_id":"42"}']);
       expect(await description.staticSummary()).toBe('call get_build_status {"build_id":"42"}');
-      const [child] = (await thread.status()).children;
       const childDescription = await sys.temporal.workflow.getHandle(child!).describe();
       expect(childDescription.searchAttributes.Title).toEqual(['report:Collect the flaky tests']);
       expect(await childDescription.staticSummary()).toBe('report:Collect the flaky tests');

@@ -12,6 +12,7 @@ import { findTemporalCli } from '../src/devserver/cli';
 import { ScriptedModel } from '../src/model/scripted';
 import type { ToolContext } from '../src/tools/tool';
 import { subscriptionStart } from '../src/tools/messages';
+import { firstText } from '../src/model/projection';
 import { checkReplay, eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const run = promisify(execFile);
@@ -45,6 +46,8 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
     const model = new ScriptedModel((req) => {
       const last = req.messages[req.messages.length - 1]!;
       if (last.role === 'user' && last.text.startsWith('Is build 42')) return { toolCall: { name: 'get_build_status', args: { build_id: '42' } } };
+      if (last.role === 'user' && last.text.startsWith('And build 43')) return { toolCall: { name: 'get_build_status', args: { build_id: '43' } } };
+      if (last.role === 'tool_result' && last.name === 'get_build_status' && firstText(last.content) === 'red') return { text: 'Build 43 is red.' };
       if (last.role === 'tool_result' && last.name === 'get_build_status') return { toolCall: { name: 'watch_builds', args: {} } };
       if (last.role === 'tool_result' && last.name === 'receive_event__injected') return { text: 'Noted: a new build started.' };
       if (last.role === 'tool_result') return { text: 'Watching.' };
@@ -64,9 +67,12 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
       'wait for idle (settled: also until no tool call is pending), then the status',
       'the result of the pending tool call CALL (status: pendingCall.id)',
       'an event for the subscription CALL started (an event thread, a child, handles it; "associative": true in',
+      'more user text by its own signal (0.5 workers): the readable form, text first',
+      'a tool result by its own signal: the tool\'s name and the text first ("content":[...] instead of "text" for images)',
+      'what the thread dropped and why, and the conversation as its run saw it go by (no history events)',
       'a thread started bare: a root thread named by its workflow id, waiting for input',
       'lists: by status, kind and parent',
-      'the history, and the handlers with their descriptions',
+      'the history, and the handlers with their descriptions and the current details',
     ]);
   });
 
@@ -101,6 +107,26 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
     expect(kinds.searchAttributes.ThreadKind).toEqual(['root']);
   });
 
+  it('takes a user text and a tool result by their own signal names, into the same conversation', async () => {
+    await block('more user text by its own signal');
+    const second = await eventually(() => calls.find((c) => c.threadId === thread && c.toolName === 'get_build_status' && c !== calls[0]));
+    await block('a tool result by its own signal', { CALL: second.toolCallId });
+    const handle = sys.client.thread(thread);
+    await eventually(async () => (await handle.history()).some((i) => i.kind === 'assistant' && i.text === 'Build 43 is red.'));
+    await handle.waitForIdle();
+    expect(render(await handle.history()).slice(6)).toEqual(['user: And build 43?', 'call #3 get_build_status {"build_id":"43"}', 'result #3: red', 'assistant: Build 43 is red.']);
+    const names = ((await handle.workflow.fetchHistory()).events ?? []).flatMap((e) => e.workflowExecutionSignaledEventAttributes?.signalName ?? []);
+    expect(names.slice(-2)).toEqual(['user_text', 'tool_result']);
+
+    const out = await block('what the thread dropped and why');
+    // The CLI prints each result as `QueryResult  <json>`.
+    const [drops, transcript] = [...out.matchAll(/^\s*QueryResult\s+(.*)$/gm)].map((m) => JSON.parse(m[1]!) as unknown);
+    // (The CLI prints an empty list as null.)
+    expect(drops).toMatchObject({ counts: {} });
+    expect((drops as { recent: unknown }).recent ?? []).toEqual([]);
+    expect(transcript).toEqual(expect.arrayContaining(['user: And build 43?', 'call get_build_status {"build_id":"43"}', 'result of get_build_status: red', 'assistant: Build 43 is red.']));
+  });
+
   it('starts a bare thread that names itself and answers', async () => {
     await block('a thread started bare');
     const bare = sys.client.thread(`${thread}-bare`);
@@ -125,12 +151,20 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
     });
     const out = await block('the history, and the handlers');
     expect(out).toContain('WorkflowExecutionSignaled');
-    for (const name of ['input', 'deliver', 'status', 'waitForIdle', 'callbackState']) expect(out).toContain(name);
+    for (const name of ['input', 'user_text', 'tool_result', 'event', 'report', 'control', 'deliver', 'status', 'drops', 'transcript', 'waitForIdle', 'callbackState']) {
+      expect(out).toContain(name);
+    }
     expect(out).toContain("One input into the thread's inbox");
+    expect(out).toContain('A tool result into the inbox: {"tool","text","toolCallId","threadId","id"}');
+    // The current details: the last reply, and where the whole history is.
+    expect(out).toContain('last reply: Build 43 is red.');
+    expect(out).toContain(`full history: \`infinity-temporal history ${thread}\``);
   });
 
   it('drops and counts a raw signal that is not an input', async () => {
     await run('temporal', ['workflow', 'signal', '--workflow-id', thread, '--name', 'input', '--input', '{"text":"not an input"}'], { env });
     await eventually(async () => ((await sys.client.thread(thread).status()).dropped.malformed ?? 0) >= 1 || undefined);
+    const out = await block('what the thread dropped and why');
+    expect(out).toContain('"reason":"malformed","what":"input signal: input.id must be a non-empty string"');
   });
 });

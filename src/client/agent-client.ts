@@ -146,6 +146,10 @@ export class AgentClient {
         ...attributes,
       ],
       staticSummary: `agent thread ${threadId}`,
+      // The UI's "Details" of the thread: where the rest of it is.
+      staticDetails:
+        `root thread \`${threadId}\`: its whole conversation with \`infinity-temporal history ${threadId} --full\`; ` +
+        'queries `status`, `drops`, `transcript`; current details: what it waits for and its last reply',
       ...titled,
     };
   }

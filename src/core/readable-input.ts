@@ -28,8 +28,8 @@ export function signalNameOf(m: InputMessage): KindSignalName {
 /**
  * The readable form of a message, as a signal of {@link signalNameOf} carries it. A user text is
  * `{text, threadId, id, metadata?}`; a tool result `{tool?, text | content, toolCallId, threadId, id, ...}`; an event
- * the same with `associative`/`final`. Anything else (reports, control inputs, staged content) stays an
- * `InputMessage`, with its content first. `tool` names the tool for the reader only; the thread knows its calls.
+ * the same with `associative`/`final`; a report `{text, childThreadId | fromParent: true, toolCallId, threadId, id}`.
+ * Anything else (control inputs, staged content, several content blocks) stays an `InputMessage`, content first. `tool` names the tool for the reader only; the thread knows its calls.
  */
 export function readablePayload(m: InputMessage, toolName?: string): Record<string, unknown> {
   const c = m.content;
@@ -52,6 +52,14 @@ export function readablePayload(m: InputMessage, toolName?: string): Record<stri
       ...(syn !== undefined && { associative: syn.associative ?? false, final: syn.final ?? false }),
     };
   }
+  // A report or a parent's message: its text first, then who it is from.
+  if (c.type === 'tool_result' && (syn?.type === 'thread_report' || syn?.type === 'parent_message') && syn.toolCallId === c.toolCallId) {
+    const only = c.content.length === 1 && c.content[0]!.type === 'text' ? c.content[0]!.text : undefined;
+    if (only !== undefined) {
+      const from = syn.type === 'thread_report' ? { childThreadId: syn.childThreadId } : { fromParent: true };
+      return { text: only, ...from, toolCallId: c.toolCallId, ...rest };
+    }
+  }
   // The content's readable fields first within it too: the text before its type, the result before its call id. A
   // key keeps the place it was first given, whatever a later spread writes into it.
   const content: object = c.type === 'text' ? Object.assign({ text: c.text }, c) : Object.assign({ content: c.content }, c);
@@ -69,8 +77,12 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  */
 export function inputOfPayload(name: KindSignalName, raw: unknown): unknown {
   if (!isObject(raw) || isObject(raw.content)) return raw;
-  const { text, content, tool: _tool, toolCallId, associative, final, ...rest } = raw;
+  const { text, content, tool: _tool, toolCallId, associative, final, childThreadId, fromParent, ...rest } = raw;
   if (name === 'user_text') return { ...rest, content: { type: 'text', text } };
+  if (name === 'report') {
+    const synthetic = fromParent === true ? { type: 'parent_message', toolCallId } : { type: 'thread_report', toolCallId, childThreadId };
+    return { ...rest, content: { type: 'tool_result', toolCallId, content: [{ type: 'text', text }] }, synthetic };
+  }
   if (name !== 'tool_result' && name !== 'event') return raw;
   const blocks: unknown = content ?? (typeof text === 'string' ? [{ type: 'text', text } satisfies ToolResultContent] : undefined);
   const message: Record<string, unknown> = { ...rest, content: { type: 'tool_result', toolCallId, content: blocks } };

@@ -60,7 +60,7 @@ export const HANDLER_DOCS = {
   input:
     'One input into the thread\'s inbox: {"threadId","id","content":{"type":"text","text"}} for user text, ' +
     '{"threadId","id","content":{"type":"tool_result","toolCallId","content":[{"type":"text","text"}]}} for a tool result. ' +
-    'A malformed or oversized input is dropped and counted (status query: dropped.malformed).',
+    'A malformed or oversized input is dropped and counted (status query: dropped.malformed; the drops query says why).',
   user_text: 'A user text into the inbox: {"text","threadId","id"} (or any input message). Same inbox as input.',
   tool_result:
     'A tool result into the inbox: {"tool","text","toolCallId","threadId","id"} ("tool" names it for the reader; "content":[…] ' +
@@ -68,7 +68,9 @@ export const HANDLER_DOCS = {
   event:
     'A subscription event into the inbox: {"tool","text","toolCallId","threadId","id","associative"?,"final"?} ' +
     '(toolCallId: the call that started the subscription; or any input message). Same inbox as input.',
-  report: "A child thread's report or a parent thread's message (an input message with synthetic thread_report / parent_message).",
+  report:
+    'A child\'s report {"text","childThreadId","toolCallId","threadId","id"} (toolCallId: the spawn call), or a parent\'s message ' +
+    '{"text","fromParent":true,"toolCallId","threadId","id"}; or any input message. Same inbox as input.',
   control: 'A control input: compaction, compaction_complete or a tool prompt (an input message with that synthetic type).',
   deliver: 'Like the input signal, acknowledged: returns {accepted, reason?, deferred?} once the thread has taken the input into a batch.',
   status: 'The thread\'s status: running, idle or waiting on a tool, the pending call, history length, queue, drops, children, usage.',

@@ -44,7 +44,8 @@ export const v04 = (): boolean => patched(V04);
  * Release 0.5, asked only on the paths it changes, as 0.4's (decision 58), so a 0.4 worker still replays every 0.5
  * run that took none of them: a root thread's `Title` search attribute written when its first user text titles it, a
  * child's written at its start, and reports and parent messages sent under their kind's signal name — each only for
- * threads whose options turn it on (`titleSearchAttribute`, `signalNames: 'by-kind'`; decision 62). Activity summaries,
+ * threads whose options turn it on (`titleSearchAttribute`, `signalNames: 'by-kind'`; decision 62). On the spawn path
+ * it stands for 0.4's background priority too, so a spawn records one marker (decision 51). Activity summaries,
  * a child's static summary and details, queries and current details are not commands the SDK compares on replay
  * (`test/ui-replay.test.ts` shows it): they change without a patch.
  */

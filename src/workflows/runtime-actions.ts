@@ -70,6 +70,10 @@ export async function startThread(
   if (ctx.args.options) args.options = ctx.args.options;
   const userId = userIdOf(ctx);
   if (userId !== undefined) args.userId = userId;
+  // 0.5 (decision 62), asked only for threads that write titles: the child's `Title`. It includes 0.4's background
+  // priority, so a spawn records one marker, not two (decision 51); without it, 0.4's own marker as before.
+  const titled = ctx.args.options?.titleSearchAttribute === true && v05();
+  const background = titled || v04();
   await startChild(THREAD_WORKFLOW_TYPE, {
     workflowId: childId,
     args: [args],
@@ -80,8 +84,7 @@ export async function startThread(
       { key: searchAttributes.ThreadKind, value: kind },
       { key: searchAttributes.ParentThreadId, value: ctx.args.threadId },
       { key: searchAttributes.AgentStatus, value: 'idle' },
-      // 0.5, asked only for threads that write titles (decision 62): the UI's `Title` column.
-      ...(ctx.args.options?.titleSearchAttribute && v05() ? [{ key: searchAttributes.Title, value: title }] : []),
+      ...(titled ? [{ key: searchAttributes.Title, value: title }] : []),
     ],
     // What the parent's timeline and the relationships view show: the child's task, not its id. User metadata, not
     // compared on replay (test/ui-replay.test.ts), so no patch.
@@ -90,7 +93,7 @@ export async function startThread(
     memo: { title },
     // Children, event handlers and compactions are background work: they queue behind root threads' turns. The
     // fairness key (the root's id) is inherited, so a whole tree shares one fair share (decision 60).
-    ...(v04() && { priority: { priorityKey: childPriorityKey(workflowInfo().priority?.priorityKey) } }),
+    ...(background && { priority: { priorityKey: childPriorityKey(workflowInfo().priority?.priorityKey) } }),
   });
   ctx.st.children.set(childId, spawn.toolCallId);
 }

@@ -2,7 +2,7 @@
  * What the Temporal UI shows of a thread: one-line activity summaries that read like the conversation, a title, and
  * the lines of the `transcript` and `drops` queries. Pure and deterministic (workflow code).
  */
-import { shortLine as short, titleOf } from '../core/title';
+import { shortLine, titleOf } from '../core/title';
 import type { HistoryItem, InputMessage, StoredItem, ToolResultContent } from '../core/types';
 
 export { titleOf };
@@ -17,6 +17,11 @@ export interface SummaryContext {
   replyBefore?: string;
 }
 
+/**
+ * {@link shortLine} of only the start of `s`: a result or a user text may be megabytes, and these run in the workflow
+ * on every slice (whitespace collapses within the start only; past it, the ellipsis says there is more).
+ */
+const short = (s: string, n: number) => shortLine(s.length > 4 * n ? `${s.slice(0, 4 * n)}…` : s, n);
 const quoted = (s: string, n: number) => `"${short(s, n)}"`;
 const firstText = (content: readonly ToolResultContent[]) => content.find((c) => c.type === 'text')?.text ?? '';
 /** The first line of a text, shortened: a child's static summary, the reply in a summary. */
@@ -32,7 +37,7 @@ export function sliceSummary(n: number, append: readonly StoredItem[], ctx: Summ
   const parts = append.map(({ item }) => {
     switch (item.kind) {
       case 'user':
-        return `user ${quoted(titleOf(item.text), 60)}`;
+        return `user ${quoted(titleOf(item.text.slice(0, 400)), 60)}`;
       case 'tool_result': {
         const call = ctx.callLine(item.id) ?? `result of ${ctx.toolName(item.id) ?? item.id}`;
         return `${short(call, 90)} → ${quoted(firstText(item.content), 50)}`;

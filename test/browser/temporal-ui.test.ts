@@ -1,28 +1,29 @@
 /**
- * The Temporal UI of the dev server, in headless Chromium (Debian's, driven by playwright-core): a thread is found by
- * its search attributes, and its event history shows the slice summaries and the signals that fed it.
- * RECORD_SCREENSHOT=1 also writes docs/temporal-ui-thread.png for the README.
+ * The Temporal UI of the dev server, in headless Chromium (Debian's, driven by playwright-core), reading like the
+ * conversation (issue 17 §2): the list shows threads by their titles (the `Title` column), a thread's signals are named
+ * by kind with the readable part of their payload first, its slice summaries name the call with its arguments, the
+ * result and the reply before, its current details the last reply and where the history is, and a child is shown by
+ * its task. RECORD_SCREENSHOT=1 also writes docs/ui-list.png, ui-thread.png, ui-details.png, ui-child.png and
+ * ui-signal.png for the README.
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalSystem, startLocalSystem } from '../../src/local-system';
-import { SimulatedModel } from '../../src/model/simulated';
 import { buildStatusDemoTool } from '../../src/tools/demo';
+import { conversationModel, QUESTION, REPORT } from './conversation';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const DOCS = join(__dirname, '..', '..', 'docs');
 let system: LocalSystem;
 let browser: Browser;
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's (apt-get install chromium) or set CHROMIUM_PATH`);
-  system = await startLocalSystem({
-    model: new SimulatedModel({ completionBytes: 300 }),
-    tools: [buildStatusDemoTool(200)],
-    dataDir: mkdtempSync(join(tmpdir(), 'ui-test-')),
-  });
+  // Its own dev server: inputs go by kind and titles into `Title` (decision 62).
+  system = await startLocalSystem({ model: conversationModel(), tools: [buildStatusDemoTool(100)], dataDir: mkdtempSync(join(tmpdir(), 'ui-test-')) });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     // Without the background-networking flags Chromium keeps calling out to a network this machine does not have.
@@ -35,34 +36,111 @@ afterAll(async () => {
   await system?.shutdown();
 });
 
+/** Polls until `check` returns something (the thread's next steps run on the worker meanwhile). */
+async function until<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {
+  for (let i = 0; i < 300; i++) {
+    const v = await check();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** The page's text and its frames' (the UI renders summaries and details, markdown, in sandboxed iframes). */
+async function allText(page: Page): Promise<string> {
+  const texts = await Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')));
+  return texts.join('\n');
+}
+
+/** Waits until the page or one of its frames shows `text`. */
+const showing = (page: Page, text: string) => until(async () => (await allText(page)).includes(text) && (await allText(page)), `the UI to show "${text}"`);
+
+const shot = async (page: Page, name: string) => {
+  if (process.env.RECORD_SCREENSHOT === '1') await page.screenshot({ path: join(DOCS, name) });
+};
+
 describe('Temporal UI', () => {
-  it('finds a thread by search attribute and shows its slices and signals', async () => {
-    const threadId = `ui-${Date.now()}`;
-    const thread = await system.client.startThread({ threadId });
-    await thread.sendUserText('Is build 42 green?');
+  it('reads like the conversation: titles in the list, a thread, a child and a signal in words', async () => {
+    const threadId = `build-42-${Date.now()}`;
+    await system.client.sendUserText(threadId, QUESTION);
+    const thread = system.client.thread(threadId);
     await thread.waitForIdle({ settled: true });
+    await thread.sendUserText('Find the flaky tests of build 42');
+    await until(async () => (await thread.history()).some((i) => i.kind === 'assistant' && i.text.endsWith(REPORT)), 'the report');
+    await thread.waitForIdle({ settled: true });
+    const [childId] = (await thread.status()).children;
+    await system.client.thread(childId!).waitForIdle({ settled: true });
+    const page = await browser.newPage({ viewport: { width: 1800, height: 1000 } });
 
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    const query = `AgentStatus="idle" AND ThreadKind="root" AND WorkflowId="${threadId}"`;
-    await page.goto(`${system.devServer.uiUrl}/namespaces/default/workflows?query=${encodeURIComponent(query)}`);
-    await page.getByRole('link', { name: threadId }).first().click({ timeout: 30_000 });
+    // The list, with the Title column added the way a user does (the UI keeps the choice in the browser).
+    await page.goto(`${system.devServer.uiUrl}/namespaces/default/workflows?query=${encodeURIComponent('WorkflowType="agentThread"')}`);
+    await page.getByRole('button', { name: 'Configure Columns' }).click({ timeout: 30_000 });
+    for (const column of ['Title', 'ThreadKind', 'AgentStatus']) await page.getByRole('button', { name: `Add ${column} column` }).click();
+    await page.getByRole('button', { name: 'Remove Run ID column' }).click();
+    await page.getByRole('button', { name: /close/i }).filter({ visible: true }).first().click();
+    await page.getByText('Configure Workflows Table').waitFor({ state: 'hidden' });
+    await page.getByText('Is build 42 green? Please check.').first().waitFor({ timeout: 30_000 });
+    const list = await page.innerText('body');
+    expect(list).toContain('Collect the flaky tests of build 42 and report them back');
+    expect(list).toMatch(/Title/);
+    await shot(page, 'ui-list.png');
 
-    // The timeline labels a local slice with its activity type (UI 2.54); its summary is in the event history.
-    await page.getByText('runSliceLocal').first().waitFor({ timeout: 30_000 });
+    // A thread: its timeline names the signals by kind and the child by its task; its event history shows what each
+    // slice was given and what the slice before it did.
+    await page.goto(system.threadUrl(threadId)!);
+    await page.getByText('Collect the flaky tests of build 42').first().waitFor({ timeout: 30_000 });
     const timeline = await page.innerText('body');
-    expect(timeline).toContain('agentThread');
-    if (process.env.RECORD_SCREENSHOT === '1') await page.screenshot({ path: join(__dirname, '..', '..', 'docs', 'temporal-ui-thread.png') });
-
-    // The event history lists the signals that fed the thread (the user's text, the tool's result) and each slice, a
-    // local activity with what it did as its summary (decision 50).
-    await page.getByText('Event History').first().click();
-    await page.getByText('slice 2: result of get_build_status').first().waitFor({ timeout: 30_000 });
+    for (const name of ['user_text', 'tool_result', 'report']) expect(timeline).toContain(name);
+    expect(timeline).not.toMatch(/^input$/m);
+    await page.getByRole('tab', { name: /Event History/ }).click();
+    await page.getByText('slice 2: get_build_status {"build_id":"42"} → "Build 42: green (all 318 tests passed)"').first().waitFor({ timeout: 30_000 });
     const events = await page.innerText('body');
-    expect(events).toContain('slice 1: user "Is build 42 green?"');
-    expect(events.match(/Workflow Execution Signaled/g)?.length).toBe(2);
-    expect(events.match(/Local Activity/g)?.length).toBe(2);
-    expect(events).not.toMatch(/Activity Task Scheduled/);
-    expect(events).toMatch(/Signal Name\s+input/);
+    expect(events).toContain('slice 1: user "Is build 42 green? Please check."');
+    expect(events).toContain('slice 3: user "Find the flaky tests of build 42" — after reply "Build 42 is green."');
+    expect(events).toContain('slice 5: report from');
+    expect(events).toMatch(/Signal Name\s+user_text/);
+    expect(events).toMatch(/Signal Name\s+tool_result/);
+    expect(events).toMatch(/Signal Name\s+report/);
+    // The compact view: one line per signal (its name, its payload's start) and per slice (its summary).
+    await page.getByText('Compact', { exact: true }).click();
+    await page.getByText('Signal received').first().waitFor({ timeout: 30_000 });
+    const compact = await page.innerText('body');
+    // (The UI shows each payload's first 60 characters or so: the readable part.)
+    expect(compact).toContain('{"text":"Is build 42 green?\\nPlease check."');
+    expect(compact).toContain('{"tool":"get_build_status","text":"Build 42: green');
+    expect(compact).toContain('{"text":"Report from child thread: No flaky tests');
+    await page.getByText('Event History', { exact: true }).filter({ visible: true }).first().scrollIntoViewIfNeeded();
+    await page.mouse.wheel(0, 420);
+    await shot(page, 'ui-thread.png');
+    await page.getByText('All', { exact: true }).filter({ visible: true }).first().click();
+
+    // Its summary, details and current details: the title, where the history is, the last reply in full.
+    await page.getByRole('tab', { name: 'User Metadata' }).click();
+    const metadata = await showing(page, `last reply: The helper says: ${REPORT}`);
+    expect(metadata).toContain('Is build 42 green? Please check.');
+    expect(metadata).toContain(`last reply: The helper says: ${REPORT}`);
+    expect(metadata).toContain(`infinity-temporal history ${threadId}`);
+    await shot(page, 'ui-details.png');
+
+    // A signal's payload: the tool's name and its text first, not a UUID.
+    await page.getByRole('tab', { name: /Event History/ }).click();
+    const signal = page.getByText('tool_result', { exact: true }).filter({ visible: true }).first();
+    await signal.click();
+    await page.getByText('"tool": "get_build_status"').first().waitFor({ timeout: 30_000 });
+    const payload = await page.innerText('body');
+    expect(payload).toMatch(/\{\s*"tool": "get_build_status",\s*"text": "Build 42: green \(all 318 tests passed\)",/);
+    await signal.scrollIntoViewIfNeeded();
+    await page.mouse.wheel(0, 250);
+    await shot(page, 'ui-signal.png');
+
+    // A child: its task as summary, its parent in its details, its report as its last step.
+    await page.goto(system.threadUrl(childId!)!);
+    await page.getByRole('tab', { name: 'User Metadata' }).click();
+    const child = await showing(page, 'last reply: Reported.');
+    expect(child).toContain('Collect the flaky tests of build 42');
+    expect(child).toContain(`child thread of ${threadId}`);
+    expect(child).toContain('last reply: Reported.');
+    await shot(page, 'ui-child.png');
     await page.close();
   });
 });
