@@ -1,0 +1,116 @@
+/**
+ * The thread loop's own state for one run (not carried across continue-as-new): whether a slice runs or the loop is
+ * busy between slices, what arrived in this run, where a blocked thread stopped (release 0.2), and what the last
+ * slice called — with the small readings of it that the loop, the handlers and the slice summaries share. Nothing
+ * here issues a command: the state is read by conditions, queries and the `waitForIdle` update.
+ */
+import { HandlerUnfinishedPolicy } from '@temporalio/common';
+import { condition, metricMeter, setHandler } from '@temporalio/workflow';
+import { callbackState } from '../core/callback-state';
+import { METRICS } from '../core/metric-names';
+import type { InputMessage, PendingCall, ThreadStatus } from '../core/types';
+import { isUserText } from '../core/validate';
+import { callbackStateQuery, HANDLER_DOCS, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
+import type { ThreadState } from './state';
+
+export interface LoopState {
+  /** A slice activity runs (status `running`). */
+  sliceRunning: boolean;
+  /**
+   * 0.2: also busy while a batch is being turned into a slice or a slice's action carried out (a child starting):
+   * 0.1 looked idle there, and a wait could return with a spawn half done.
+   */
+  acting: boolean;
+  /** The slice about to run retries the items of one that did not commit. */
+  retrying: boolean;
+  /** A user text interrupted the last slice: the next batch ends before the first input after that text. */
+  interruptNext: boolean;
+  /** User texts (not yet processed) that have arrived in this run. */
+  userTextsArrived: number;
+  /** Inputs that have arrived in this run. */
+  inputsArrived: number;
+  /** When the thread last blocked (release 0.2 rules only): inputs arrived and queued then. */
+  blockedAt: { inputs: number; queued: number } | undefined;
+  /** The workflow task (by its history length) whose first slice ran locally. */
+  lastLocalTask: number;
+  /** The last async call a slice dispatched: names the result that answers it in the next slice's summary. */
+  lastCall: PendingCall | null;
+  /** `name {args}` of the last call: what the next summary says came before its result. */
+  lastCallLine: string | undefined;
+  /** The reply that ended the last turn: what the next summary says came before. */
+  replyBefore: string | undefined;
+
+  /** Something new since the thread blocked: a signal, or a result the workflow queued itself (a timer, a child start). */
+  newSinceBlock(): boolean;
+  /** Nothing to do until the next input: what `waitForIdle` waits for. */
+  idle(): boolean;
+  /** What the loop waits for before it takes the next batch. */
+  hasWork(): boolean;
+  /** Puts an arrived input (signal or `deliver` update) into the queue and counts it. */
+  enqueue(m: InputMessage): void;
+  /** The tool a call id names: the last call, a subscription or an event target. */
+  toolName(callId: string): string | undefined;
+  /** The `name {args}` line of the last call, if `callId` is it. */
+  callLine(callId: string): string | undefined;
+}
+
+/** The loop state of a run that starts from `st` (restored, or fresh). */
+export function loopState(st: ThreadState): LoopState {
+  // Metrics issue no commands, and the SDK skips them while replaying: every input is counted once.
+  const accepted = metricMeter.createCounter(METRICS.inputsAccepted.name, undefined, METRICS.inputsAccepted.help);
+  const s: LoopState = {
+    sliceRunning: false,
+    acting: false,
+    retrying: false,
+    interruptNext: false,
+    userTextsArrived: 0,
+    inputsArrived: 0,
+    blockedAt: undefined,
+    lastLocalTask: -1,
+    lastCall: st.prep.pendingCall,
+    lastCallLine: undefined,
+    replyBefore: undefined,
+
+    newSinceBlock: () => s.blockedAt !== undefined && (s.inputsArrived > s.blockedAt.inputs || st.inbox.length > s.blockedAt.queued),
+    // A thread blocked on its store (0.2) waits for the next input whatever is queued: that is idle too.
+    idle: () =>
+      !s.acting &&
+      !s.sliceRunning &&
+      ((s.blockedAt !== undefined && !s.newSinceBlock()) || (st.inbox.length === 0 && (st.carry.length === 0 || st.blocked))),
+    // 0.2: a blocked thread retries once per input that arrives after it blocked, never in a loop on the queued ones.
+    hasWork: () => (s.blockedAt !== undefined ? s.newSinceBlock() : st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked)),
+    enqueue: (m) => {
+      accepted.add(1);
+      st.inbox.push(m);
+      s.inputsArrived += 1;
+      if (isUserText(m) && !st.prep.processedInputIds.has(m.id)) s.userTextsArrived += 1;
+    },
+    toolName: (id) => (s.lastCall?.id === id ? s.lastCall.name : (st.prep.subscriptions.get(id) ?? st.prep.eventTargets.get(id))),
+    callLine: (id) => (s.lastCall?.id === id ? s.lastCallLine : undefined),
+  };
+  return s;
+}
+
+/**
+ * Registers the `status` and `callbackState` queries and the `waitForIdle` update, in that order (after the inbox's
+ * handlers, as before). Queries issue no commands; an update's only commands are its own.
+ */
+export function installStatusHandlers(st: ThreadState, loop: LoopState, snapshot: () => ThreadStatus): void {
+  setHandler(statusQuery, snapshot, { description: HANDLER_DOCS.status });
+  // For the RAP gateway's revocation check; a query issues no commands, so it is replay-safe.
+  setHandler(callbackStateQuery, (callId: string) => callbackState(st.prep, callId), { description: HANDLER_DOCS.callbackState });
+  // A wait still open when the run continues-as-new is abandoned on purpose: the client asks the next run again.
+  setHandler(
+    waitForIdleUpdate,
+    async (options: WaitOptions) => {
+      await condition(() => loop.idle() && !(options?.settled && st.prep.pendingCall && !st.prep.pendingCall.passive));
+      return snapshot();
+    },
+    { unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON, description: HANDLER_DOCS.waitForIdle },
+  );
+}
+
+/** Drops the prompts whose call is no longer the pending one: prompts live as long as their call is pending. */
+export function dropStalePrompts(st: ThreadState): void {
+  if (st.prompts.length > 0) st.prompts = st.prompts.filter((p) => p.toolCallId === st.prep.pendingCall?.id);
+}

@@ -1,0 +1,100 @@
+/**
+ * Taking the next batch off the thread's queue and turning it into what a slice commits (docs/semantics.md §2–§8).
+ * Only the synchronous steps live here: the loop awaits the control inputs and the event children between them
+ * itself, so every command and every `patched()` call comes at the same point of the run, and in the same microtask
+ * order, as when the loop was one function (other handlers' continuations interleave with the loop's by microtask).
+ */
+import { upsertMemo, upsertSearchAttributes, uuid4, workflowInfo } from '@temporalio/workflow';
+import { takeBatch } from '../core/batching';
+import { applyDeferral, prepareBatch, splitInterruptBatch, type PrepareOutcome } from '../core/prepare';
+import type { DropReason, InputMessage, StoredItem } from '../core/types';
+import type { Acknowledgements } from './acknowledged';
+import { searchAttributes } from './definitions';
+import { dropStalePrompts, type LoopState } from './loop-state';
+import { v02, v03, v05 } from './patches';
+import type { SliceRunner } from './slice-runner';
+import type { ThreadOptions, ThreadState } from './state';
+import { titleOf } from './ui-text';
+
+/** A batch taken off the queue, and the history length its event and compaction children inherit. */
+export interface TakenBatch {
+  batch: InputMessage[];
+  safePoint: number;
+}
+
+/**
+ * Starts a turn of the loop once it has work: clears the block, marks the loop busy (0.2) and notes whether this
+ * slice retries a carried one. Returns whether the slice may run as a local activity (0.3). Asks `v02()` then
+ * `v03()`, on every turn, as the loop always did.
+ */
+export function beginTurn(st: ThreadState, loop: LoopState, slices: SliceRunner): boolean {
+  loop.blockedAt = undefined;
+  loop.acting = v02();
+  loop.retrying = st.carry.length > 0;
+  // 0.3 (decision 50): only the first slice of a workflow task may run locally, so a task that fails after it leaves
+  // at most one slice committed that its history does not show, and that slice's inputs are the queue's first only:
+  // every attempt of the task starts from the same state and queue head, so it asks for the same slice again.
+  return v03() && slices.localEnabled && workflowInfo().historyLength !== loop.lastLocalTask;
+}
+
+/**
+ * Takes the next batch off the queue (nothing carried): bounded (0.2), ended before the input after an interrupting
+ * user text, and one input only for a local slice. Asks `v02()` once.
+ */
+export function nextBatch(st: ThreadState, loop: LoopState, local: boolean): TakenBatch {
+  // 0.2: a bounded batch, so a flood never builds an activity input Temporal refuses; what waits stays first.
+  const bounded = v02();
+  let batch = bounded ? takeBatch(st.inbox) : st.inbox.splice(0);
+  if (loop.interruptNext) {
+    const split = splitInterruptBatch(batch);
+    batch = split.batch;
+    if (bounded) st.inbox.unshift(...split.rest);
+    else st.inbox.push(...split.rest);
+    loop.interruptNext = false;
+  }
+  if (local && batch.length > 1) st.inbox.unshift(...batch.splice(1));
+  // Event and compaction children inherit the committed history, without a trailing unanswered call.
+  const safePoint = st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
+  return { batch, safePoint };
+}
+
+/**
+ * Applies the prepare rules to what is left of `taken` after its control inputs (`rest`): counts what they drop and
+ * settles the acknowledged deliveries the batch took. The event children it asks for are the loop's to start.
+ */
+export function prepareTaken(
+  st: ThreadState,
+  taken: readonly InputMessage[],
+  rest: readonly InputMessage[],
+  count: (reason: DropReason, m: InputMessage | { id?: unknown }) => void,
+  acks: Acknowledgements,
+): PrepareOutcome {
+  const prep = prepareBatch(st.prep, applyDeferral(st.prep, rest), uuid4);
+  dropStalePrompts(st);
+  const byId = prep.dropped.length > 0 ? new Map(taken.map((m) => [m.id, m])) : undefined;
+  for (const d of prep.dropped) count(d.reason, byId?.get(d.id) ?? { id: d.id });
+  acks.settle(taken, prep.dropped, st.prep.deferred);
+  return prep;
+}
+
+/**
+ * What the slice of a ready batch commits: the seed's prefix (first slice only), then the accepted items. Titles the
+ * thread from its first user text.
+ */
+export function sliceAppend(opts: ThreadOptions, st: ThreadState, prep: PrepareOutcome): StoredItem[] {
+  const append = [...st.prefix.splice(0), ...prep.append];
+  maybeTitle(opts, append);
+  return append;
+}
+
+/** The thread's title in its memo, from the first user text (children get theirs when they start). */
+function maybeTitle(opts: ThreadOptions, append: StoredItem[]): void {
+  // upsertMemo updates workflowInfo().memo too: one title per thread, across continue-as-new.
+  if (workflowInfo().memo?.title !== undefined) return;
+  const first = append.find((s) => s.item.kind === 'user');
+  if (first?.item.kind !== 'user') return;
+  const title = titleOf(first.item.text);
+  upsertMemo({ title });
+  // 0.5, asked only for threads that write titles (decision 62): the UI's `Title` column, once per thread.
+  if (opts.titleSearchAttribute && v05()) upsertSearchAttributes([{ key: searchAttributes.Title, value: title }]);
+}

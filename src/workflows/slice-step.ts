@@ -1,0 +1,127 @@
+/**
+ * One batch as one slice (docs/architecture.md, "The slice protocol"): hand it to the slice runner, then apply what
+ * came back — a result to the thread's state, or a failure that sets the batch aside or blocks the thread (release
+ * 0.2, `failures.ts`). Neither step awaits anything of its own: the loop awaits the slice and the runtime action, so
+ * the workflow reaches every command at the same point, and in the same microtask order, as when this was inline.
+ */
+import { uuid4, workflowInfo } from '@temporalio/workflow';
+import { sliceIdFor } from '../core/ids';
+import { compactionInput } from '../core/inputs';
+import type { RuntimeAction, SliceInput, SliceResult } from '../core/slice-protocol';
+import { addUsage, type StoredItem } from '../core/types';
+import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
+import type { Inbox } from './inbox';
+import { dropStalePrompts, type LoopState } from './loop-state';
+import { v02 } from './patches';
+import { userIdOf } from './runtime-actions';
+import type { SliceOutcome, SliceRunner } from './slice-runner';
+import type { ThreadState, ThreadWorkflowArgs } from './state';
+import { sliceSummary } from './ui-text';
+
+/** What a slice step reads and changes: the run's arguments, the thread's state and loop state, and its parts. */
+export interface SliceContext {
+  args: ThreadWorkflowArgs;
+  st: ThreadState;
+  loop: LoopState;
+  inbox: Inbox;
+  slices: SliceRunner;
+  /** The status view's `publish`: the search attribute and current details, each only if it changed. */
+  publish(): void;
+}
+
+/**
+ * Runs `append` as the next slice: carries it until a result arrives, shows it in the transcript (not again on a
+ * retry), shows the thread running, and starts the slice. A user text arriving meanwhile cancels it (the slice
+ * commits what it streamed). Not `async`: it returns the runner's promise itself, so the loop resumes exactly when
+ * it did when this was inline.
+ */
+export function runBatch(ctx: SliceContext, append: StoredItem[], interruptedCalls: string[], local: boolean): Promise<SliceOutcome> {
+  const { args, st, loop } = ctx;
+  st.carry = append;
+  if (!loop.retrying) ctx.inbox.note(append.map((s) => s.item));
+  loop.sliceRunning = true;
+  ctx.publish();
+  if (local) loop.lastLocalTask = workflowInfo().historyLength;
+  const input: SliceInput = {
+    threadId: args.threadId,
+    kind: args.kind,
+    sliceId: sliceIdFor(args.threadId, st.slices),
+    append,
+    expectedLength: st.length,
+    subscriptions: [...st.prep.subscriptions.keys()],
+  };
+  if (args.spawn) input.spawn = args.spawn;
+  if (interruptedCalls.length > 0) input.interruptedCalls = interruptedCalls;
+  const userId = userIdOf(ctx);
+  if (userId !== undefined) input.userId = userId;
+  const { replyBefore } = loop;
+  const summary = sliceSummary(st.slices + 1, append, { toolName: loop.toolName, callLine: loop.callLine, ...(replyBefore !== undefined && { replyBefore }) }, loop.retrying);
+  return ctx.slices.run(input, summary, local);
+}
+
+/**
+ * Applies a slice's outcome once it is back: a result to the thread's state, a failure as release 0.2 or 0.1 treats
+ * it (a cancelled slice changes nothing: its carry is retried). Returns the runtime action the loop must carry out.
+ */
+export function settleSlice(ctx: SliceContext, outcome: SliceOutcome, append: StoredItem[]): RuntimeAction | undefined {
+  ctx.loop.sliceRunning = false;
+  if ('ok' in outcome) {
+    applyResult(ctx, outcome.ok);
+    return outcome.ok.action;
+  }
+  if ('failed' in outcome) recordFailure(ctx, outcome, append);
+  return undefined;
+}
+
+/** A committed slice: its length, pending call and results become the thread's, and the carry is done. */
+function applyResult(ctx: SliceContext, r: SliceResult): void {
+  const { st, loop } = ctx;
+  st.carry = [];
+  st.length = r.length;
+  st.slices += 1;
+  st.prep.pendingCall = r.pendingCall;
+  if (r.pendingCall) loop.lastCall = r.pendingCall;
+  // The pending call is the slice's last: its line names it in the summary of the slice its result starts.
+  const pendingName = r.pendingCall ? `${r.pendingCall.name} ` : undefined;
+  loop.lastCallLine = pendingName ? [...(r.calls ?? [])].reverse().find((c) => c.startsWith(pendingName)) : undefined;
+  loop.replyBefore = r.pendingCall ? undefined : r.lastText;
+  st.lastCalls = r.calls;
+  ctx.inbox.note([], [...(r.lastText ? [`assistant: ${r.lastText}`] : []), ...(r.calls ?? []).map((c) => `call ${c}`)]);
+  dropStalePrompts(st);
+  for (const id of r.answeredCallIds) st.prep.processedToolCalls.add(id);
+  for (const id of r.cancelledSubscriptions ?? []) st.prep.subscriptions.delete(id);
+  // Results produced by dispatch (failures, validation) go ahead of anything that arrived meanwhile.
+  st.inbox.unshift(...r.followUps);
+  if (r.usage) st.lastUsage = r.usage;
+  st.usage = addUsage(st.usage, r.usage);
+  // A message into our own queue, like a manual `thread.compact()`.
+  if (r.compact && !st.compaction.running) st.inbox.push(compactionInput(uuid4(), ctx.args.threadId));
+  if (r.lastText) st.lastText = r.lastText;
+  st.lastError = r.error;
+  st.failed = false;
+  if (!r.interrupted) loop.interruptNext = false;
+}
+
+/**
+ * A slice that failed on every attempt. 0.2: the thread shows `failed`; a failure that says nothing about the inputs
+ * blocks it until new input arrives, any other sets the batch aside. 0.1: it blocks. Asks `v02()` once.
+ */
+function recordFailure(ctx: SliceContext, outcome: { failed: string; type?: string }, append: StoredItem[]): void {
+  const { st, loop } = ctx;
+  st.lastError = outcome.failed;
+  if (!v02()) {
+    st.blocked = true;
+    return;
+  }
+  st.failed = true;
+  if (!outcome.type || !BLOCKING_FAILURES.has(outcome.type)) {
+    const aside = setAside(sliceIdFor(ctx.args.threadId, st.slices), append, outcome.failed);
+    st.setAside = [...st.setAside, aside.record].slice(-SET_ASIDE_KEPT);
+    // The next slice gets a new id: nothing of this one was committed, and its id must not answer for another.
+    st.slices += 1;
+    st.carry = aside.replacements;
+  } else {
+    st.blocked = true;
+    loop.blockedAt = { inputs: loop.inputsArrived, queued: st.inbox.length };
+  }
+}
