@@ -62,7 +62,7 @@ export { PostgresConversationStore, type PostgresStoreOptions } from './store/po
 export { openConversationStore, type OpenStoreOptions } from './store/open';
 export { StoreFileLostError, type StoreFileChange, type StoreFileRole } from './store/file-guard';
 
-export { defineTool, type Tool, type ToolContext, type ToolDefinition, type JsonSchemaObject } from './tools/tool';
+export { defineTool, type Tool, type ToolContext, type ToolDefinition, type ToolSource, type JsonSchemaObject } from './tools/tool';
 export { toolResult, subscriptionStart, subscriptionEvent, userText, type CallRef, type ToolResultOptions } from './tools/messages';
 
 export { DEFAULT_COMPLETION_POLICY, type CompletionPolicy } from './activities/completion';

@@ -6,16 +6,13 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import type { CompletionPolicy } from './activities/completion';
 import { AgentClient } from './client/agent-client';
 import { type DevServer, type DevServerOptions, startDevServer } from './devserver/server';
-import type { PayloadCodec } from '@temporalio/common';
 import { loopbackOrigins, startCodecServer } from './codec/codec-server';
 import type { ModelProvider } from './model/provider';
 import { modelFromEnv } from './model/registry';
 import type { ConversationStore } from './store/conversation-store';
 import { SqliteConversationStore } from './store/sqlite';
-import type { Tool } from './tools/tool';
 import { type AgentWorker, type AgentWorkerOptions, createAgentWorker } from './worker/create-worker';
 import { LocalEventHub } from './events/event-hub';
 import { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
@@ -24,45 +21,56 @@ import type { TracingOption } from './tracing/config';
 import { tracingFor } from './tracing/install';
 import { tracingClientInterceptors } from './tracing/interceptors';
 
-export interface LocalSystemOptions {
-  /** Default: `modelFromEnv()`, i.e. `INFINITY_MODEL` or the simulated model. */
+/** The worker's options that `startLocalSystem` passes on as they are (their docs: {@link AgentWorkerOptions}). */
+const WORKER_OPTIONS = [
+  'tools',
+  'toolSources',
+  'toolLifecycle',
+  'systemPrompt',
+  'completionPolicy',
+  'compactionThreshold',
+  'maxCachedWorkflows',
+  'workflowBundle',
+  'workerOptions',
+  'payloadCodec',
+  'maxInputBytes',
+  'eventsEndpoint',
+] as const satisfies readonly (keyof AgentWorkerOptions)[];
+
+/**
+ * Options of {@link startLocalSystem}: the worker's own (as {@link AgentWorkerOptions} documents them) and what the
+ * embedded setup adds. Everything is optional.
+ */
+export interface LocalSystemOptions extends Pick<AgentWorkerOptions, (typeof WORKER_OPTIONS)[number]> {
+  /** @default modelFromEnv(): `INFINITY_MODEL`, or the simulated model */
   model?: ModelProvider;
-  tools?: readonly Tool[];
-  /** Folder for the Temporal and conversation databases (default `.temporal/local`). */
+  /** Folder for the Temporal and conversation databases. @default '.temporal/local' */
   dataDir?: string;
-  /** A running server to use instead of starting one; or options for the one started. */
+  /** A running server to use instead of starting one, or options for the one started. @default a dev server started here */
   devServer?: DevServer | DevServerOptions;
-  /** Default: a SQLite store in `dataDir`. */
+  /** @default a SQLite store in `dataDir` */
   store?: ConversationStore;
+  /** @default 'infinity-agents' */
   taskQueue?: string;
-  systemPrompt?: string;
-  completionPolicy?: Partial<CompletionPolicy>;
-  /** Fraction of the context window that triggers compaction (default 0.75; 0 = never). */
-  compactionThreshold?: number;
+  /** Options of every thread the system's client starts (continue-as-new bounds, `titleSearchAttribute`). @default none */
   threadOptions?: ThreadOptions;
   /**
-   * How inputs travel (see `AgentClientOptions.signalNames`). Default `by-kind` when the system starts its own dev
-   * server (its one worker is this build), `input` on a server given to it, where older workers may poll the queue.
-   * A dev server it starts registers `Title`, so its threads write it too (`ThreadOptions.titleSearchAttribute`).
+   * How inputs travel (see `AgentClientOptions.signalNames`): `by-kind` when the system starts its own dev server
+   * (its one worker is this build), `input` on a server given to it, where older workers may poll the queue. A dev
+   * server it starts registers `Title`, so its threads write it too (`ThreadOptions.titleSearchAttribute`).
+   * @default 'by-kind' on its own dev server, else 'input'
    */
   signalNames?: 'input' | 'by-kind';
-  maxCachedWorkflows?: number;
-  workflowBundle?: AgentWorkerOptions['workflowBundle'];
-  workerOptions?: AgentWorkerOptions['workerOptions'];
-  /** Encrypts (or otherwise encodes) every payload in Temporal; see `AgentWorkerOptions.payloadCodec`. */
-  payloadCodec?: PayloadCodec;
   /**
    * With `payloadCodec`: serve it as the Web UI's codec endpoint, so the UI shows payloads decoded for those who pass
    * `token` (configure the same bearer token in the UI's codec settings).
+   * @default none
    */
   codecEndpoint?: { token?: string; port?: number };
-  /** Told about interrupted calls, cancelled subscriptions and closed threads (RAP toolsets). */
-  toolLifecycle?: AgentWorkerOptions['toolLifecycle'];
-  /** Also serve live events over HTTP for clients in other processes (see `AgentWorkerOptions.eventsEndpoint`). */
-  eventsEndpoint?: AgentWorkerOptions['eventsEndpoint'];
   /**
    * Serve Prometheus metrics (Temporal's and `infinity_*`) at `http://<host>:<port>/metrics`. Installs the process's
    * Temporal runtime, so it must be the first Temporal thing the process does (see `installMetricsRuntime`).
+   * @default none
    */
   metrics?: MetricsEndpointOptions;
   /**
@@ -71,6 +79,13 @@ export interface LocalSystemOptions {
    * @default undefined (the standard `OTEL_*` variables decide; off when they say nothing)
    */
   tracing?: TracingOption;
+}
+
+/** The keys of `options` that are set, and only those. */
+function definedOf<T extends object, K extends keyof T>(options: T, keys: readonly K[]): Pick<T, K> {
+  const out = {} as Pick<T, K>;
+  for (const k of keys) if (options[k] !== undefined) out[k] = options[k];
+  return out;
 }
 
 export interface LocalSystem {
@@ -139,18 +154,9 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       taskQueue,
       store,
       model,
-      tools: options.tools,
+      ...definedOf(options, WORKER_OPTIONS),
       signalNames,
       onEvent: (e) => events.emit(e),
-      systemPrompt: options.systemPrompt,
-      completionPolicy: options.completionPolicy,
-      compactionThreshold: options.compactionThreshold,
-      maxCachedWorkflows: options.maxCachedWorkflows,
-      workflowBundle: options.workflowBundle,
-      workerOptions: options.workerOptions,
-      eventsEndpoint: options.eventsEndpoint,
-      ...(codec && { payloadCodec: codec }),
-      ...(options.toolLifecycle && { toolLifecycle: options.toolLifecycle }),
       tracing: tracing ? tracing.options : false,
     });
     const running = worker.run();

@@ -17,7 +17,7 @@ import type { HistoryItem, ThreadEvent } from '../src/core/types';
 import type { ModelProvider } from '../src/model/provider';
 import type { ConversationStore } from '../src/store/conversation-store';
 import { SqliteConversationStore } from '../src/store/sqlite';
-import { defineTool, type Tool, type ToolContext, type ToolLifecycle } from '../src/tools/tool';
+import { defineTool, type Tool, type ToolContext, type ToolLifecycle, type ToolSource } from '../src/tools/tool';
 import { toolResult } from '../src/tools/messages';
 import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
 import { LocalEventHub } from '../src/events/event-hub';
@@ -55,6 +55,8 @@ export interface TestSystemOptions {
   address?: string;
   /** Lifecycle notices for remote tools (RAP). */
   toolLifecycle?: ToolLifecycle[];
+  /** Tools per agent tree (RAP toolsets). */
+  toolSources?: ToolSource[];
   /** Worker and client encode payloads with it; `temporal` stays a plain client that sees them encoded. */
   payloadCodec?: PayloadCodec;
   /** How worker (tools) and client send inputs (decision 62); default `input`. */
@@ -96,6 +98,7 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
         ...(options.payloadCodec && { payloadCodec: options.payloadCodec }),
         ...(options.signalNames && { signalNames: options.signalNames }),
         ...(options.toolLifecycle && { toolLifecycle: options.toolLifecycle }),
+        ...(options.toolSources && { toolSources: options.toolSources }),
       });
   void worker?.run();
   const temporal = new Client({ connection });

@@ -8,7 +8,7 @@ import { BUILTIN_TOOL_NAMES } from '../core/builtins';
 import { TOOL_CALL_FAILED } from '../core/texts';
 import type { InputMessage, ThreadEvent } from '../core/types';
 import { toolResult } from '../tools/messages';
-import type { Tool, ToolContext, ToolLifecycle } from '../tools/tool';
+import type { Tool, ToolContext, ToolLifecycle, ToolSource } from '../tools/tool';
 import type { AsyncCall } from './completion';
 
 /** The part of `SliceDependencies` this module uses; the worker's own object is passed, and read at each call. */
@@ -47,7 +47,25 @@ export function guardedEmit(listener: { emit(event: ThreadEvent): void }): (even
  * The tool context, async dispatch and lifecycle notices of the slices of one worker. `emit` must already be guarded
  * (`guardedEmit`): a dispatch failure is reported through it.
  */
-export function createDispatch(deps: DispatchDependencies, tools: ReadonlyMap<string, Tool>, emit: (event: ThreadEvent) => void): SliceDispatch {
+/** The tools of one agent tree, by name: the worker's own, then what the sources offer the tree. */
+export type TreeTools = (rootThreadId: string) => Promise<ReadonlyMap<string, Tool>>;
+
+/**
+ * The worker's tools and the sources' (RAP toolsets, fetched per tree). A source's tool whose name the worker's tools
+ * or the built-in tools already have is left out, as is a second source's tool of the same name.
+ */
+export function treeTools(tools: ReadonlyMap<string, Tool>, sources: readonly ToolSource[]): TreeTools {
+  if (sources.length === 0) return async () => tools;
+  return async (rootThreadId) => {
+    const all = new Map(tools);
+    for (const source of sources) {
+      for (const t of await source.toolsFor(rootThreadId)) if (!all.has(t.name) && !BUILTIN_TOOL_NAMES.has(t.name)) all.set(t.name, t);
+    }
+    return all;
+  };
+}
+
+export function createDispatch(deps: DispatchDependencies, toolsFor: TreeTools, emit: (event: ThreadEvent) => void): SliceDispatch {
   /** Fire and forget: a notice never delays or fails a slice. */
   const notify = (fn: LifecycleNotice) => {
     for (const l of deps.lifecycle ?? []) {
@@ -73,7 +91,7 @@ export function createDispatch(deps: DispatchDependencies, tools: ReadonlyMap<st
   /** Starts an async tool; failures become an error result for the same call (docs/semantics.md §3; reference spec §2.7). */
   async function dispatch(threadId: string, rootThreadId: string, call: AsyncCall, ancestors: string[], userId?: string): Promise<InputMessage[]> {
     if (BUILTIN_TOOL_NAMES.has(call.name)) return []; // carried out by the workflow
-    const tool = tools.get(call.name);
+    const tool = (await toolsFor(rootThreadId)).get(call.name);
     try {
       if (!tool) throw new Error(`tool '${call.name}' is no longer registered on this worker`);
       await tool.execute(call.args, toolContext(threadId, rootThreadId, ancestors, userId)(call.id, call.name));

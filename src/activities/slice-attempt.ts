@@ -12,7 +12,7 @@ import { CommitConflictError, type ConversationStore, type ThreadRecord } from '
 import type { Tool } from '../tools/tool';
 import { eventsForAppended } from './appended-events';
 import { type CompletionOutput, type CompletionPolicy, runCompletion } from './completion';
-import type { SliceDispatch } from './dispatch';
+import type { SliceDispatch, TreeTools } from './dispatch';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
 import { replayCommitted } from './replay';
 import type { SliceDependencies } from './slice';
@@ -24,14 +24,15 @@ import { type ResolvedInputs, resolveStaged } from './staged-inputs';
 /** What every phase of an attempt reads: the worker's dependencies and what `createSliceActivities` derived from them once. */
 export interface SliceRuntime {
   deps: SliceDependencies;
-  tools: ReadonlyMap<string, Tool>;
+  /** The tools of a thread's tree (dispatch.ts). */
+  toolsFor: TreeTools;
   policy: CompletionPolicy;
   compaction: CompactionSettings;
   /** `deps.emit`, guarded (dispatch.ts). */
   emit(event: ThreadEvent): void;
   io: SliceDispatch;
-  /** How the metrics count a tool call by name. */
-  classify(name: string): ToolCallKind;
+  /** How the metrics count a tool call by name, among a tree's tools. */
+  classify(tools: ReadonlyMap<string, Tool>): (name: string) => ToolCallKind;
 }
 
 /** A slice's thread and inputs, loaded and checked: what its completion reads. */
@@ -42,6 +43,8 @@ interface LoadedSlice {
   /** The thread and its ancestors, root first. */
   chain: ThreadRecord[];
   ancestors: string[];
+  /** The tools of the thread's tree, as the completion offers them. */
+  tools: ReadonlyMap<string, Tool>;
   staged: ResolvedInputs;
   view: HistoryItem[];
   /** The slice's inputs, staged content and injected call details resolved. */
@@ -66,7 +69,7 @@ export async function sliceAttempt(rt: SliceRuntime, input: SliceInput, control:
     // A zombie attempt of this slice committed first: its result is the one that counts.
     return replay(rt, input, (await rt.deps.store.findSlice(input.threadId, input.sliceId))!);
   }
-  rt.deps.metrics?.committed(input.kind, performance.now() - startedAt, built.result, built.items, rt.classify);
+  rt.deps.metrics?.committed(input.kind, performance.now() - startedAt, built.result, built.items, rt.classify(loaded.tools));
   rt.deps.tracing?.committed(built.result, built.items);
   return afterCommit(rt, input, out, loaded, built);
 }
@@ -95,7 +98,8 @@ async function loadSlice(rt: SliceRuntime, input: SliceInput): Promise<Load> {
   }
   const view = await modelView(store, chain);
   const append = await resolveInjected(callLookup(store, chain, view), staged.items);
-  return { loaded: { record, committedLength, chain, ancestors, staged, view, append } };
+  const tools = await rt.toolsFor(record.rootThreadId);
+  return { loaded: { record, committedLength, chain, ancestors, tools, staged, view, append } };
 }
 
 /** The thread's record, created by its first slice (a spawned thread's with its parent, root and spawn order). */
@@ -138,7 +142,7 @@ async function complete(rt: SliceRuntime, input: SliceInput, control: SliceContr
     sliceId,
     system: (deps.systemPrompt ?? DEFAULT_SYSTEM_PROMPT) + systemPromptSuffix(threadId, record.rootThreadId),
     history: [...view, ...append.map((s) => s.item)],
-    tools: rt.tools,
+    tools: loaded.tools,
     model: deps.model,
     policy: rt.policy,
     signal: control.signal,

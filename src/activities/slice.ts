@@ -8,10 +8,10 @@ import type { SliceInput, SliceResult } from '../core/slice-protocol';
 import type { InputMessage, ThreadEvent } from '../core/types';
 import type { ModelProvider } from '../model/provider';
 import type { ConversationStore } from '../store/conversation-store';
-import type { Tool, ToolLifecycle } from '../tools/tool';
+import type { Tool, ToolLifecycle, ToolSource } from '../tools/tool';
 import { BUILTIN_TOOL_NAMES } from '../core/builtins';
 import { type CompletionPolicy, DEFAULT_COMPLETION_POLICY } from './completion';
-import { createDispatch, guardedEmit } from './dispatch';
+import { createDispatch, guardedEmit, treeTools } from './dispatch';
 import { sliceAttempt, type SliceRuntime } from './slice-attempt';
 import { sliceEntryPoints } from './slice-entry';
 import { type SliceControl, SliceJobs } from './slice-jobs';
@@ -22,6 +22,8 @@ export interface SliceDependencies {
   store: ConversationStore;
   model: ModelProvider;
   tools: readonly Tool[];
+  /** Tools per agent tree, beside `tools` (RAP toolsets); a name `tools` or a built-in has is not taken from them. */
+  toolSources?: readonly ToolSource[];
   /** Delivers a message to a thread's input queue; handed to tools as `ctx.send` (`toolName`: the sending tool's). */
   send(message: InputMessage, from?: { toolName: string }): Promise<void>;
   /** Receives live events; must not throw. */
@@ -59,16 +61,16 @@ export function createSliceActivities(deps: SliceDependencies) {
   for (const t of deps.tools) {
     if (BUILTIN_TOOL_NAMES.has(t.name)) throw new TypeError(`tool name '${t.name}' is reserved for a built-in runtime tool`);
   }
-  const tools = new Map(deps.tools.map((t) => [t.name, t]));
+  const toolsFor = treeTools(new Map(deps.tools.map((t) => [t.name, t])), deps.toolSources ?? []);
   const emit = guardedEmit(deps);
   const runtime: SliceRuntime = {
     deps,
-    tools,
+    toolsFor,
     policy: { ...DEFAULT_COMPLETION_POLICY, ...deps.completionPolicy },
     compaction: { threshold: deps.compactionThreshold ?? 0.75, window: deps.model.contextWindow },
     emit,
-    io: createDispatch(deps, tools, emit),
-    classify: (name: string): ToolCallKind => {
+    io: createDispatch(deps, toolsFor, emit),
+    classify: (tools) => (name: string): ToolCallKind => {
       if (BUILTIN_TOOL_NAMES.has(name)) return 'builtin';
       const tool = tools.get(name);
       return tool ? (tool.sync ? 'sync' : 'async') : 'unknown';

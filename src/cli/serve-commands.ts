@@ -186,7 +186,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         ...((port !== undefined || uiPort !== undefined) && { devServer: { ...(port !== undefined && { port }), ...(uiPort !== undefined && { uiPort }) } }),
         taskQueue: flags.taskQueue ?? DEFAULT_TASK_QUEUE,
         eventsEndpoint: eventsEndpoint(opts),
-        ...(remote && { toolLifecycle: remote.lifecycle }),
+        ...(remote && { toolLifecycle: remote.lifecycle, toolSources: remote.toolSources }),
       });
       ref.deliver = (m) => system.client.deliver(m);
       ref.check = callbackStateOf(system.client.temporal);
@@ -244,7 +244,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         model,
         tools: [...(loadTools(opts.tools) ?? []), ...(remote?.tools ?? [])],
         eventsEndpoint: eventsEndpoint(opts),
-        ...(remote && { toolLifecycle: remote.lifecycle }),
+        ...(remote && { toolLifecycle: remote.lifecycle, toolSources: remote.toolSources }),
         ...(deployment && { deployment }),
       });
       const running = worker.run();

@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BUILTIN_TOOL_NAMES } from '../core/builtins';
 import { toolResult } from '../tools/messages';
-import { defineTool, type JsonSchemaObject, type Tool, type ToolContext, type ToolLifecycle } from '../tools/tool';
+import { defineTool, type JsonSchemaObject, type Tool, type ToolContext, type ToolLifecycle, type ToolSource } from '../tools/tool';
 import { traceHeaders } from './trace-context';
 import { checkManifest, type RapInvocation, type RapManifest, trimBase } from './wire';
 
@@ -27,6 +27,13 @@ export interface RapToolsetsOptions {
   backoffMs?: number;
   /** Per-request timeout (default 10 s). */
   timeoutMs?: number;
+  /**
+   * Manifests are fetched again for a new agent tree once this long has passed since the last fetch (default 1 s), so
+   * a burst of new threads makes one round of requests, not one per thread.
+   */
+  refreshAfterMs?: number;
+  /** Agent trees whose tool sets are remembered (default 10,000; the least recently used is forgotten first). */
+  maxTrees?: number;
 }
 
 export interface RapToolsetLoadError {
@@ -34,8 +41,8 @@ export interface RapToolsetLoadError {
   error: string;
 }
 
-export interface RapToolsets extends ToolLifecycle {
-  /** Tools of every toolset that loaded, minus names that collided (exposed by none). */
+export interface RapToolsets extends ToolLifecycle, ToolSource {
+  /** Tools of every toolset that loaded at start, minus names that collided (exposed by none). */
   tools: Tool[];
   manifests: { server: string; manifest: RapManifest }[];
   /** Toolsets rejected whole, and name collisions. */
@@ -71,32 +78,57 @@ async function loadManifest(server: RapServerConfig, timeoutMs: number): Promise
   return checked.value;
 }
 
+/** The tools of one round of manifests: every toolset that loaded, minus names that collide. */
+interface Snapshot {
+  tools: Tool[];
+  loaded: { server: RapServerConfig; manifest: RapManifest }[];
+  errors: RapToolsetLoadError[];
+}
+
 export async function loadRapToolsets(options: RapToolsetsOptions): Promise<RapToolsets> {
   const attempts = options.attempts ?? 3;
   const backoffMs = options.backoffMs ?? 250;
   const timeoutMs = options.timeoutMs ?? 10_000;
-  const errors: RapToolsetLoadError[] = [];
-  const loaded: { server: RapServerConfig; manifest: RapManifest; tools: Tool[] }[] = [];
+  const refreshAfterMs = options.refreshAfterMs ?? 1_000;
+  const maxTrees = options.maxTrees ?? 10_000;
+  /** The last manifest each server gave: a server down at a refresh keeps offering what it offered. */
+  const lastGood = new Map<string, RapManifest>();
 
-  for (const server of options.servers) {
-    try {
-      const manifest = await loadManifest(server, timeoutMs);
-      // A schema our validator cannot compile rejects the toolset whole, like any other manifest error.
-      const tools = manifest.tools.map((def) => rapTool(server, manifest, def.name, def.description, def.inputSchema));
-      loaded.push({ server, manifest, tools });
-    } catch (e) {
-      errors.push({ server: server.url, error: e instanceof Error ? e.message : String(e) });
+  const snapshot = async (): Promise<Snapshot> => {
+    const errors: RapToolsetLoadError[] = [];
+    const loaded: { server: RapServerConfig; manifest: RapManifest; tools: Tool[] }[] = [];
+    const fetched = await Promise.all(
+      options.servers.map(async (server) => {
+        try {
+          return { server, manifest: await loadManifest(server, timeoutMs) };
+        } catch (e) {
+          const known = lastGood.get(server.url);
+          if (!known) errors.push({ server: server.url, error: e instanceof Error ? e.message : String(e) });
+          return known && { server, manifest: known };
+        }
+      }),
+    );
+    for (const f of fetched) {
+      if (!f) continue;
+      try {
+        // A schema our validator cannot compile rejects the toolset whole, like any other manifest error.
+        const tools = f.manifest.tools.map((def) => rapTool(f.server, f.manifest, def.name, def.description, def.inputSchema));
+        loaded.push({ ...f, tools });
+        lastGood.set(f.server.url, f.manifest);
+      } catch (e) {
+        errors.push({ server: f.server.url, error: e instanceof Error ? e.message : String(e) });
+      }
     }
-  }
-
-  // Names must be unique across toolsets (and apart from the runtime's own tools): a collision exposes neither.
-  const count = new Map<string, number>();
-  for (const l of loaded) for (const t of l.tools) count.set(t.name, (count.get(t.name) ?? 0) + 1);
-  for (const [name, n] of count) {
-    if (n > 1) errors.push({ server: '*', error: `tool '${name}' is defined by ${n} toolsets; none of them is exposed` });
-    if (BUILTIN_TOOL_NAMES.has(name)) errors.push({ server: '*', error: `tool '${name}' is a runtime tool name; not exposed` });
-  }
-  const tools = loaded.flatMap((l) => l.tools).filter((t) => count.get(t.name) === 1 && !BUILTIN_TOOL_NAMES.has(t.name));
+    // Names must be unique across toolsets (and apart from the runtime's own tools): a collision exposes neither.
+    const count = new Map<string, number>();
+    for (const l of loaded) for (const t of l.tools) count.set(t.name, (count.get(t.name) ?? 0) + 1);
+    for (const [name, n] of count) {
+      if (n > 1) errors.push({ server: '*', error: `tool '${name}' is defined by ${n} toolsets; none of them is exposed` });
+      if (BUILTIN_TOOL_NAMES.has(name)) errors.push({ server: '*', error: `tool '${name}' is a runtime tool name; not exposed` });
+    }
+    const tools = loaded.flatMap((l) => l.tools).filter((t) => count.get(t.name) === 1 && !BUILTIN_TOOL_NAMES.has(t.name));
+    return { tools, loaded, errors };
+  };
 
   /** Every configured server, concurrently, once; failures ignored (RAP §4.1, §4.2). */
   const notifyAll = async (path: string, body: unknown) => {
@@ -146,10 +178,28 @@ export async function loadRapToolsets(options: RapToolsetsOptions): Promise<RapT
     });
   }
 
+  const first = await snapshot();
+  let latest = { at: performance.now(), snapshot: Promise.resolve(first) };
+  /** Trees by root thread id, least recently used first (a Map keeps insertion order). */
+  const trees = new Map<string, Promise<readonly Tool[]>>();
+  const fresh = (): Promise<Snapshot> => {
+    // One round of requests serves every tree that starts within `refreshAfterMs` of it, the round in flight included.
+    if (performance.now() - latest.at >= refreshAfterMs) latest = { at: performance.now(), snapshot: snapshot() };
+    return latest.snapshot;
+  };
+
   return {
-    tools,
-    manifests: loaded.map((l) => ({ server: l.server.url, manifest: l.manifest })),
-    errors,
+    tools: first.tools,
+    manifests: first.loaded.map((l) => ({ server: l.server.url, manifest: l.manifest })),
+    errors: first.errors,
+    toolsFor(rootThreadId) {
+      let tools = trees.get(rootThreadId);
+      if (tools) trees.delete(rootThreadId);
+      else tools = fresh().then((s) => s.tools);
+      trees.set(rootThreadId, tools);
+      if (trees.size > maxTrees) trees.delete(trees.keys().next().value!);
+      return tools;
+    },
     callCancelled: (threadId, toolCallId) => notifyAll('/cancel_tool_call', { thread_id: threadId, tool_call_id: toolCallId }),
     threadClosed: (threadId) => notifyAll('/close_thread', { thread_id: threadId }),
   };

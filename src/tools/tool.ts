@@ -59,6 +59,16 @@ export interface SyncToolDefinition<A> extends ToolDefinitionBase {
 export type ToolDefinition<A> = AsyncToolDefinition<A> | SyncToolDefinition<A>;
 
 /** A validated, ready-to-dispatch tool. Create with {@link defineTool}. */
+/**
+ * Tools whose set changes while workers run (RAP toolsets: servers that come up late, or change what they offer).
+ * Asked at every slice with the thread's root: a new agent tree gets what its servers offer when it starts, and a
+ * tree keeps that set for its life, so its model never sees a tool vanish mid-conversation.
+ */
+export interface ToolSource {
+  /** The tools of the tree rooted at `rootThreadId`; resolves without throwing (a server that is down offers nothing new). */
+  toolsFor(rootThreadId: string): Promise<readonly Tool[]>;
+}
+
 export interface Tool {
   readonly name: string;
   readonly description: string;

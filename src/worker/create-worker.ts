@@ -18,7 +18,7 @@ import type { ThreadEvent } from '../core/types';
 import type { ModelProvider } from '../model/provider';
 import type { ConversationStore } from '../store/conversation-store';
 import { deliverAnswering } from '../inbox/deliver';
-import type { Tool, ToolLifecycle } from '../tools/tool';
+import type { Tool, ToolLifecycle, ToolSource } from '../tools/tool';
 import { LocalEventHub } from '../events/event-hub';
 import { EventLog } from '../events/event-log';
 import { type EventServer, type EventServerOptions, startEventServer } from '../events/event-server';
@@ -33,39 +33,59 @@ import { mergeWorkerInterceptors, tracingClientInterceptors, tracingWorkerOption
  */
 export const DEFAULT_WORKFLOW_TASK_SLOTS = 16;
 
+/** Options of {@link createAgentWorker}. Only `connection`, `taskQueue`, `store` and `model` are required. */
 export interface AgentWorkerOptions {
+  /** The worker's connection to Temporal (`NativeConnection.connect({ address })`). */
   connection: NativeConnection;
+  /** @default 'default' */
   namespace?: string;
+  /** The task queue threads run on; clients start threads on the same one. */
   taskQueue: string;
+  /** Where conversations live; every worker and client of a deployment shares one. */
   store: ConversationStore;
+  /** The model every thread's completions run on (`modelFromSpec`, `modelFromEnv`, or your own {@link ModelProvider}). */
   model: ModelProvider;
+  /** The worker's tools, offered to every thread (after them, the built-in runtime tools). @default none */
   tools?: readonly Tool[];
-  /** Told about interrupted calls, cancelled subscriptions and closed threads (e.g. RAP toolsets). */
+  /**
+   * Tools per agent tree (RAP toolsets, `startRemoteTools(...).toolSources`): asked at each slice with the thread's
+   * root, so a tool server that was down at start, or changed its tools, reaches new threads without a restart.
+   * @default none
+   */
+  toolSources?: readonly ToolSource[];
+  /** Told about interrupted calls, cancelled subscriptions and closed threads (e.g. RAP toolsets). @default none */
   toolLifecycle?: readonly ToolLifecycle[];
-  /** Receives live events of the slices this worker runs (e.g. a {@link LocalEventHub}'s `emit`). */
+  /** Receives live events of the slices this worker runs (e.g. a {@link LocalEventHub}'s `emit`). @default none */
   onEvent?: (event: ThreadEvent) => void;
+  /** Replaces the default system prompt; the thread's id is always appended. @default texts.DEFAULT_SYSTEM_PROMPT */
   systemPrompt?: string;
+  /** Model retries and timeouts of a slice (docs/semantics.md §17). @default DEFAULT_COMPLETION_POLICY */
   completionPolicy?: Partial<CompletionPolicy>;
   /**
-   * Fraction of the model's context window above which a thread compacts itself (default 0.75; 0 = never).
-   * Needs `model.contextWindow`.
+   * Fraction of the model's context window above which a thread compacts itself (0 = never). Needs
+   * `model.contextWindow`.
+   * @default 0.75
    */
   compactionThreshold?: number;
   /**
-   * Workflows kept in the worker's cache (default 100). Idle threads beyond this are evicted and replayed from
-   * Temporal's history when they wake; nothing idle needs to stay in memory.
+   * Workflows kept in the worker's cache. Idle threads beyond this are evicted and replayed from Temporal's history
+   * when they wake; nothing idle needs to stay in memory. Size it to the threads whose tools answer within seconds
+   * (decision 42).
+   * @default 100
    */
   maxCachedWorkflows?: number;
-  /** A prebuilt workflow bundle (see `bundleThreadWorkflows`); bundling on start otherwise. */
+  /** A prebuilt workflow bundle (see `bundleThreadWorkflows`). @default bundled from this package's code at start */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /**
    * Encodes every payload this worker writes to Temporal and decodes what it reads (e.g. an {@link EncryptionCodec});
    * clients need the same codec in their `Client`'s `dataConverter`.
+   * @default none (payloads as JSON)
    */
   payloadCodec?: PayloadCodec;
   /**
    * Upper bound of one input a tool sends (`ctx.send`), serialized (default 32 MiB). Inputs over 128 KiB are staged in
    * `store`; a result over the bound is replaced by an error result the model reads, so its call is still answered.
+   * @default 33554432 (32 MiB)
    */
   maxInputBytes?: number;
   /**
@@ -86,17 +106,20 @@ export interface AgentWorkerOptions {
    * {@link DEFAULT_WORKFLOW_TASK_SLOTS} (Temporal's is 40) unless a `tuner` is given: a slice runs inside its
    * workflow task, and tasks a worker holds are served first come, first served, so fewer slots leave the backlog in
    * Temporal's queue, where task priority orders it (decision 60).
+   * @default none
    */
   workerOptions?: Partial<WorkerOptions>;
   /**
    * Serve live events over HTTP (server-sent events) for clients in other processes; see {@link EventServerOptions}.
    * `capacity` bounds the buffered events (default 10,000, across all threads).
+   * @default none (events only in this process)
    */
   eventsEndpoint?: EventServerOptions & { capacity?: number };
   /**
    * Where the slices' `infinity_*` metrics go. Default: the Temporal SDK runtime's meter, which exports them beside the
    * SDK's own when the runtime was installed with a metrics exporter (`installMetricsRuntime`); otherwise they are
    * dropped at no cost.
+   * @default Runtime.instance().metricMeter
    */
   metricMeter?: MetricMeter;
   /**
@@ -184,6 +207,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     store: options.store,
     model: options.model,
     tools: options.tools ?? [],
+    ...(options.toolSources && { toolSources: options.toolSources }),
     send: async (message, from) => {
       const limits = { store: options.store, ...(options.maxInputBytes !== undefined && { maxBytes: options.maxInputBytes }) };
       await deliverAnswering(client, message, limits, { signalNames: options.signalNames ?? 'input', ...(from && { toolName: from.toolName }) });

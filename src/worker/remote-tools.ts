@@ -6,7 +6,7 @@ import { Runtime } from '@temporalio/worker';
 import type { DeliveryResult } from '../inbox/deliver';
 import type { InputMessage, ThreadEvent } from '../core/types';
 import { connectMcpTools, type McpServerConfig } from '../mcp/mcp-tools';
-import type { Tool, ToolLifecycle } from '../tools/tool';
+import type { Tool, ToolLifecycle, ToolSource } from '../tools/tool';
 import type { CallbackStateCheck } from '../rap/callback-guard';
 import { callbackUrlMinter, startRapGateway } from '../rap/gateway';
 import { type CallbackKeys, CallbackTokens, newCallbackKey } from '../rap/tokens';
@@ -27,7 +27,13 @@ export interface RemoteToolsOptions {
 }
 
 export interface RemoteTools {
+  /** MCP servers' tools: a fixed set, listed at start. */
   tools: Tool[];
+  /**
+   * RAP toolsets, whose manifests are fetched again for each new agent tree: pass them to `createAgentWorker` as
+   * `toolSources` beside `tools`.
+   */
+  toolSources: ToolSource[];
   lifecycle: ToolLifecycle[];
   gatewayUrl?: string;
   errors: { server: string; error: string }[];
@@ -48,6 +54,7 @@ export function callbackKeysFromEnv(value: string | undefined): CallbackKeys | u
 export async function startRemoteTools(options: RemoteToolsOptions): Promise<RemoteTools> {
   const closers: (() => Promise<void>)[] = [];
   const tools: Tool[] = [];
+  const toolSources: ToolSource[] = [];
   const lifecycle: ToolLifecycle[] = [];
   const errors: RemoteTools['errors'] = [];
   let gatewayUrl: string | undefined;
@@ -73,7 +80,7 @@ export async function startRemoteTools(options: RemoteToolsOptions): Promise<Rem
         gatewayUrl = started.url;
       }
       const rap = await loadRapToolsets({ servers: options.rapServers, gateway });
-      tools.push(...rap.tools);
+      toolSources.push(rap);
       lifecycle.push(rap);
       errors.push(...rap.errors);
     }
@@ -89,6 +96,7 @@ export async function startRemoteTools(options: RemoteToolsOptions): Promise<Rem
   }
   return {
     tools,
+    toolSources,
     lifecycle,
     ...(gatewayUrl && { gatewayUrl }),
     errors,
