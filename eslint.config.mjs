@@ -3,7 +3,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.temporal/**', 'test/fixtures/histories/**', 'test/fixtures/bundles/**', '.pack-test-*/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      '.temporal/**',
+      'test/fixtures/histories/**',
+      'test/fixtures/bundles/**',
+      '.pack-test-*/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -15,7 +24,10 @@ export default tseslint.config(
   {
     // The CLI launcher is plain CommonJS for Node.
     files: ['bin/**/*.cjs'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly', console: 'readonly', __dirname: 'readonly' } },
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { require: 'readonly', process: 'readonly', console: 'readonly', __dirname: 'readonly' },
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
@@ -28,7 +40,15 @@ export default tseslint.config(
         { object: 'Date', property: 'now', message: 'Use the workflow clock via Temporal APIs.' },
         { object: 'Math', property: 'random', message: 'Use uuid4() from @temporalio/workflow.' },
       ],
-      'no-restricted-imports': ['error', { patterns: [{ group: ['node:*', 'fs', 'path'], message: 'Workflow code does no I/O.' }, { regex: '^\\.\\./(?!core/)', message: 'Workflow code imports only src/core (layers: README "Layout").' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*', 'fs', 'path'], message: 'Workflow code does no I/O.' },
+            { regex: '^\\.\\./(?!core/)', message: 'Workflow code imports only src/core (layers: README "Layout").' },
+          ],
+        },
+      ],
     },
   },
   // Imports flow one way: core <- workflows/store/model <- tools <- inbox/events/activities <- client <- rap/worker/cli.
@@ -43,7 +63,20 @@ export default tseslint.config(
   ...layer('client', ['core', 'events', 'inbox', 'store', 'tools', 'workflows']),
   ...layer('rap', ['core', 'inbox', 'tools']),
   ...layer('tracing', []),
-  ...layer('worker', ['activities', 'core', 'events', 'inbox', 'mcp', 'model', 'rap', 'store', 'tools', 'tracing', 'workflows', 'codec']),
+  ...layer('worker', [
+    'activities',
+    'core',
+    'events',
+    'inbox',
+    'mcp',
+    'model',
+    'rap',
+    'store',
+    'tools',
+    'tracing',
+    'workflows',
+    'codec',
+  ]),
 );
 
 /** ESLint blocks that let the files of one src/ folder (and its subfolders) import only from the named sibling folders. */

@@ -60,7 +60,12 @@ export const LONG_TURNS = 9;
 /** Steps of `parked` agents each in the parked phase. */
 export const PARK_STEPS = 3;
 
-export const COLORS: Record<Design, string> = { ours: '#1f77b4', v01: '#ff7f0e', ceiling: '#2ca02c', blocking: '#d62728' };
+export const COLORS: Record<Design, string> = {
+  ours: '#1f77b4',
+  v01: '#ff7f0e',
+  ceiling: '#2ca02c',
+  blocking: '#d62728',
+};
 
 const designs = [...DESIGNS];
 /** The other phases' sizes in the scaling profiles, which run none of them. */
@@ -136,7 +141,14 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     turns: 15,
     toolDelayMs: 100,
     maxCachedWorkflows: 100,
-    scaling: { servers: [...SCALING_SERVERS], stores: [...SCALING_STORES], workers: [1, 2, 4], warmupAgents: 20, shards: 4, cellTimeoutMs: 300_000 },
+    scaling: {
+      servers: [...SCALING_SERVERS],
+      stores: [...SCALING_STORES],
+      workers: [1, 2, 4],
+      warmupAgents: 20,
+      shards: 4,
+      cellTimeoutMs: 300_000,
+    },
   },
   'scaling-smoke': {
     ...NO_OTHER_PHASES,
@@ -144,7 +156,14 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     turns: 2,
     toolDelayMs: 20,
     maxCachedWorkflows: 50,
-    scaling: { servers: [...SCALING_SERVERS], stores: [...SCALING_STORES], workers: [1, 2], warmupAgents: 2, shards: 4, cellTimeoutMs: 120_000 },
+    scaling: {
+      servers: [...SCALING_SERVERS],
+      stores: [...SCALING_STORES],
+      workers: [1, 2],
+      warmupAgents: 2,
+      shards: 4,
+      cellTimeoutMs: 120_000,
+    },
   },
 };
 
@@ -158,10 +177,16 @@ function listOf<T extends string>(v: string | undefined, allowed: readonly T[], 
 }
 
 /** The scaling matrix of a scaling profile, with the command line's `--servers`, `--stores`, `--workers`, ... over it. */
-function scalingOf(base: ScalingConfig | undefined, values: Record<string, string | boolean | undefined>): ScalingConfig | undefined {
+function scalingOf(
+  base: ScalingConfig | undefined,
+  values: Record<string, string | boolean | undefined>,
+): ScalingConfig | undefined {
   if (!base) return undefined;
   const str = (k: string) => values[k] as string | undefined;
-  const workers = str('workers')?.split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+  const workers = str('workers')
+    ?.split(',')
+    .map(Number)
+    .filter((n) => Number.isInteger(n) && n > 0);
   return {
     servers: listOf(str('servers'), SCALING_SERVERS, base.servers, 'server'),
     stores: listOf(str('stores'), SCALING_STORES, base.stores, 'store'),
@@ -206,7 +231,13 @@ export function config(args: string[] = process.argv.slice(2)): Config {
   const base = PROFILES[values.profile!];
   if (!base) throw new Error(`unknown profile ${values.profile}; one of ${Object.keys(PROFILES).join(', ')}`);
   const num = (v: string | undefined, d: number) => (v === undefined ? d : Number(v));
-  const sizes = (v: string | undefined, d: number[]) => (v === undefined ? d : v.split(',').map(Number).filter((n) => n > 0));
+  const sizes = (v: string | undefined, d: number[]) =>
+    v === undefined
+      ? d
+      : v
+          .split(',')
+          .map(Number)
+          .filter((n) => n > 0);
   const chosen = values.designs ? values.designs.split(',') : base.designs;
   const unknown = chosen.filter((d) => !DESIGNS.includes(d as Design));
   if (unknown.length > 0) throw new Error(`unknown design ${unknown.join(', ')}; one of ${DESIGNS.join(', ')}`);

@@ -2,7 +2,8 @@
 import { fmtBytes, median } from './lib/stats';
 import type { Results } from './results';
 
-const f = (n: number | undefined | null, d = 1) => (n !== undefined && n !== null && Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+const f = (n: number | undefined | null, d = 1) =>
+  n !== undefined && n !== null && Number.isFinite(n) ? n.toFixed(d) : 'n/a';
 /** Bytes in KiB; `null` is a NaN that went through JSON. */
 const kib = (bytes: number | null) => (bytes === null ? 'n/a' : `${f(bytes / 1024, 2)} KiB`);
 const count = (n: number | null) => (n !== null && Number.isFinite(n) ? n.toLocaleString('en-US') : 'n/a');
@@ -43,7 +44,10 @@ export function summary(r: Results): string {
   lines.push(...eventsByType(r));
   lines.push(...priorities(r));
   lines.push(...density(r));
-  lines.push('', `Peak total RSS ${fmtBytes(r.budget.peakTotalRssBytes)}; memory budget: ${r.budget.mode}${r.budget.withinBudget ? '' : ' — EXCEEDED'}.`);
+  lines.push(
+    '',
+    `Peak total RSS ${fmtBytes(r.budget.peakTotalRssBytes)}; memory budget: ${r.budget.mode}${r.budget.withinBudget ? '' : ' — EXCEEDED'}.`,
+  );
   return lines.join('\n');
 }
 
@@ -70,7 +74,10 @@ function eventsByType(r: Results): string[] {
 function priorities(r: Results): string[] {
   const p = r.priorities;
   if (!p) return [];
-  const row = (name: string, run: { p50: number; p99: number; n: number; events: number; floodMs: number; userMs: number }) =>
+  const row = (
+    name: string,
+    run: { p50: number; p99: number; n: number; events: number; floodMs: number; userMs: number },
+  ) =>
     `| ${name} | ${run.p50.toFixed(1)} / ${run.p99.toFixed(1)} | ${run.n} | ${run.events} | ${run.events > 0 ? (run.floodMs / 1000).toFixed(1) : '—'} | ${(run.userMs / 1000).toFixed(1)} |`;
   return [
     '',

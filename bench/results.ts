@@ -72,7 +72,12 @@ export interface DensityResult extends DensitySeries {
   interceptBytes: number;
   r2: number;
   projectedAgentsIn8GiB: number;
-  marginal: { slopeBytesPerAgent: number; interceptBytes: number; runtimeSlopeBytesPerAgent: number; projectedAgentsIn8GiB: number };
+  marginal: {
+    slopeBytesPerAgent: number;
+    interceptBytes: number;
+    runtimeSlopeBytesPerAgent: number;
+    projectedAgentsIn8GiB: number;
+  };
   /** Agents parked on the tool call of a later turn, in the same worker after the one-turn points. */
   long?: DensitySeries & { historyTurns: number; parkSeconds: number; agentsParkedPerSecond: number };
   wake: { sample: number; exact: number; failures: string[]; seconds: number; latencyMs: { p50: number; p99: number } };

@@ -45,7 +45,10 @@ async function main(): Promise<void> {
   new SqliteConversationStore(storeFile).close();
   const server = await startDevServer({ ui: false, dbFilename: dbFile });
   const bundlePath = join(work, 'bundle.js');
-  writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code);
+  writeFileSync(
+    bundlePath,
+    (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code,
+  );
 
   const b: Bench = {
     cfg,
@@ -59,12 +62,15 @@ async function main(): Promise<void> {
   };
   b.sampler.start(1000);
   const tty = process.stderr.isTTY;
-  const show = setInterval(() => {
-    const s = b.sampler.samples.at(-1);
-    const line = `[${b.sampler.phase}] ${b.progress} · RSS ${s ? fmtBytes(total(s)) : '?'}`;
-    if (tty) process.stderr.write(`\r${line.padEnd(110)}`);
-    else console.error(line);
-  }, tty ? 500 : 15_000);
+  const show = setInterval(
+    () => {
+      const s = b.sampler.samples.at(-1);
+      const line = `[${b.sampler.phase}] ${b.progress} · RSS ${s ? fmtBytes(total(s)) : '?'}`;
+      if (tty) process.stderr.write(`\r${line.padEnd(110)}`);
+      else console.error(line);
+    },
+    tty ? 500 : 15_000,
+  );
 
   const baseline = b.sampler.sample();
   const runs = new Map<Design, DesignRun>();
@@ -76,10 +82,16 @@ async function main(): Promise<void> {
     for (const [design, run] of runs) {
       const latency = await latencyPhase(b, design, run.fleet);
       const parked = await parkedPhase(b, design, run.fleet);
-      const result = designResult(design, run.waves, { restRss: run.restRss, latency, parked, errors: run.fleet.errors });
+      const result = designResult(design, run.waves, {
+        restRss: run.restRss,
+        latency,
+        parked,
+        errors: run.fleet.errors,
+      });
       designs[design] = result;
       throughput.push({ name: design, value: result.completionsPerSecond, color: COLORS[design] });
-      if (design === 'ours') b.memorySeries.push({ name: 'ours: idle agents after T turns', color: '#17becf', points: run.idlePoints });
+      if (design === 'ours')
+        b.memorySeries.push({ name: 'ours: idle agents after T turns', color: '#17becf', points: run.idlePoints });
       await run.fleet.stop();
       b.current = undefined;
       if (budgetExceeded(b)) throw new Error('memory budget exceeded');
@@ -92,9 +104,19 @@ async function main(): Promise<void> {
       profile: cfg.profile,
       startedAt: started.toISOString(),
       finishedAt: new Date().toISOString(),
-      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryBytes: totalmem(), node: process.version, platform: process.platform },
+      machine: {
+        cpus: cpus().length,
+        cpuModel: cpus()[0]?.model,
+        memoryBytes: totalmem(),
+        node: process.version,
+        platform: process.platform,
+      },
       config: cfg,
-      budget: { ...budget, peakTotalRssBytes: peak, withinBudget: cfg.budgetBytes === undefined || peak <= cfg.budgetBytes },
+      budget: {
+        ...budget,
+        peakTotalRssBytes: peak,
+        withinBudget: cfg.budgetBytes === undefined || peak <= cfg.budgetBytes,
+      },
       baselineRss: baseline.rss,
       serverRestRss: baseline.rss.server ?? 0,
       designs,
@@ -106,7 +128,14 @@ async function main(): Promise<void> {
     mkdirSync(cfg.outDir, { recursive: true });
     const base = join(cfg.outDir, `${cfg.profile}-${started.toISOString().replace(/[:.]/g, '-')}`);
     writeFileSync(`${base}.json`, JSON.stringify(results, null, 2));
-    writeFileSync(`${base}.svg`, renderChart({ title: `infinity-temporal benchmark (${cfg.profile}, ${cpus().length} cores)`, memory: b.memorySeries, throughput }));
+    writeFileSync(
+      `${base}.svg`,
+      renderChart({
+        title: `infinity-temporal benchmark (${cfg.profile}, ${cpus().length} cores)`,
+        memory: b.memorySeries,
+        throughput,
+      }),
+    );
     const md = summary(results);
     writeFileSync(`${base}.md`, md);
     if (tty) process.stderr.write('\n');

@@ -4,11 +4,17 @@ import { fmtBytes } from './lib/stats';
 import { GROUPS, type Group, type ScalingCell } from './phases/scaling';
 import type { ScalingResults } from './scaling-run';
 
-const f = (n: number | undefined | null, d = 1) => (n !== undefined && n !== null && Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+const f = (n: number | undefined | null, d = 1) =>
+  n !== undefined && n !== null && Number.isFinite(n) ? n.toFixed(d) : 'n/a';
 const SERVER_NAMES = { dev: 'dev server', cluster: 'cluster' } as const;
 const STORE_NAMES = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
 const columnName = (c: ScalingCell) => `${SERVER_NAMES[c.server]} · ${STORE_NAMES[c.store]}`;
-const GROUP_COLORS: Record<Group, string> = { server: '#1f77b4', workers: '#ff7f0e', postgres: '#2ca02c', driver: '#9467bd' };
+const GROUP_COLORS: Record<Group, string> = {
+  server: '#1f77b4',
+  workers: '#ff7f0e',
+  postgres: '#2ca02c',
+  driver: '#9467bd',
+};
 const WORKER_COLORS = ['#aec7e8', '#6baed6', '#2171b5', '#08306b'];
 
 /** Server × store combinations in the order the run met them. */
@@ -50,7 +56,12 @@ function cellRow(c: ScalingCell): string {
 export function scalingSummary(r: ScalingResults): string {
   const c = r.config;
   const sc = c.scaling!;
-  const cells = [...r.scaling.cells].sort((a, b) => a.workers - b.workers || sc.servers.indexOf(a.server) - sc.servers.indexOf(b.server) || sc.stores.indexOf(a.store) - sc.stores.indexOf(b.store));
+  const cells = [...r.scaling.cells].sort(
+    (a, b) =>
+      a.workers - b.workers ||
+      sc.servers.indexOf(a.server) - sc.servers.indexOf(b.server) ||
+      sc.stores.indexOf(a.store) - sc.stores.indexOf(b.store),
+  );
   const errors = r.scaling.cells.filter((x) => x.errors.length > 0);
   return [
     `## Benchmark: ${r.profile}`,
@@ -71,10 +82,15 @@ export function scalingSummary(r: ScalingResults): string {
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...cells.map(cellRow),
     '',
-    'Bottleneck: the process group with the most CPU per completion. PostgreSQL\'s CPU is split by the database its backends ' +
+    "Bottleneck: the process group with the most CPU per completion. PostgreSQL's CPU is split by the database its backends " +
       'served; "other" is its background processes and backends that exited during the cell. Cores busy: CPU seconds per ' +
       `second of the cell, out of ${r.machine.cpus}; "anything else" is the rest of the machine's busy time (the kernel, other programs).`,
-    ...(errors.length > 0 ? ['', `Errors: ${errors.map((x) => `${columnName(x)}, ${x.workers} workers: ${x.errors.join('; ')}`).join(' — ')}`] : []),
+    ...(errors.length > 0
+      ? [
+          '',
+          `Errors: ${errors.map((x) => `${columnName(x)}, ${x.workers} workers: ${x.errors.join('; ')}`).join(' — ')}`,
+        ]
+      : []),
     '',
   ].join('\n');
 }
@@ -87,7 +103,10 @@ export function scalingChart(r: ScalingResults): string {
   const groupsOf = (parts: (c: ScalingCell) => { value: number; color: string }[]): BarGroup[] =>
     columns(cells).map((name) => ({
       name: name.replace(' · ', '\n'),
-      bars: cells.filter((c) => columnName(c) === name).sort((a, b) => a.workers - b.workers).map((c) => ({ label: `${c.workers}w`, parts: parts(c) })),
+      bars: cells
+        .filter((c) => columnName(c) === name)
+        .sort((a, b) => a.workers - b.workers)
+        .map((c) => ({ label: `${c.workers}w`, parts: parts(c) })),
     }));
   const throughput = groupsOf((c) => [{ value: c.completionsPerSecond, color: wColor(c.workers) }]);
   const cpu = groupsOf((c) => GROUPS.map((g) => ({ value: c.cpuMsPerCompletion[g], color: GROUP_COLORS[g] })));
@@ -97,10 +116,16 @@ export function scalingChart(r: ScalingResults): string {
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
     `<text x="${W / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">${esc(`infinity-temporal scaling (${r.profile}, ${r.machine.cpus} cores)`)}</text>`,
-    groupedBarPanel({ x: 70, y: 70, w: 500, h: 300, title: 'Completions per second', yLabel: 'completions/s' }, throughput,
-      workers.map((w) => ({ name: `${w} worker process${w === 1 ? '' : 'es'}`, color: wColor(w) }))),
-    groupedBarPanel({ x: 670, y: 70, w: 500, h: 300, title: 'CPU ms per completion by process group', yLabel: 'CPU ms / completion' }, cpu,
-      GROUPS.map((g) => ({ name: g, color: GROUP_COLORS[g] }))),
+    groupedBarPanel(
+      { x: 70, y: 70, w: 500, h: 300, title: 'Completions per second', yLabel: 'completions/s' },
+      throughput,
+      workers.map((w) => ({ name: `${w} worker process${w === 1 ? '' : 'es'}`, color: wColor(w) })),
+    ),
+    groupedBarPanel(
+      { x: 670, y: 70, w: 500, h: 300, title: 'CPU ms per completion by process group', yLabel: 'CPU ms / completion' },
+      cpu,
+      GROUPS.map((g) => ({ name: g, color: GROUP_COLORS[g] })),
+    ),
     `</svg>`,
   ].join('\n');
 }

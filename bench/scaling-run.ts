@@ -35,13 +35,23 @@ export interface ScalingResults {
 }
 
 /** A fresh Temporal server of one kind for cell `n`: the dev server on a new SQLite file, or a cluster on new databases. */
-async function startTarget(b: ScalingBench, kind: ScalingServer, n: number): Promise<ScalingTarget & { stop(): Promise<void> }> {
+async function startTarget(
+  b: ScalingBench,
+  kind: ScalingServer,
+  n: number,
+): Promise<ScalingTarget & { stop(): Promise<void> }> {
   if (kind === 'dev') {
     const server = await startDevServer({ ui: false, dbFilename: join(b.work, `temporal-${n}.sqlite`) });
     return { kind, address: server.address, pids: [server.pid], databases: [], stop: () => server.stop() };
   }
   const database = `temporal_${n}`;
-  const cluster = await startLocalCluster({ postgres: b.postgres, shards: b.sc.shards, processes: 'one', database, dir: join(b.work, `cluster-${n}`) });
+  const cluster = await startLocalCluster({
+    postgres: b.postgres,
+    shards: b.sc.shards,
+    processes: 'one',
+    database,
+    dir: join(b.work, `cluster-${n}`),
+  });
   const databases = [database, `${database}_visibility`];
   return { kind, address: cluster.address, pids: Object.values(cluster.pids), databases, stop: () => cluster.stop() };
 }
@@ -49,12 +59,15 @@ async function startTarget(b: ScalingBench, kind: ScalingServer, n: number): Pro
 /** Prints the phase and total RSS on one line (a TTY) or every 15 s; returns the function that stops it. */
 function progressLine(b: ScalingBench): () => void {
   const tty = process.stderr.isTTY;
-  const show = setInterval(() => {
-    const s = b.sampler.samples.at(-1);
-    const line = `[${b.sampler.phase}] ${b.progress} · RSS ${s ? fmtBytes(total(s)) : '?'}`;
-    if (tty) process.stderr.write(`\r${line.padEnd(110)}`);
-    else console.error(line);
-  }, tty ? 500 : 15_000);
+  const show = setInterval(
+    () => {
+      const s = b.sampler.samples.at(-1);
+      const line = `[${b.sampler.phase}] ${b.progress} · RSS ${s ? fmtBytes(total(s)) : '?'}`;
+      if (tty) process.stderr.write(`\r${line.padEnd(110)}`);
+      else console.error(line);
+    },
+    tty ? 500 : 15_000,
+  );
   let stopped = false;
   return () => {
     clearInterval(show);
@@ -65,7 +78,10 @@ function progressLine(b: ScalingBench): () => void {
 
 async function bundle(work: string): Promise<string> {
   const path = join(work, 'bundle.js');
-  writeFileSync(path, (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code);
+  writeFileSync(
+    path,
+    (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code,
+  );
   return path;
 }
 
@@ -120,10 +136,13 @@ export async function scalingMain(cfg: Config & { scaling: ScalingConfig }): Pro
       bundlePath: await bundle(work),
       postgres,
       postmaster,
-      sampler: new RssSampler(() => ({ server: b.target?.pids, workers: b.fleet?.pids, postgres: postmaster, driver: process.pid }), {
-        reaped: ['postgres'],
-        pss: ['postgres'],
-      }),
+      sampler: new RssSampler(
+        () => ({ server: b.target?.pids, workers: b.fleet?.pids, postgres: postmaster, driver: process.pid }),
+        {
+          reaped: ['postgres'],
+          pss: ['postgres'],
+        },
+      ),
       progress: '',
     };
     b.sampler.start(1000);
@@ -132,7 +151,13 @@ export async function scalingMain(cfg: Config & { scaling: ScalingConfig }): Pro
     const cells = await runCells(b);
     b.sampler.stop();
     stopProgress();
-    const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryBytes: totalmem(), node: process.version, platform: process.platform };
+    const machine = {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      memoryBytes: totalmem(),
+      node: process.version,
+      platform: process.platform,
+    };
     const results: ScalingResults = {
       profile: cfg.profile,
       startedAt: started.toISOString(),

@@ -28,7 +28,11 @@ async function runBench(profile: string, timeoutMs: number): Promise<string> {
   const logFile = `${out}.log`;
   const log = openSync(logFile, 'w');
   try {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'run.ts'), '--profile', profile, '--out', out], { stdio: ['ignore', log, log] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(__dirname, 'run.ts'), '--profile', profile, '--out', out],
+      { stdio: ['ignore', log, log] },
+    );
     // 'exit', not 'close': a process the bench left behind may hold the log open, and must not hold up the test.
     const ended = await new Promise<number | NodeJS.Signals | null>((resolve, reject) => {
       const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
@@ -69,14 +73,17 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
     }
     expect(d.completionsPerSecond, name).toBeGreaterThan(0);
     expect(d.eventsPerTurn, name).toBeGreaterThan(0);
-    expect(Number.isFinite(d.cpuMsPerCompletion.server) && Number.isFinite(d.cpuMsPerCompletion.worker), name).toBe(true);
+    expect(Number.isFinite(d.cpuMsPerCompletion.server) && Number.isFinite(d.cpuMsPerCompletion.worker), name).toBe(
+      true,
+    );
     expect(d.restRss, name).toBeGreaterThan(0);
   }
   // Events by type for ours and the v0.1 reference, adding up to the events per turn of each sampled history.
   for (const name of ['ours', 'v01'] as const) {
     const byType = r.designs[name]!.eventsByType!;
     expect(byType.workflow_execution_started, name).toBeGreaterThan(0);
-    for (const w of r.designs[name]!.waves) expect(Object.values(w.eventsByType).reduce((a, b) => a + b, 0)).toBeCloseTo(w.eventsPerTurn, 6);
+    for (const w of r.designs[name]!.waves)
+      expect(Object.values(w.eventsByType).reduce((a, b) => a + b, 0)).toBeCloseTo(w.eventsPerTurn, 6);
   }
   // The v0.1 pattern schedules regular activities; the ceiling's completions are local activities (markers).
   expect(r.designs.v01!.eventsByType!.activity_task_scheduled).toBeGreaterThan(0);
@@ -93,8 +100,11 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
   expect(Number.isFinite(density.slopeBytesPerAgent)).toBe(true);
   expect(density.long!.points.map((p) => p.agents)).toEqual([0, 4]);
   expect(density.long!.historyTurns).toBe(10);
-  for (const key of ['slopeBytesPerAgent', 'workerSlopeBytesPerAgent', 'serverSlopeBytesPerAgent'] as const) expect(Number.isFinite(density.long![key]), key).toBe(true);
-  expect(Number.isFinite(density.long!.diskBytesPerAgent.temporal) && Number.isFinite(density.long!.diskBytesPerAgent.store)).toBe(true);
+  for (const key of ['slopeBytesPerAgent', 'workerSlopeBytesPerAgent', 'serverSlopeBytesPerAgent'] as const)
+    expect(Number.isFinite(density.long![key]), key).toBe(true);
+  expect(
+    Number.isFinite(density.long!.diskBytesPerAgent.temporal) && Number.isFinite(density.long!.diskBytesPerAgent.store),
+  ).toBe(true);
   // The priorities phase: the user's 3 turns measured in each run, every event sent, no delivery errors.
   const p = r.priorities!;
   for (const [name, run] of Object.entries(p.runs)) {
@@ -102,7 +112,8 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
     expect(run.n, name).toBe(3);
     expect(run.events, name).toBe(name === 'alone' ? 0 : 50);
   }
-  for (const key of ['idleP50Ms', 'floodWithoutP50Ms', 'floodWithP50Ms', 'floodWithOverIdleP50'] as const) expect(Number.isFinite(p[key]), key).toBe(true);
+  for (const key of ['idleP50Ms', 'floodWithoutP50Ms', 'floodWithP50Ms', 'floodWithOverIdleP50'] as const)
+    expect(Number.isFinite(p[key]), key).toBe(true);
   expect(r.rssTimeline.length).toBeGreaterThan(0);
   expect(await readFile(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);
   const md = await readFile(join(out, json.replace('.json', '.md')), 'utf8');
@@ -122,7 +133,9 @@ it('runs the scaling matrix: every server × store × worker count, each cell co
   const { agentsPerWave: agents, turns } = r.config;
   const cells = r.scaling.cells;
   expect(cells.map((c) => `${c.server}/${c.store}/${c.workers}`).sort()).toEqual(
-    ['cluster', 'dev'].flatMap((s) => ['postgres', 'sqlite'].flatMap((st) => [1, 2].map((w) => `${s}/${st}/${w}`))).sort(),
+    ['cluster', 'dev']
+      .flatMap((s) => ['postgres', 'sqlite'].flatMap((st) => [1, 2].map((w) => `${s}/${st}/${w}`)))
+      .sort(),
   );
   for (const c of cells) {
     const name = `${c.server}/${c.store}/${c.workers}`;
@@ -143,6 +156,8 @@ it('runs the scaling matrix: every server × store × worker count, each cell co
   expect(r.restRss.postgres).toBeGreaterThan(0);
   expect(await readFile(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);
   const md = await readFile(join(out, json.replace('.json', '.md')), 'utf8');
-  expect(md).toContain('| worker processes | dev server · SQLite | dev server · PostgreSQL | cluster · SQLite | cluster · PostgreSQL |');
+  expect(md).toContain(
+    '| worker processes | dev server · SQLite | dev server · PostgreSQL | cluster · SQLite | cluster · PostgreSQL |',
+  );
   expect(md.match(/\| \*\*(server|workers|postgres|driver)\*\* \|$/gm)).toHaveLength(cells.length);
 });

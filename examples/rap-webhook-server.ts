@@ -21,11 +21,18 @@ export async function startWebhookToolServer(port = 0): Promise<RapToolServer> {
       {
         name: 'watch_webhook',
         description: 'Subscribe to the JSON events posted to a webhook channel. Events arrive later, one by one.',
-        inputSchema: { type: 'object', properties: { channel: { type: 'string', pattern: '^[a-z0-9-]+$' } }, required: ['channel'], additionalProperties: false },
+        inputSchema: {
+          type: 'object',
+          properties: { channel: { type: 'string', pattern: '^[a-z0-9-]+$' } },
+          required: ['channel'],
+          additionalProperties: false,
+        },
         annotations: { longRunning: true },
         handler: async (args, ctx) => {
           const channel = String(args.channel);
-          const sub = await ctx.subscribe(`Subscribed to webhook channel '${channel}'. Each event will arrive as it is posted.`);
+          const sub = await ctx.subscribe(
+            `Subscribed to webhook channel '${channel}'. Each event will arrive as it is posted.`,
+          );
           const set = watchers.get(channel) ?? new Set();
           watchers.set(channel, set.add(sub));
           // Cancellation (cancel_subscription, an interruption) or the thread closing ends it.

@@ -5,13 +5,24 @@
  * The agent looks up a CI build through an async tool whose result arrives 2 s later through the input queue.
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { buildStatusDemoTool, MODEL_PROVIDERS, ModelConfigError, modelFromSpec, PROVIDER_ENV, startLocalSystem } from '../src';
+import {
+  buildStatusDemoTool,
+  MODEL_PROVIDERS,
+  ModelConfigError,
+  modelFromSpec,
+  PROVIDER_ENV,
+  startLocalSystem,
+} from '../src';
 import { show } from './show-events';
 
 function explain(problem: string): void {
-  console.log(`${problem}\n\nSet INFINITY_MODEL=<provider>:<model id>, where <provider> is one of: ${MODEL_PROVIDERS.join(', ')}.`);
+  console.log(
+    `${problem}\n\nSet INFINITY_MODEL=<provider>:<model id>, where <provider> is one of: ${MODEL_PROVIDERS.join(', ')}.`,
+  );
   for (const [provider, env] of Object.entries(PROVIDER_ENV)) {
-    console.log(`  ${provider.padEnd(18)} needs ${env.key.join(' or ')}${env.optional.length ? `; optional: ${env.optional.join(', ')}` : ''}`);
+    console.log(
+      `  ${provider.padEnd(18)} needs ${env.key.join(' or ')}${env.optional.length ? `; optional: ${env.optional.join(', ')}` : ''}`,
+    );
   }
   console.log('\nExample: INFINITY_MODEL=anthropic:claude-sonnet-4-5 ANTHROPIC_API_KEY=... npm run example:provider');
   console.log('Without a key, `npm start` runs the same kind of agent on the simulated model.');
@@ -43,7 +54,9 @@ async function main(): Promise<number> {
     })();
     await thread.sendUserText('Is build 42 green yet? Use the tool, then answer in one sentence.');
     const status = await thread.waitForIdle({ settled: true, timeoutMs: 5 * 60_000 });
-    console.log(`\nDone: ${status.slices} slices, ${status.usage?.totalTokens ?? '?'} tokens, status ${status.status}.`);
+    console.log(
+      `\nDone: ${status.slices} slices, ${status.usage?.totalTokens ?? '?'} tokens, status ${status.status}.`,
+    );
     void events;
     return status.lastError ? 1 : 0;
   } finally {

@@ -14,7 +14,10 @@ async function main(): Promise<void> {
   const dir = join(__dirname, '..', 'test', 'fixtures', 'bundles', release);
   const file = join(dir, 'workflows-bundle.js');
   if (existsSync(file)) throw new Error(`${file} exists: a released bundle is never rebuilt`);
-  const { code } = await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('WARN') });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: threadWorkflowsPath(),
+    logger: new DefaultLogger('WARN'),
+  });
   mkdirSync(dir, { recursive: true });
   writeFileSync(file, code);
   console.log(`${file}: ${code.length} bytes`);

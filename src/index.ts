@@ -32,7 +32,14 @@ const { THREAD_TOOLS: _t, validateThreadTool: _vt, ...threadTexts } = threadFami
 export const texts = { ...generalTexts, ...threadTexts, ...subscriptionTexts, ...sleepTexts };
 export { BUILTIN_TOOLS, BUILTIN_TOOL_NAMES, type BuiltinToolSpec } from './core/builtins';
 
-export { ModelStreamEndedError, type ModelMessage, type ModelProvider, type ModelRequest, type ModelStreamPart, type ToolSpec } from './model/provider';
+export {
+  ModelStreamEndedError,
+  type ModelMessage,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelStreamPart,
+  type ToolSpec,
+} from './model/provider';
 export {
   modelFromSpec,
   modelFromEnv,
@@ -62,21 +69,66 @@ export { PostgresConversationStore, type PostgresStoreOptions } from './store/po
 export { openConversationStore, type OpenStoreOptions } from './store/open';
 export { StoreFileLostError, type StoreFileChange, type StoreFileRole } from './store/file-guard';
 
-export { defineTool, type Tool, type ToolContext, type ToolDefinition, type ToolSource, type JsonSchemaObject } from './tools/tool';
-export { toolResult, subscriptionStart, subscriptionEvent, userText, type CallRef, type ToolResultOptions } from './tools/messages';
+export {
+  defineTool,
+  type Tool,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolSource,
+  type JsonSchemaObject,
+} from './tools/tool';
+export {
+  toolResult,
+  subscriptionStart,
+  subscriptionEvent,
+  userText,
+  type CallRef,
+  type ToolResultOptions,
+} from './tools/messages';
 
 export { DEFAULT_COMPLETION_POLICY, type CompletionPolicy } from './activities/completion';
-export { createAgentWorker, DEFAULT_WORKFLOW_TASK_SLOTS, threadWorkflowsPath, type AgentWorker, type AgentWorkerOptions, type WorkerDeployment } from './worker/create-worker';
+export {
+  createAgentWorker,
+  DEFAULT_WORKFLOW_TASK_SLOTS,
+  threadWorkflowsPath,
+  type AgentWorker,
+  type AgentWorkerOptions,
+  type WorkerDeployment,
+} from './worker/create-worker';
 export { LocalEventHub, type ThreadEventListener } from './events/event-hub';
-export { resolveTracing, tracingFromEnv, DEFAULT_SERVICE_NAME, type TracingOption, type TracingOptions } from './tracing/config';
+export {
+  resolveTracing,
+  tracingFromEnv,
+  DEFAULT_SERVICE_NAME,
+  type TracingOption,
+  type TracingOptions,
+} from './tracing/config';
 export { installTracing, installedTracing, type Tracing } from './tracing/install';
 export { tracingClientInterceptors, tracingWorkflowModules } from './tracing/interceptors';
 export { SLICE_ATTRIBUTES, type SliceOutcome } from './activities/slice-tracing';
 
-export { AgentClient, ThreadHandle, type AgentClientOptions, type DeliverOptions, type StartThreadOptions, type SendUserTextOptions, type WaitForIdleOptions, type ThreadFilter, type ThreadSummary } from './client/agent-client';
+export {
+  AgentClient,
+  ThreadHandle,
+  type AgentClientOptions,
+  type DeliverOptions,
+  type StartThreadOptions,
+  type SendUserTextOptions,
+  type WaitForIdleOptions,
+  type ThreadFilter,
+  type ThreadSummary,
+} from './client/agent-client';
 export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './inbox/deliver';
 export { STAGE_THRESHOLD_BYTES, DEFAULT_MAX_STAGED_INPUT_BYTES, type InputLimits } from './inbox/staging';
-export { InvalidInputError, PayloadTooLargeError, ThreadClosedError, ThreadBusyError, TemporalUnavailableError, ThreadNotFoundError, ThreadTimeoutError } from './inbox/errors';
+export {
+  InvalidInputError,
+  PayloadTooLargeError,
+  ThreadClosedError,
+  ThreadBusyError,
+  TemporalUnavailableError,
+  ThreadNotFoundError,
+  ThreadTimeoutError,
+} from './inbox/errors';
 export { DEFAULT_INPUT_LIMITS, inputLimitViolation, type InputShapeLimits } from './core/validate';
 export { DEFAULT_PRIORITY_KEYS, type ThreadPriority } from './core/priority';
 export { THREAD_WORKFLOW_TYPE, searchAttributes } from './workflows/definitions';
@@ -96,7 +148,14 @@ export { startRapGateway, type RapGateway, type RapGatewayOptions } from './rap/
 export type { CallbackStateCheck } from './rap/callback-guard';
 export { callbackStateOf, type CallbackCheckOptions } from './client/callback-check';
 export type { CallbackState } from './core/callback-state';
-export { loadRapToolsets, rapRefusedText, type RapServerConfig, type RapToolsets, type RapToolsetsOptions, type RapToolsetLoadError } from './rap/toolsets';
+export {
+  loadRapToolsets,
+  rapRefusedText,
+  type RapServerConfig,
+  type RapToolsets,
+  type RapToolsetsOptions,
+  type RapToolsetLoadError,
+} from './rap/toolsets';
 export {
   createRapToolServer,
   RapCallbackError,
@@ -107,8 +166,19 @@ export {
   type RapToolServer,
   type RapToolServerOptions,
 } from './rap/tool-server';
-export { startRemoteTools, callbackKeysFromEnv, type RemoteTools, type RemoteToolsOptions } from './worker/remote-tools';
-export { connectMcpTools, formatMcpResult, type McpServerConfig, type McpTools, type McpToolsOptions } from './mcp/mcp-tools';
+export {
+  startRemoteTools,
+  callbackKeysFromEnv,
+  type RemoteTools,
+  type RemoteToolsOptions,
+} from './worker/remote-tools';
+export {
+  connectMcpTools,
+  formatMcpResult,
+  type McpServerConfig,
+  type McpTools,
+  type McpToolsOptions,
+} from './mcp/mcp-tools';
 export { findTemporalCli, TemporalCliNotFoundError } from './devserver/cli';
 export { startLocalSystem, type LocalSystem, type LocalSystemOptions } from './local-system';
 export { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';

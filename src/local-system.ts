@@ -140,7 +140,9 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
     if (ownServer) cleanups.push(() => devServer.stop());
     // Decision 62: one build serves a server of its own, which registers `Title`.
     const signalNames = options.signalNames ?? (ownServer ? 'by-kind' : 'input');
-    const threadOptions: ThreadOptions | undefined = ownServer ? { titleSearchAttribute: true, ...options.threadOptions } : options.threadOptions;
+    const threadOptions: ThreadOptions | undefined = ownServer
+      ? { titleSearchAttribute: true, ...options.threadOptions }
+      : options.threadOptions;
     const storePath = options.store ? undefined : join(dataDir, 'conversations.sqlite');
     const store = options.store ?? new SqliteConversationStore(storePath!);
     if (!options.store) cleanups.push(() => store.close());

@@ -9,7 +9,10 @@ import { aiSdkModel, toAiSdkPrompt } from '../src/model/ai-sdk';
 import type { ModelStreamPart } from '../src/model/provider';
 import { greenBuildTool, render, startTestSystem, uid } from './helpers';
 
-const usage = { inputTokens: { total: 12, noCache: 12, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 8, text: 8, reasoning: 0 } };
+const usage = {
+  inputTokens: { total: 12, noCache: 12, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 8, text: 8, reasoning: 0 },
+};
 
 function streamOf(parts: LanguageModelV3StreamPart[]) {
   return { stream: convertArrayToReadableStream(parts) };
@@ -42,7 +45,12 @@ describe('aiSdkModel', () => {
   it('translates provider stream parts, keeping signed reasoning and streamed tool arguments', async () => {
     const mock = new MockLanguageModelV3({ doStream: streamOf(toolTurn) });
     const parts: ModelStreamPart[] = [];
-    const request = { threadId: 't', system: 'sys', messages: [{ role: 'user' as const, text: 'is 42 green?' }], tools: [] };
+    const request = {
+      threadId: 't',
+      system: 'sys',
+      messages: [{ role: 'user' as const, text: 'is 42 green?' }],
+      tools: [],
+    };
     for await (const p of aiSdkModel(mock).stream(request, new AbortController().signal)) parts.push(p);
     expect(parts).toEqual([
       { type: 'reasoning-delta', text: 'need the build' },
@@ -58,9 +66,21 @@ describe('aiSdkModel', () => {
   });
 
   it('surfaces a stream error part as a thrown error', async () => {
-    const mock = new MockLanguageModelV3({ doStream: streamOf([{ type: 'text-delta', id: 'x', delta: 'par' }, { type: 'error', error: new Error('unexpected end of stream') }]) });
-    const it = aiSdkModel(mock).stream({ threadId: 't', system: '', messages: [], tools: [] }, new AbortController().signal);
-    await expect((async () => { for await (const _ of it) void _; })()).rejects.toThrow('unexpected end of stream');
+    const mock = new MockLanguageModelV3({
+      doStream: streamOf([
+        { type: 'text-delta', id: 'x', delta: 'par' },
+        { type: 'error', error: new Error('unexpected end of stream') },
+      ]),
+    });
+    const it = aiSdkModel(mock).stream(
+      { threadId: 't', system: '', messages: [], tools: [] },
+      new AbortController().signal,
+    );
+    await expect(
+      (async () => {
+        for await (const _ of it) void _;
+      })(),
+    ).rejects.toThrow('unexpected end of stream');
   });
 
   it('builds a provider prompt with merged roles and tool results', () => {
@@ -78,8 +98,17 @@ describe('aiSdkModel', () => {
     expect(prompt).toEqual([
       { role: 'system', content: 'be brief' },
       { role: 'user', content: [{ type: 'text', text: 'hi' }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'calling' }, { type: 'tool-call', toolCallId: 'c1', toolName: 'x', input: { a: 1 } }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'x', output: { type: 'text', value: 'done' } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'calling' },
+          { type: 'tool-call', toolCallId: 'c1', toolName: 'x', input: { a: 1 } },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'x', output: { type: 'text', value: 'done' } }],
+      },
     ]);
   });
 

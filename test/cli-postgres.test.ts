@@ -15,11 +15,21 @@ import { createTestDatabase, queryOnce } from './postgres';
 const taskQueue = `cli-pg-${randomUUID()}`;
 let url = '';
 let worker: ChildProcess;
-const { start, run: cli } = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', url], { INFINITY_SIMULATED_DELAY_MS: '10' });
+const { start, run: cli } = cliRunner(
+  () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', url],
+  { INFINITY_SIMULATED_DELAY_MS: '10' },
+);
 
 beforeAll(async () => {
   url = await createTestDatabase('cli');
-  worker = start(['worker', '--model', 'simulated', '--tools', join(__dirname, 'fixtures', 'cli-tools.ts'), '--no-events']);
+  worker = start([
+    'worker',
+    '--model',
+    'simulated',
+    '--tools',
+    join(__dirname, 'fixtures', 'cli-tools.ts'),
+    '--no-events',
+  ]);
   expect(await waitForLine(worker, /^store (\S+)$/)).toBe(url);
 }, 60_000);
 
@@ -35,18 +45,26 @@ it('sends a staged text, runs the thread on the worker, and reads its history fr
   const file = join(inject('scratchDir'), `${threadId}.txt`);
   writeFileSync(file, text);
   expect((await cli('send', threadId, '--file', file)).code).toBe(0);
-  await eventually(async () => {
-    const s = JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus;
-    return s.status === 'idle' && s.historyLength === 5;
-  }, 60_000, 'the thread idle after its tool round trip');
+  await eventually(
+    async () => {
+      const s = JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus;
+      return s.status === 'idle' && s.historyLength === 5;
+    },
+    60_000,
+    'the thread idle after its tool round trip',
+  );
   const history = jsonLines<HistoryItem>((await cli('history', threadId, '--json')).stdout);
   expect(history.map((h) => h.kind)).toEqual(['user', 'assistant', 'tool_call', 'tool_result', 'assistant']);
   expect(history[0]).toEqual({ kind: 'user', text }); // every byte, and the staged copy consumed by the commit
   expect(history[2]).toMatchObject({ name: 'get_build_status', args: { build_id: '42' } });
   expect(history[3]).toMatchObject({ content: [{ type: 'text', text: 'Build 42: green (all 318 tests passed)' }] });
-  expect(await queryOnce(url, 'SELECT (SELECT count(*)::int FROM items WHERE thread_id = $1) AS items, (SELECT count(*)::int FROM staged_inputs) AS staged', [threadId])).toEqual([
-    { items: 5, staged: 0 },
-  ]);
+  expect(
+    await queryOnce(
+      url,
+      'SELECT (SELECT count(*)::int FROM items WHERE thread_id = $1) AS items, (SELECT count(*)::int FROM staged_inputs) AS staged',
+      [threadId],
+    ),
+  ).toEqual([{ items: 5, staged: 0 }]);
 });
 
 it('points backup of a PostgreSQL store to pg_dump', async () => {

@@ -15,7 +15,10 @@ export interface CliRunner {
 /** `globals()` is read at each spawn, so it can name endpoints learned after the runner was made. */
 export function cliRunner(globals: () => string[], env: Record<string, string | undefined>): CliRunner {
   const start = (args: string[], extraEnv: Record<string, string> = {}) =>
-    spawn(process.execPath, [BIN, ...globals(), ...args], { env: { ...process.env, NO_COLOR: '1', ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    spawn(process.execPath, [BIN, ...globals(), ...args], {
+      env: { ...process.env, NO_COLOR: '1', ...env, ...extraEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   return {
     start,
     async run(...args) {
@@ -47,4 +50,9 @@ export async function waitForLine(child: ChildProcess, pattern: RegExp): Promise
   throw new Error(`the process ended before printing ${pattern}:\n${stderr}`);
 }
 
-export const jsonLines = <T>(s: string) => s.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
+export const jsonLines = <T>(s: string) =>
+  s
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as T);

@@ -21,7 +21,15 @@ let eventsUrl = '';
 let worker: ChildProcess;
 
 const runner = cliRunner(
-  () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store, ...(eventsUrl ? ['--events-url', eventsUrl] : [])],
+  () => [
+    '--address',
+    inject('temporalAddress'),
+    '--task-queue',
+    taskQueue,
+    '--store',
+    store,
+    ...(eventsUrl ? ['--events-url', eventsUrl] : []),
+  ],
   { INFINITY_SIMULATED_DELAY_MS: '10' },
 );
 const start = runner.start;
@@ -40,7 +48,20 @@ afterAll(async () => {
 
 describe('infinity-temporal CLI', () => {
   it('has --help on every command', async () => {
-    const commands = ['dev', 'worker', 'gateway', 'start', 'send', 'deliver', 'answer', 'history', 'status', 'threads', 'compact', 'tail'];
+    const commands = [
+      'dev',
+      'worker',
+      'gateway',
+      'start',
+      'send',
+      'deliver',
+      'answer',
+      'history',
+      'status',
+      'threads',
+      'compact',
+      'tail',
+    ];
     const results = await Promise.all(commands.map((c) => cli(c, '--help')));
     results.forEach((r, i) => {
       expect(r.code).toBe(0);
@@ -59,10 +80,19 @@ describe('infinity-temporal CLI', () => {
     expect(tail.stdout).toMatch(/(result \(\S+\)|←):? Build 42: green \(all 318 tests passed\)/);
 
     const status = await cli('status', threadId, '--json');
-    expect(JSON.parse(status.stdout) as ThreadStatus).toMatchObject({ threadId, status: 'idle', historyLength: 5, slices: 2, pendingCall: null });
+    expect(JSON.parse(status.stdout) as ThreadStatus).toMatchObject({
+      threadId,
+      status: 'idle',
+      historyLength: 5,
+      slices: 2,
+      pendingCall: null,
+    });
     const history = json<HistoryItem>((await cli('history', threadId, '--json')).stdout);
     expect(history.map((h) => h.kind)).toEqual(['user', 'assistant', 'tool_call', 'tool_result', 'assistant']);
-    expect(history[3]).toMatchObject({ kind: 'tool_result', content: [{ type: 'text', text: 'Build 42: green (all 318 tests passed)' }] });
+    expect(history[3]).toMatchObject({
+      kind: 'tool_result',
+      content: [{ type: 'text', text: 'Build 42: green (all 318 tests passed)' }],
+    });
     const listed = json<{ threadId: string; status: string; kind: string }>((await cli('threads', '--json')).stdout);
     expect(listed).toContainEqual(expect.objectContaining({ threadId, kind: 'root' }));
     const plain = await cli('status', threadId);
@@ -104,7 +134,9 @@ describe('infinity-temporal CLI', () => {
       if (e.type === 'completion_started') texts.push('');
       if (e.type === 'text_delta') texts[texts.length - 1] += e.text;
     }
-    const committed = json<HistoryItem>((await cli('history', threadId, '--json')).stdout).filter((h) => h.kind === 'assistant');
+    const committed = json<HistoryItem>((await cli('history', threadId, '--json')).stdout).filter(
+      (h) => h.kind === 'assistant',
+    );
     expect(texts).toEqual(committed.map((h) => (h as { text: string }).text));
     expect(observed.filter((e) => e.type === 'text_delta').length).toBeGreaterThan(20);
   });
@@ -121,7 +153,11 @@ describe('infinity-temporal CLI', () => {
     // Unacknowledged, the same input is only signalled: exit 0, and the thread drops it all the same.
     const signalled = await cli('deliver', threadId, '--call', 'no-such-call', '--text', 'later', '--no-ack');
     expect(signalled).toMatchObject({ code: 0, stdout: expect.stringMatching(/^delivered /) });
-    await eventually(async () => (JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus).dropped.wrong_call === 2 || undefined);
+    await eventually(
+      async () =>
+        (JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus).dropped.wrong_call === 2 ||
+        undefined,
+    );
 
     expect((await cli('compact', threadId)).code).toBe(0);
     const compacted = await eventually(async () => {
@@ -145,9 +181,15 @@ describe('infinity-temporal CLI', () => {
     await cli('start', 'Is build 9 green?', '--thread-id', threadId);
     const cases: [string[], string][] = [
       [['send', threadId, '   '], 'send needs a non-empty text'],
-      [['send', `${threadId}-p`, 'hi', '--priority', '9'], 'priority must be a whole number from 1 (first) to 5, got 9'],
+      [
+        ['send', `${threadId}-p`, 'hi', '--priority', '9'],
+        'priority must be a whole number from 1 (first) to 5, got 9',
+      ],
       [['start', '--fairness-weight', 'heavy'], "--fairness-weight must be a number, got 'heavy'"],
-      [['threads', '--status', 'bogus'], "--status must be one of idle, running, waiting_tool, failed, closed; got 'bogus'"],
+      [
+        ['threads', '--status', 'bogus'],
+        "--status must be one of idle, running, waiting_tool, failed, closed; got 'bogus'",
+      ],
       [['threads', '--kind', 'nope'], '--kind must be one of root, child, event, compaction'],
       [['tail', threadId, '--after', 'garbage'], "--after takes a live event's eventId"],
       [['answer', threadId, 'no-such-choice'], `thread ${threadId} has no pending choice 'no-such-choice'`],
@@ -165,7 +207,18 @@ describe('infinity-temporal CLI', () => {
 
   it('starts a thread with the priority and fairness key it is given', async () => {
     const threadId = `prio-${randomUUID().slice(0, 8)}`;
-    const r = await cli('start', 'hello', '--thread-id', threadId, '--priority', '5', '--fairness-key', 'tenant-cli', '--fairness-weight', '2.5');
+    const r = await cli(
+      'start',
+      'hello',
+      '--thread-id',
+      threadId,
+      '--priority',
+      '5',
+      '--fairness-key',
+      'tenant-cli',
+      '--fairness-weight',
+      '2.5',
+    );
     expect(r.code).toBe(0);
     const connection = await Connection.connect({ address: inject('temporalAddress') });
     try {
@@ -185,7 +238,16 @@ describe('infinity-temporal CLI', () => {
         });
       });
     const [port, uiPort] = [await free(), await free()];
-    const dev = start(['dev', '--port', String(port), '--ui-port', String(uiPort), '--data-dir', join(inject('scratchDir'), `dev-${randomUUID()}`), '--no-events']);
+    const dev = start([
+      'dev',
+      '--port',
+      String(port),
+      '--ui-port',
+      String(uiPort),
+      '--data-dir',
+      join(inject('scratchDir'), `dev-${randomUUID()}`),
+      '--no-events',
+    ]);
     try {
       // One reader for the whole banner: a second reader would miss lines the first had already buffered.
       const banner: string[] = [];

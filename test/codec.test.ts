@@ -26,7 +26,9 @@ describe('EncryptionCodec', () => {
 
     const tampered = { ...sealed!, data: Buffer.from(sealed!.data!).map((b, i) => (i === 20 ? b ^ 1 : b)) };
     await expect(before.decode([tampered])).rejects.toThrow();
-    await expect(new EncryptionCodec({ current: 'k2', keys: { k2 } }).decode([sealed!])).rejects.toThrow("unknown key 'k1'");
+    await expect(new EncryptionCodec({ current: 'k2', keys: { k2 } }).decode([sealed!])).rejects.toThrow(
+      "unknown key 'k1'",
+    );
 
     const after = new EncryptionCodec({ current: 'k2', keys: { k1, k2 } });
     expect(defaultPayloadConverter.fromPayload((await after.decode([sealed!]))[0]!)).toEqual({ secret: 'swordfish' });
@@ -40,7 +42,9 @@ describe('a thread with encrypted payloads', () => {
     const codec = new EncryptionCodec({ current: 'k1', keys: { k1 } });
     const model = new ScriptedModel((req) => {
       const last = req.messages[req.messages.length - 1]!;
-      return last.role === 'user' ? { toolCall: { name: 'get_build_status', args: { build_id: '42' } } } : { text: 'Build 42 is green, swordfish.' };
+      return last.role === 'user'
+        ? { toolCall: { name: 'get_build_status', args: { build_id: '42' } } }
+        : { text: 'Build 42 is green, swordfish.' };
     });
     const sys = await startTestSystem({ model, tools: [greenBuildTool()], payloadCodec: codec });
     const server = await startCodecServer({ codec, token: 'ui-secret', origins: loopbackOrigins });
@@ -54,25 +58,38 @@ describe('a thread with encrypted payloads', () => {
       const raw = await sys.temporal.workflow.getHandle(thread.threadId).fetchHistory();
       const payloads: Payload[] = [];
       for (const e of raw.events ?? []) {
-        payloads.push(...(e.workflowExecutionSignaledEventAttributes?.input?.payloads ?? []) as Payload[]);
-        payloads.push(...(e.activityTaskScheduledEventAttributes?.input?.payloads ?? []) as Payload[]);
-        payloads.push(...(e.activityTaskCompletedEventAttributes?.result?.payloads ?? []) as Payload[]);
+        payloads.push(...((e.workflowExecutionSignaledEventAttributes?.input?.payloads ?? []) as Payload[]));
+        payloads.push(...((e.activityTaskScheduledEventAttributes?.input?.payloads ?? []) as Payload[]));
+        payloads.push(...((e.activityTaskCompletedEventAttributes?.result?.payloads ?? []) as Payload[]));
         // A local activity's result (release 0.3 slices); the marker's `data` is the SDK's own bookkeeping (ids, attempt).
-        payloads.push(...(e.markerRecordedEventAttributes?.details?.result?.payloads ?? []) as Payload[]);
+        payloads.push(...((e.markerRecordedEventAttributes?.details?.result?.payloads ?? []) as Payload[]));
       }
       // Two signals and two slices' results at least (a local slice's input is not recorded at all).
       expect(payloads.length).toBeGreaterThanOrEqual(4);
       expect(payloads.every((p) => encoding(p) === ENCRYPTED_ENCODING)).toBe(true);
-      expect(payloads.some((p) => Buffer.from(p.data ?? []).toString('latin1').includes('swordfish'))).toBe(false);
+      expect(
+        payloads.some((p) =>
+          Buffer.from(p.data ?? [])
+            .toString('latin1')
+            .includes('swordfish'),
+        ),
+      ).toBe(false);
 
       // The codec endpoint, as the UI calls it.
       const body = JSON.stringify({
         payloads: payloads.map((p) => ({
-          metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+          metadata: Object.fromEntries(
+            Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+          ),
           data: Buffer.from(p.data ?? []).toString('base64'),
         })),
       });
-      const post = (headers: Record<string, string>) => fetch(`${server.url}/decode`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+      const post = (headers: Record<string, string>) =>
+        fetch(`${server.url}/decode`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json', ...headers },
+        });
       expect((await post({})).status).toBe(401);
       expect((await post({ authorization: 'Bearer wrong' })).status).toBe(401);
       const ok = await post({ authorization: 'Bearer ui-secret', origin: 'http://127.0.0.1:8233' });
@@ -82,10 +99,16 @@ describe('a thread with encrypted payloads', () => {
       const texts = decoded.payloads.map((p) => Buffer.from(p.data, 'base64').toString());
       expect(texts.some((t) => t.includes('the password is swordfish'))).toBe(true);
 
-      const preflight = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { origin: 'http://localhost:8233', 'access-control-request-method': 'POST' } });
+      const preflight = await fetch(`${server.url}/decode`, {
+        method: 'OPTIONS',
+        headers: { origin: 'http://localhost:8233', 'access-control-request-method': 'POST' },
+      });
       expect(preflight.status).toBe(204);
       expect(preflight.headers.get('access-control-allow-headers')).toContain('authorization');
-      const foreign = await fetch(`${server.url}/decode`, { method: 'OPTIONS', headers: { origin: 'https://evil.example' } });
+      const foreign = await fetch(`${server.url}/decode`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://evil.example' },
+      });
       expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
     } finally {
       await server.close();

@@ -17,27 +17,49 @@ const SUMMARY_PREFIX = '[Compacted conversation summary]\n';
 
 const selfOf = (req: ModelRequest) => /Your current thread ID is `([^`]+)`/.exec(req.system)?.[1] ?? '';
 const textOf = (m: ModelMessage | undefined): string =>
-  m === undefined ? '' : m.role === 'user' || m.role === 'assistant' ? m.text : m.role === 'tool_result' ? firstText(m.content) : '';
-const seededWith = (req: ModelRequest, seed: string) => req.messages.some((m) => m.role === 'tool_result' && textOf(m).includes(seed));
+  m === undefined
+    ? ''
+    : m.role === 'user' || m.role === 'assistant'
+      ? m.text
+      : m.role === 'tool_result'
+        ? firstText(m.content)
+        : '';
+const seededWith = (req: ModelRequest, seed: string) =>
+  req.messages.some((m) => m.role === 'tool_result' && textOf(m).includes(seed));
 
 let summaries = 0;
 
 /** Compaction threads summarize what they see; children wait on a tool then report; roots obey their user. */
 function script(req: ModelRequest): ScriptedReply {
-  const usage = { inputTokens: PER_MESSAGE * req.messages.length, outputTokens: 0, totalTokens: PER_MESSAGE * req.messages.length };
+  const usage = {
+    inputTokens: PER_MESSAGE * req.messages.length,
+    outputTokens: 0,
+    totalTokens: PER_MESSAGE * req.messages.length,
+  };
   const self = selfOf(req);
   const last = req.messages[req.messages.length - 1];
   if (seededWith(req, 'You are now INSIDE a compaction thread')) {
     const seen = req.messages.filter((m) => m.role === 'user').map(textOf);
-    return { usage, toolCall: { name: 'close_thread', args: { thread_id: self, report_to_parent: `S${++summaries} covers ${seen.join(',')}` } } };
+    return {
+      usage,
+      toolCall: {
+        name: 'close_thread',
+        args: { thread_id: self, report_to_parent: `S${++summaries} covers ${seen.join(',')}` },
+      },
+    };
   }
   if (seededWith(req, 'You are now INSIDE the thread that you requested to create.')) {
-    if (last?.role === 'tool_result' && last.name === 'child_wait') return { usage, toolCall: { name: 'report_to_parent', args: { report: `child got ${textOf(last)}` } } };
+    if (last?.role === 'tool_result' && last.name === 'child_wait')
+      return { usage, toolCall: { name: 'report_to_parent', args: { report: `child got ${textOf(last)}` } } };
     if (last?.role === 'tool_result' && last.name === 'report_to_parent') return { usage, text: 'child idle' };
     return { usage, toolCall: { name: 'child_wait', args: {} } };
   }
   if (last?.role === 'user') {
-    if (last.text === 'spawn') return { usage, toolCall: { name: 'spawn_thread', args: { instructions: 'wait, then report', child_of: [self] } } };
+    if (last.text === 'spawn')
+      return {
+        usage,
+        toolCall: { name: 'spawn_thread', args: { instructions: 'wait, then report', child_of: [self] } },
+      };
     if (last.text === 'subscribe') return { usage, toolCall: { name: 'watch', args: {} } };
     if (last.text === 'job') return { usage, toolCall: { name: 'job', args: {} } };
     return { usage, text: `ack ${last.text}` };
@@ -66,10 +88,14 @@ describe('compaction', () => {
         await root.waitForIdle();
       };
       const compactionsDone = (n: number) =>
-        eventually(async () => {
-          const s = await root.status();
-          return s.compaction.completed >= n && s.compaction.running === undefined ? s : undefined;
-        }, 30_000, `${n} compactions`);
+        eventually(
+          async () => {
+            const s = await root.status();
+            return s.compaction.completed >= n && s.compaction.running === undefined ? s : undefined;
+          },
+          30_000,
+          `${n} compactions`,
+        );
 
       // A subscription and a child, both started before any compaction.
       await say('subscribe');
@@ -83,7 +109,10 @@ describe('compaction', () => {
 
       // Drive the root past 75% of the window: the compaction starts by itself.
       let n = 0;
-      while ((await root.status()).compaction.running === undefined && (await root.status()).compaction.completed === 0) {
+      while (
+        (await root.status()).compaction.running === undefined &&
+        (await root.status()).compaction.completed === 0
+      ) {
         await say(`m${++n}`);
         expect(n).toBeLessThan(10);
       }
@@ -95,7 +124,10 @@ describe('compaction', () => {
       expect((await sys.client.thread(source).status()).kind).toBe('compaction');
       await say('after one');
       const afterOne = lastRootRequest().messages;
-      expect(afterOne[0]).toEqual({ role: 'assistant', text: expect.stringMatching(/^\[Compacted conversation summary\]\nS\d+ covers subscribe,spawn,m1/) });
+      expect(afterOne[0]).toEqual({
+        role: 'assistant',
+        text: expect.stringMatching(/^\[Compacted conversation summary\]\nS\d+ covers subscribe,spawn,m1/),
+      });
       expect(afterOne.slice(1).map(textOf)).toEqual(['after one']);
 
       // The child was spawned before the compaction: it still sees exactly what it inherited.
@@ -109,8 +141,13 @@ describe('compaction', () => {
       await root.waitForIdle();
       await sys.client.deliver(subscriptionEvent(watch, 'push to main', { associative: true }));
       await root.waitForIdle();
-      const injected = lastRootRequest().messages.filter((m) => m.role === 'tool_call' && m.name === 'receive_event__injected');
-      expect(injected.map((m) => (m as { args: { original_tool_name: string } }).args.original_tool_name)).toEqual(['spawn_thread', 'watch']);
+      const injected = lastRootRequest().messages.filter(
+        (m) => m.role === 'tool_call' && m.name === 'receive_event__injected',
+      );
+      expect(injected.map((m) => (m as { args: { original_tool_name: string } }).args.original_tool_name)).toEqual([
+        'spawn_thread',
+        'watch',
+      ]);
 
       // Second compaction, automatic again; the compaction thread sees the first summary, then the tail.
       while ((await root.status()).compaction.completed < 2) {
@@ -121,14 +158,15 @@ describe('compaction', () => {
       // (The child compacts too once its own context grows; only the root's compaction threads count here.)
       const rootCompactions = async () => {
         const children = new Set((await root.status()).children);
-        return model.requests.filter((r) => children.has(selfOf(r)) && seededWith(r, 'You are now INSIDE a compaction thread'));
+        return model.requests.filter(
+          (r) => children.has(selfOf(r)) && seededWith(r, 'You are now INSIDE a compaction thread'),
+        );
       };
       const secondCompaction = (await rootCompactions())[1]!;
       expect(textOf(secondCompaction.messages[0])).toMatch(/^\[Compacted conversation summary\]\nS\d+ covers/);
-      expect(secondCompaction.messages.slice(-2).map((m) => m.role === 'tool_call' ? m.name : textOf(m).slice(0, 40))).toEqual([
-        '__harness_begin_compaction__',
-        'This tool call was synthetically injecte',
-      ]);
+      expect(
+        secondCompaction.messages.slice(-2).map((m) => (m.role === 'tool_call' ? m.name : textOf(m).slice(0, 40))),
+      ).toEqual(['__harness_begin_compaction__', 'This tool call was synthetically injecte']);
 
       // Third compaction by hand while a tool call is pending: the call is not summarized, and its result still lands.
       await say('job');
@@ -142,7 +180,10 @@ describe('compaction', () => {
       await root.waitForIdle();
       const afterThree = lastRootRequest().messages;
       expect(textOf(afterThree[0])).toMatch(/^\[Compacted conversation summary\]\nS\d+ covers/);
-      expect(afterThree.slice(1).map((m) => (m.role === 'tool_call' ? `call ${m.name}` : textOf(m)))).toEqual(['call job', 'job done']);
+      expect(afterThree.slice(1).map((m) => (m.role === 'tool_call' ? `call ${m.name}` : textOf(m)))).toEqual([
+        'call job',
+        'job done',
+      ]);
       await say('still here');
       expect(textOf(lastRootRequest().messages.at(-1))).toBe('still here');
 

@@ -27,7 +27,11 @@ let server: DevServer;
 let sys: TestSystem;
 beforeAll(async () => {
   server = await startDevServer({ ui: false, dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 40 } });
-  sys = await startTestSystem({ model: new ScriptedModel(treeScript), tools: [watch, childWait], address: server.address });
+  sys = await startTestSystem({
+    model: new ScriptedModel(treeScript),
+    tools: [watch, childWait],
+    address: server.address,
+  });
 });
 afterAll(async () => {
   await sys?.shutdown();
@@ -59,14 +63,21 @@ it('keeps children, subscriptions and dedup state across at least three runs', a
   for (let i = 0; i < 10; i++) await sys.client.deliver(subscriptionEvent(sub, `event ${i}`, { associative: true }));
   const childCall = await eventually(() => calls.find((c) => c.threadId === children[0]), 30_000, 'child call');
   await sys.client.deliver(resultInput(childCall.threadId, childCall.toolCallId, 'go'));
-  await eventually(async () => render(await thread.history()).some((l) => l.includes('Report from child thread: child report')), 60_000, 'report');
+  await eventually(
+    async () => render(await thread.history()).some((l) => l.includes('Report from child thread: child report')),
+    60_000,
+    'report',
+  );
   const end = await thread.waitForIdle({ settled: true });
   expect(end.dropped.duplicate).toBe(1);
 
   const lines = render(await thread.history());
   for (let i = 0; i < messages; i++) expect(lines.filter((l) => l === `user: message ${i}`)).toHaveLength(1);
-  for (let i = 0; i < 10; i++) expect(lines.filter((l) => l.startsWith('event ') && l.endsWith(`: event ${i}`))).toHaveLength(1);
-  expect(lines.filter((l) => l.startsWith('event ') && l.includes('Report from child thread: child report'))).toHaveLength(1);
+  for (let i = 0; i < 10; i++)
+    expect(lines.filter((l) => l.startsWith('event ') && l.endsWith(`: event ${i}`))).toHaveLength(1);
+  expect(
+    lines.filter((l) => l.startsWith('event ') && l.includes('Report from child thread: child report')),
+  ).toHaveLength(1);
   expect(lines.filter((l) => l.startsWith('user: spawn'))).toHaveLength(1);
   expect(end.runs).toBeGreaterThanOrEqual(4);
   await checkReplay(thread, 'continue-as-new-runs', server.address);

@@ -18,7 +18,11 @@ export interface WorkerProcess {
  * Starts a worker process on `taskQueue` with the store `store` (a SQLite file or a postgres:// URL); the caller kills
  * it. It prints `READY` once it polls.
  */
-export function startWorkerProcess(taskQueue: string, store: string, extraEnv: Record<string, string> = {}): WorkerProcess {
+export function startWorkerProcess(
+  taskQueue: string,
+  store: string,
+  extraEnv: Record<string, string> = {},
+): WorkerProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures', 'worker-process.ts')], {
     env: {
       ...process.env,
@@ -45,7 +49,10 @@ export function startWorkerProcess(taskQueue: string, store: string, extraEnv: R
   const waitFor = (re: RegExp, ms = 60_000) =>
     new Promise<void>((resolve, reject) => {
       if (lines.some((l) => re.test(l))) return resolve();
-      const t = setTimeout(() => reject(new Error(`worker never printed ${re}; got ${lines.slice(-5).join(' | ')}`)), ms);
+      const t = setTimeout(
+        () => reject(new Error(`worker never printed ${re}; got ${lines.slice(-5).join(' | ')}`)),
+        ms,
+      );
       waiters.push({ re, resolve: () => (clearTimeout(t), resolve()) });
     });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));

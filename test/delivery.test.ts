@@ -29,7 +29,8 @@ const instant = defineTool({
 const acks: unknown[] = [];
 const model = new ScriptedModel((req) => {
   const last = req.messages[req.messages.length - 1]!;
-  if (last.role === 'user' && last.text.startsWith('call ')) return { toolCall: { name: last.text.slice(5), args: {} } };
+  if (last.role === 'user' && last.text.startsWith('call '))
+    return { toolCall: { name: last.text.slice(5), args: {} } };
   return { text: `ok: ${last.role === 'user' ? last.text : last.role}` };
 });
 
@@ -49,7 +50,11 @@ it('says accepted, dropped with the reason, or duplicate', async () => {
   expect(await thread.deliver(wrong, { acknowledge: true })).toEqual({ delivered: false, reason: 'wrong_call' });
   // Events wait while a call is pending (docs/semantics.md §8): the answer is "held back", judged once the call is done.
   const event = subscriptionEvent({ threadId: thread.threadId, toolCallId: 'no-such-subscription' }, 'tick');
-  expect(await thread.deliver(event, { acknowledge: true })).toEqual({ delivered: true, acknowledged: true, deferred: true });
+  expect(await thread.deliver(event, { acknowledge: true })).toEqual({
+    delivered: true,
+    acknowledged: true,
+    deferred: true,
+  });
   expect((await thread.status()).deferred).toBe(1);
 
   const right = resultInput(thread.threadId, call.toolCallId, 'the answer');
@@ -66,7 +71,9 @@ it('accepts a result that arrives before the thread has recorded its call', asyn
   await eventually(() => acks.length > 0, 30_000, 'the acknowledgement');
   expect(acks[0]).toEqual({ delivered: true, acknowledged: true });
   await thread.waitForIdle({ settled: true });
-  await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/delivery/result-before-call-recorded.txt');
+  await expect(historyFile(await thread.history())).toMatchFileSnapshot(
+    '__snapshots__/delivery/result-before-call-recorded.txt',
+  );
 });
 
 it('reports a closed thread as closed, and an unknown one as ThreadNotFoundError', async () => {
@@ -74,8 +81,13 @@ it('reports a closed thread as closed, and an unknown one as ThreadNotFoundError
   await thread.sendUserText('hello');
   await thread.waitForIdle();
   await thread.workflow.terminate('test');
-  expect(await thread.deliver(resultInput(thread.threadId, 'c', 'x'), { acknowledge: true })).toEqual({ delivered: false, reason: 'closed' });
-  await expect(sys.client.deliver(resultInput(uid('nobody'), 'c', 'x'), { acknowledge: true })).rejects.toMatchObject({ name: 'ThreadNotFoundError' });
+  expect(await thread.deliver(resultInput(thread.threadId, 'c', 'x'), { acknowledge: true })).toEqual({
+    delivered: false,
+    reason: 'closed',
+  });
+  await expect(sys.client.deliver(resultInput(uid('nobody'), 'c', 'x'), { acknowledge: true })).rejects.toMatchObject({
+    name: 'ThreadNotFoundError',
+  });
 });
 
 it('falls back to the signal against a worker of release 0.1, which has no deliver update', async () => {
@@ -99,7 +111,9 @@ it('falls back to the signal against a worker of release 0.1, which has no deliv
     const r = await thread.deliver(resultInput(thread.threadId, call.toolCallId, 'by signal'), { acknowledge: true });
     expect(r).toEqual({ delivered: true, acknowledged: false });
     await thread.waitForIdle({ settled: true });
-    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/delivery/v01-worker-by-signal.txt');
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot(
+      '__snapshots__/delivery/v01-worker-by-signal.txt',
+    );
   } finally {
     await worker.shutdown();
     await old.shutdown();

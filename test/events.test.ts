@@ -142,7 +142,9 @@ describe('several workers', () => {
     got.push(...(await take(first, 3)));
     await first.return(undefined);
     // Each worker's events keep their order; between workers, arrival order is the network's.
-    const shown = got.map((e) => (e.type === 'text_delta' ? e.text : `${e.type}:${(e as { sliceId?: string }).sliceId}`));
+    const shown = got.map((e) =>
+      e.type === 'text_delta' ? e.text : `${e.type}:${(e as { sliceId?: string }).sliceId}`,
+    );
     expect([...shown].sort()).toEqual(['completion_started:s1', 'completion_started:s2', 't1 ', 't2 ']);
     expect(shown.indexOf('t1 ')).toBeGreaterThan(shown.indexOf('completion_started:s1'));
     expect(shown.indexOf('t2 ')).toBeGreaterThan(shown.indexOf('completion_started:s2'));

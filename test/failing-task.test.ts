@@ -39,11 +39,17 @@ it('waits for idle and delivers through a run of failed workflow tasks', async (
   await thread.sendUserText('first');
   const handle = sys.temporal.workflow.getHandle(thread.threadId);
   // The server refuses updates from the third attempt of a failing task on (before that it admits and holds them).
-  await eventually(async () => ((await handle.describe()).raw.pendingWorkflowTask?.attempt ?? 0) >= 3 || undefined, 30_000, 'a third task attempt');
+  await eventually(
+    async () => ((await handle.describe()).raw.pendingWorkflowTask?.attempt ?? 0) >= 3 || undefined,
+    30_000,
+    'a third task attempt',
+  );
 
   const settled: string[] = [];
   const idle = thread.waitForIdle({ timeoutMs: 60_000 }).finally(() => settled.push('idle'));
-  const acked = thread.deliver(userText(thread.threadId, 'second'), { acknowledge: true }).finally(() => settled.push('deliver'));
+  const acked = thread
+    .deliver(userText(thread.threadId, 'second'), { acknowledge: true })
+    .finally(() => settled.push('deliver'));
   // Both calls met the failing task (the server answers an update at once while it fails) and neither gave up.
   await new Promise((r) => setTimeout(r, 2_000));
   expect(settled).toEqual([]);

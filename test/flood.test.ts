@@ -83,7 +83,16 @@ interface FloodOutcome {
 
 /** Sends every input, `concurrency` at a time, in order. */
 async function flood(inputs: readonly FloodInput[], concurrency: number): Promise<FloodOutcome> {
-  const out: FloodOutcome = { sent: 0, accepted: new Set(), failed: new Map(), errors: {}, rawServiceErrors: [], busyEarly: 0, maxSendMs: 0, ms: 0 };
+  const out: FloodOutcome = {
+    sent: 0,
+    accepted: new Set(),
+    failed: new Map(),
+    errors: {},
+    rawServiceErrors: [],
+    busyEarly: 0,
+    maxSendMs: 0,
+    ms: 0,
+  };
   const t0 = Date.now();
   await mapBounded(inputs, concurrency, async (input) => {
     const s0 = Date.now();
@@ -200,7 +209,10 @@ async function runsOf(temporal: Client, threadId: string): Promise<RunReport[]> 
   let runId: string | undefined = (await temporal.workflow.getHandle(threadId).describe()).runId;
   while (runId) {
     const handle: WorkflowHandle = temporal.workflow.getHandle(threadId, runId);
-    const [described, history]: [WorkflowExecutionDescription, History] = await Promise.all([handle.describe(), handle.fetchHistory()]);
+    const [described, history]: [WorkflowExecutionDescription, History] = await Promise.all([
+      handle.describe(),
+      handle.fetchHistory(),
+    ]);
     const events = history.events ?? [];
     const failures: Record<string, string> = {};
     const timeouts: Record<string, number> = {};
@@ -220,7 +232,10 @@ async function runsOf(temporal: Client, threadId: string): Promise<RunReport[]> 
       }
       const at = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
       if (e.workflowTaskStartedEventAttributes) started = at;
-      const ended = e.workflowTaskCompletedEventAttributes || e.workflowTaskFailedEventAttributes || e.workflowTaskTimedOutEventAttributes;
+      const ended =
+        e.workflowTaskCompletedEventAttributes ||
+        e.workflowTaskFailedEventAttributes ||
+        e.workflowTaskTimedOutEventAttributes;
       if (ended && started !== undefined) {
         taskMs.push(at - started);
         started = undefined;
@@ -304,7 +319,13 @@ function memory() {
 const load = () => loadavg().map((l) => Math.round(l * 10) / 10);
 
 /** The ledger's lists as counts, for the log line. */
-const counted = (l: Ledger) => ({ ...l, lost: l.lost.length, duplicated: l.duplicated.length, failedButStored: l.failedButStored.length, unknown: l.unknown.length });
+const counted = (l: Ledger) => ({
+  ...l,
+  lost: l.lost.length,
+  duplicated: l.duplicated.length,
+  failedButStored: l.failedButStored.length,
+  unknown: l.unknown.length,
+});
 
 /** No send failed but for the one allowed reason, and every accepted input is committed exactly once. */
 function expectExactlyOnce(sent: FloodOutcome, l: Pick<Ledger, 'lost' | 'duplicated' | 'failedButStored' | 'unknown'>) {
@@ -377,7 +398,11 @@ describe.each([
     const sent = await flood(inputs, 100);
     const idle = await thread.waitForIdle({ timeoutMs: 180_000 });
     const idleMs = Date.now() - t0;
-    const l = ledger(sent, inputs.map((x) => x.key), committedCounts(render(await thread.history())));
+    const l = ledger(
+      sent,
+      inputs.map((x) => x.key),
+      committedCounts(render(await thread.history())),
+    );
     const runs = await runsOf(sys.temporal, thread.threadId);
     const totals = runTotals(runs, t0 + sent.ms);
     console.log(
@@ -460,7 +485,11 @@ describe('the default limits', () => {
     const memSent = memory();
     const idle = await thread.waitForIdle({ timeoutMs: 240_000 });
     const idleMs = Date.now() - t0;
-    const l = ledger(sent, inputs.map((x) => x.key), committedCounts(render(await thread.history())));
+    const l = ledger(
+      sent,
+      inputs.map((x) => x.key),
+      committedCounts(render(await thread.history())),
+    );
     const runs = await runsOf(sys.temporal, thread.threadId);
     const totals = runTotals(runs, t0 + sent.ms);
     const workerState = sys.worker!.worker.getState();
@@ -502,7 +531,10 @@ describe('the default limits', () => {
     // Round robin: every thread gets its texts spread over the whole flood, so all 1,000 are busy at once and the
     // worker's cache (100 workflows) keeps evicting and replaying them. The first text starts each thread.
     const inputs = keys.flatMap((key) =>
-      threadIds.map((threadId): FloodInput => ({ key: `${threadId}/${key}`, send: () => sys.client.sendUserText(threadId, key, `${threadId}/${key}`) })),
+      threadIds.map((threadId): FloodInput => ({
+        key: `${threadId}/${key}`,
+        send: () => sys.client.sendUserText(threadId, key, `${threadId}/${key}`),
+      })),
     );
     const t0 = Date.now();
     const sent = await flood(inputs, 100);
@@ -521,10 +553,20 @@ describe('the default limits', () => {
       const counts = committedCounts(render(await sys.client.thread(threadId).history()));
       return { threadId, ledger: ledger(outcome, keys, counts), runs: await runsOf(sys.temporal, threadId) };
     });
-    const totals = runTotals(perThread.flatMap((p) => p.runs), t0 + sent.ms);
+    const totals = runTotals(
+      perThread.flatMap((p) => p.runs),
+      t0 + sent.ms,
+    );
     const all = (f: (l: Ledger) => string[]) => perThread.flatMap((p) => f(p.ledger).map((k) => `${p.threadId}/${k}`));
-    const l = { lost: all((x) => x.lost), duplicated: all((x) => x.duplicated), failedButStored: all((x) => x.failedButStored), unknown: all((x) => x.unknown) };
-    const problemsPerThread = perThread.map((p) => p.runs.reduce((n, r) => n + r.workflowTaskFailed + r.workflowTaskTimedOut, 0));
+    const l = {
+      lost: all((x) => x.lost),
+      duplicated: all((x) => x.duplicated),
+      failedButStored: all((x) => x.failedButStored),
+      unknown: all((x) => x.unknown),
+    };
+    const problemsPerThread = perThread.map((p) =>
+      p.runs.reduce((n, r) => n + r.workflowTaskFailed + r.workflowTaskTimedOut, 0),
+    );
     const workerState = sys.worker!.worker.getState();
     console.log(
       'flood, 1,000 threads × 20 inputs, one worker:',

@@ -38,12 +38,18 @@ export default async function setup(project: SetupContext): Promise<() => Promis
   const external = process.env.INFINITY_TEST_POSTGRES_URL;
   const databasePrefix = `infinity_test_${randomUUID().slice(0, 8)}_`;
   const stop = async () => {
-    const dropped = external && dropDatabases(external, databasePrefix).catch((e: unknown) => console.log(`test databases not dropped: ${String(e)}`));
+    const dropped =
+      external &&
+      dropDatabases(external, databasePrefix).catch((e: unknown) =>
+        console.log(`test databases not dropped: ${String(e)}`),
+      );
     await Promise.all([server?.stop(), postgres?.stop(), dropped]);
   };
   // Both at once; either failing fails the run (no PostgreSQL binaries: PostgresNotInstalledError says what to install).
   const started = await Promise.allSettled([
-    startDevServer({ ui: false, dbFilename: join(scratchDir, 'temporal.sqlite'), log: (l) => console.log(l) }).then((s) => (server = s)),
+    startDevServer({ ui: false, dbFilename: join(scratchDir, 'temporal.sqlite'), log: (l) => console.log(l) }).then(
+      (s) => (server = s),
+    ),
     external ? Promise.resolve() : startLocalPostgres().then((p) => (postgres = p)),
   ]);
   const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -51,7 +57,10 @@ export default async function setup(project: SetupContext): Promise<() => Promis
     await stop();
     throw failed.reason;
   }
-  const { code } = await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('WARN') });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: threadWorkflowsPath(),
+    logger: new DefaultLogger('WARN'),
+  });
   const workflowBundlePath = join(scratchDir, 'workflows-bundle.js');
   writeFileSync(workflowBundlePath, code);
   project.provide('temporalAddress', server!.address);
@@ -67,7 +76,10 @@ async function dropDatabases(url: string, prefix: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [prefix]);
+    const { rows } = await client.query<{ datname: string }>(
+      'SELECT datname FROM pg_database WHERE starts_with(datname, $1)',
+      [prefix],
+    );
     // FORCE (PostgreSQL 13+) ends connections a killed worker process may have left behind.
     for (const { datname } of rows) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
   } finally {

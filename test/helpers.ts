@@ -76,7 +76,8 @@ export const FAST_POLICY: Partial<CompletionPolicy> = {
 
 export async function startTestSystem(options: TestSystemOptions): Promise<TestSystem> {
   const connection = await NativeConnection.connect({ address: options.address ?? inject('temporalAddress') });
-  const storePath = options.storePath ?? (options.store ? '' : join(inject('scratchDir'), `store-${randomUUID()}.sqlite`));
+  const storePath =
+    options.storePath ?? (options.store ? '' : join(inject('scratchDir'), `store-${randomUUID()}.sqlite`));
   const store = options.store ?? new SqliteConversationStore(storePath);
   const taskQueue = `test-${randomUUID()}`;
   const events = new LocalEventHub();
@@ -102,7 +103,9 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
       });
   void worker?.run();
   const temporal = new Client({ connection });
-  const agentTemporal = options.payloadCodec ? new Client({ connection, dataConverter: { payloadCodecs: [options.payloadCodec] } }) : temporal;
+  const agentTemporal = options.payloadCodec
+    ? new Client({ connection, dataConverter: { payloadCodecs: [options.payloadCodec] } })
+    : temporal;
   const client = new AgentClient({
     client: agentTemporal,
     taskQueue,
@@ -162,12 +165,18 @@ export function render(items: readonly HistoryItem[]): string[] {
  */
 export function historyFile(items: readonly HistoryItem[], names: Record<string, string> = {}): string {
   const pairs = Object.entries(names).sort((a, b) => b[0].length - a[0].length);
-  const lines = render(items).map((line) => pairs.reduce((l, [raw, name]) => l.split(raw).join(name), line.replace(/\n/g, '\\n')));
+  const lines = render(items).map((line) =>
+    pairs.reduce((l, [raw, name]) => l.split(raw).join(name), line.replace(/\n/g, '\\n')),
+  );
   return `${lines.join('\n')}\n`;
 }
 
 /** Polls `fn` until it returns a truthy value. */
-export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 30_000, what = 'condition'): Promise<NonNullable<T>> {
+export async function eventually<T>(
+  fn: () => T | Promise<T>,
+  timeoutMs = 30_000,
+  what = 'condition',
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -202,14 +211,25 @@ export async function checkReplay(
   );
   const release = process.env.RECORD_HISTORIES;
   if (release) {
-    if (!/^v\d+\.\d+$/.test(release)) throw new Error(`RECORD_HISTORIES must name a release set like v0.2, got '${release}'`);
+    if (!/^v\d+\.\d+$/.test(release))
+      throw new Error(`RECORD_HISTORIES must name a release set like v0.2, got '${release}'`);
     const dir = join(HISTORIES_DIR, release);
     const file = join(dir, `${name}.json`);
     if (existsSync(file)) return;
     // The CLI writes the canonical proto3 JSON that `historyFromJSON` reads.
     const json = execFileSync(
       findTemporalCli({ install: false }),
-      ['workflow', 'show', '--workflow-id', thread.threadId, ...(runId ? ['--run-id', runId] : []), '--address', address, '--output', 'json'],
+      [
+        'workflow',
+        'show',
+        '--workflow-id',
+        thread.threadId,
+        ...(runId ? ['--run-id', runId] : []),
+        '--address',
+        address,
+        '--output',
+        'json',
+      ],
       { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
     );
     mkdirSync(dir, { recursive: true });
@@ -245,7 +265,11 @@ export function greenBuildTool(): Tool {
  * The README's restore of a lost store: stop the system's worker, close its store, drop stale `-wal`/`-shm`, put the
  * backup in place, and start a new worker (same task queue) on the restored file. The caller shuts both down.
  */
-export async function restoreStore(sys: TestSystem, backup: string, model: ModelProvider): Promise<{ worker: AgentWorker; store: SqliteConversationStore }> {
+export async function restoreStore(
+  sys: TestSystem,
+  backup: string,
+  model: ModelProvider,
+): Promise<{ worker: AgentWorker; store: SqliteConversationStore }> {
   await sys.worker!.shutdown();
   await sys.store.close();
   rmSync(`${sys.storePath}-wal`, { force: true });

@@ -66,6 +66,8 @@ it('does not interrupt a streaming slice for a duplicate of an earlier user text
   );
   await thread.sendUserText('write an essay', 'essay-msg');
   const status = await thread.waitForIdle({ settled: true });
-  await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/interrupt/duplicate-user-text.txt');
+  await expect(historyFile(await thread.history())).toMatchFileSnapshot(
+    '__snapshots__/interrupt/duplicate-user-text.txt',
+  );
   expect(status.dropped.duplicate).toBe(1);
 });

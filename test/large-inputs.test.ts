@@ -52,7 +52,12 @@ const emitOutput = defineTool<{ bytes: number }>({
   description: 'prints a long output',
   parameters: { type: 'object', properties: { bytes: { type: 'number' } }, required: ['bytes'] },
   execute(args, ctx) {
-    sends.push(ctx.send(toolResult(ctx, bigText(args.bytes))).then(() => 'resolved', (e: unknown) => `threw ${String(e)}`));
+    sends.push(
+      ctx.send(toolResult(ctx, bigText(args.bytes))).then(
+        () => 'resolved',
+        (e: unknown) => `threw ${String(e)}`,
+      ),
+    );
   },
 });
 const png = `iVBORw0KGgo${randomBytes(110_000).toString('base64')}`; // a 110 KB image: 147 KB of base64, staged
@@ -68,15 +73,31 @@ beforeAll(async () => {
   toolServer = await createRapToolServer({
     name: 'large-tools',
     tools: [
-      { name: 'rap_output', description: 'a long output', inputSchema: { type: 'object' }, handler: (a) => bigText(Number(a.bytes)) },
-      { name: 'rap_wait', description: 'answered by the test', inputSchema: { type: 'object' }, handler: () => new Promise<void>(() => undefined) },
+      {
+        name: 'rap_output',
+        description: 'a long output',
+        inputSchema: { type: 'object' },
+        handler: (a) => bigText(Number(a.bytes)),
+      },
+      {
+        name: 'rap_wait',
+        description: 'answered by the test',
+        inputSchema: { type: 'object' },
+        handler: () => new Promise<void>(() => undefined),
+      },
       {
         name: 'rap_image',
         description: 'an image, shown too',
         inputSchema: { type: 'object' },
         handler: () => ({
-          content: [{ type: 'text', text: 'a chart' }, { type: 'image', data: png, mediaType: 'image/png' }],
-          displayAs: [{ type: 'image', content: { data: png, mediaType: 'image/png' } }, { type: 'text', content: 'Chart' }],
+          content: [
+            { type: 'text', text: 'a chart' },
+            { type: 'image', data: png, mediaType: 'image/png' },
+          ],
+          displayAs: [
+            { type: 'image', content: { data: png, mediaType: 'image/png' } },
+            { type: 'text', content: 'Chart' },
+          ],
         }),
       },
     ],
@@ -98,14 +119,27 @@ afterAll(async () => {
  */
 async function temporalBytes(thread: ThreadHandle, messageId: string) {
   const events = (await thread.workflow.fetchHistory()).events ?? [];
-  const size = (p: temporal.api.common.v1.IPayloads | null | undefined) => (p ? temporal.api.common.v1.Payloads.encode(p).finish().length : 0);
-  const holds = (p: temporal.api.common.v1.IPayloads | null | undefined) => (p?.payloads ?? []).some((x) => Buffer.from(x.data ?? []).toString().includes(messageId));
+  const size = (p: temporal.api.common.v1.IPayloads | null | undefined) =>
+    p ? temporal.api.common.v1.Payloads.encode(p).finish().length : 0;
+  const holds = (p: temporal.api.common.v1.IPayloads | null | undefined) =>
+    (p?.payloads ?? []).some((x) =>
+      Buffer.from(x.data ?? [])
+        .toString()
+        .includes(messageId),
+    );
   const signalAt = events.findIndex((e) => holds(e.workflowExecutionSignaledEventAttributes?.input));
   const scheduled = events.find((e) => holds(e.activityTaskScheduledEventAttributes?.input));
-  const completed = scheduled && events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(scheduled.eventId));
-  const marker = events.slice(signalAt + 1).find((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+  const completed =
+    scheduled &&
+    events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(scheduled.eventId));
+  const marker = events
+    .slice(signalAt + 1)
+    .find((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
   expect(signalAt >= 0 && (marker || (scheduled && completed))).toBeTruthy();
-  const markerBytes = Object.values(marker?.markerRecordedEventAttributes?.details ?? {}).reduce((n, p) => n + size(p), 0);
+  const markerBytes = Object.values(marker?.markerRecordedEventAttributes?.details ?? {}).reduce(
+    (n, p) => n + size(p),
+    0,
+  );
   const bytes = {
     signal: size(events[signalAt]!.workflowExecutionSignaledEventAttributes!.input),
     scheduled: size(scheduled?.activityTaskScheduledEventAttributes?.input),
@@ -132,7 +166,9 @@ const expectSmall = (bytes: { signal: number; scheduled: number; completed: numb
 
 /** The model message that showed the call's result. */
 const shownResult = (callId: string) =>
-  model.requests.flatMap((r) => r.messages).find((m): m is Extract<ModelMessage, { role: 'tool_result' }> => m.role === 'tool_result' && m.id === callId);
+  model.requests
+    .flatMap((r) => r.messages)
+    .find((m): m is Extract<ModelMessage, { role: 'tool_result' }> => m.role === 'tool_result' && m.id === callId);
 
 /** Starts a thread that calls `tool` and returns once the call's result is in history. */
 async function callTool(tool: string, args: unknown) {
@@ -145,27 +181,45 @@ async function callTool(tool: string, args: unknown) {
 }
 
 /** History, the model and Temporal's share of one tool result of `expected` content. */
-async function expectCarriedWhole(thread: ThreadHandle, result: Extract<HistoryItem, { kind: 'tool_result' }>, messageId: string, expected: ToolResultContent[]) {
+async function expectCarriedWhole(
+  thread: ThreadHandle,
+  result: Extract<HistoryItem, { kind: 'tool_result' }>,
+  messageId: string,
+  expected: ToolResultContent[],
+) {
   expect(result.content).toEqual(expected);
   expect(shownResult(result.id)?.content).toEqual(expected);
   const bytes = await temporalBytes(thread, messageId);
-  console.log(`${messageId.slice(0, 24)}…: ${Buffer.byteLength(JSON.stringify(expected))} B of content, Temporal payloads ${JSON.stringify(bytes)}`);
+  console.log(
+    `${messageId.slice(0, 24)}…: ${Buffer.byteLength(JSON.stringify(expected))} B of content, Temporal payloads ${JSON.stringify(bytes)}`,
+  );
   expectSmall(bytes);
   expect(stagedRows()).toBe(0); // the commit removed what it consumed
 }
 
 describe('large inputs', () => {
-  it.each([1, 4, 16])('a %i MiB tool result from ctx.send reaches history and the model whole, by reference', async (mib) => {
-    const { thread, result } = await callTool('emit_output', { bytes: mib * MiB });
-    expect(await sends[sends.length - 1]).toBe('resolved');
-    await expectCarriedWhole(thread, result, `${result.id}-result`, [{ type: 'text', text: bigText(mib * MiB) }]);
-  });
+  it.each([1, 4, 16])(
+    'a %i MiB tool result from ctx.send reaches history and the model whole, by reference',
+    async (mib) => {
+      const { thread, result } = await callTool('emit_output', { bytes: mib * MiB });
+      expect(await sends[sends.length - 1]).toBe('resolved');
+      await expectCarriedWhole(thread, result, `${result.id}-result`, [{ type: 'text', text: bigText(mib * MiB) }]);
+    },
+  );
 
-  it.each([1, 4, 16])('a %i MiB tool result through the RAP gateway reaches history and the model whole', async (mib) => {
-    const { thread, result, history } = await callTool('rap_output', { bytes: mib * MiB });
-    await expectCarriedWhole(thread, result, `rap-tool-result-${result.id}`, [{ type: 'text', text: bigText(mib * MiB) }]);
-    expect(history[history.length - 1]).toEqual({ kind: 'assistant', text: `got ${bigText(mib * MiB).length} characters` });
-  });
+  it.each([1, 4, 16])(
+    'a %i MiB tool result through the RAP gateway reaches history and the model whole',
+    async (mib) => {
+      const { thread, result, history } = await callTool('rap_output', { bytes: mib * MiB });
+      await expectCarriedWhole(thread, result, `rap-tool-result-${result.id}`, [
+        { type: 'text', text: bigText(mib * MiB) },
+      ]);
+      expect(history[history.length - 1]).toEqual({
+        kind: 'assistant',
+        text: `got ${bigText(mib * MiB).length} characters`,
+      });
+    },
+  );
 
   it('keeps a staged image once: in the content, not again among the display segments', async () => {
     const { thread, result } = await callTool('rap_image', {});
@@ -181,7 +235,10 @@ describe('large inputs', () => {
     const text = `Summarize this log.\n${bigText(MiB)}`;
     const id = await thread.sendUserText(text);
     await thread.waitForIdle();
-    expect(await thread.history()).toEqual([{ kind: 'user', text }, { kind: 'assistant', text: `read ${text.length} characters` }]);
+    expect(await thread.history()).toEqual([
+      { kind: 'user', text },
+      { kind: 'assistant', text: `read ${text.length} characters` },
+    ]);
     expect(model.requests.some((r) => r.messages.some((m) => m.role === 'user' && m.text === text))).toBe(true);
     expectSmall(await temporalBytes(thread, id));
     // The workflow saw the preview: the title reads as the whole text's would.
@@ -194,7 +251,9 @@ describe('large inputs', () => {
     const sent = await callTool('emit_output', { bytes: 33 * MiB });
     expect(await sends[sends.length - 1]).toBe('resolved'); // ctx.send did not throw inside the tool
     const text = firstText(sent.result.content);
-    expect(text).toMatch(/^Error: the tool's output was not delivered: it is 3\d{7} bytes \(3\d\.\d MiB\), over the limit of 33554432 bytes \(32\.0 MiB\)/);
+    expect(text).toMatch(
+      /^Error: the tool's output was not delivered: it is 3\d{7} bytes \(3\d\.\d MiB\), over the limit of 33554432 bytes \(32\.0 MiB\)/,
+    );
     expect(text.endsWith(`Its first 4096 characters:\n\n${head}`)).toBe(true);
     expect(shownResult(sent.result.id)?.content).toEqual(sent.result.content);
 
@@ -202,18 +261,30 @@ describe('large inputs', () => {
     await thread.sendUserText('call rap_wait {}');
     const callId = (await thread.waitForIdle()).pendingCall!.id;
     const body = JSON.stringify({ type: 'tool_result', group_id: thread.threadId, id: callId, text: big });
-    const res = await fetch(gateway.callbackUrl(thread.threadId, callId), { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const res = await fetch(gateway.callbackUrl(thread.threadId, callId), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     expect(res.status).toBe(413);
-    expect(((await res.json()) as { error: string }).error).toMatch(/exceeds the limit of 33554432 bytes; the call was answered/);
+    expect(((await res.json()) as { error: string }).error).toMatch(
+      /exceeds the limit of 33554432 bytes; the call was answered/,
+    );
     await thread.waitForIdle({ settled: true });
     const answered = (await thread.history()).find((h) => h.kind === 'tool_result');
-    expect(answered).toMatchObject({ id: callId, content: [{ type: 'text', text: expect.stringContaining(`over the limit of 33554432 bytes`) }] });
+    expect(answered).toMatchObject({
+      id: callId,
+      content: [{ type: 'text', text: expect.stringContaining(`over the limit of 33554432 bytes`) }],
+    });
     expect(firstText((answered as { content: ToolResultContent[] }).content).endsWith(head)).toBe(true);
 
     for (const t of [sent.thread, thread]) {
       await t.sendUserText('still there?');
       await t.waitForIdle();
-      expect((await t.history()).slice(-2)).toEqual([{ kind: 'user', text: 'still there?' }, { kind: 'assistant', text: 'read 12 characters' }]);
+      expect((await t.history()).slice(-2)).toEqual([
+        { kind: 'user', text: 'still there?' },
+        { kind: 'assistant', text: 'read 12 characters' },
+      ]);
     }
   });
 
@@ -224,13 +295,22 @@ describe('large inputs', () => {
       await thread.sendUserText('call rap_wait {}');
       const callId = (await thread.waitForIdle()).pendingCall!.id;
       const post = (text: string) =>
-        fetch(small.callbackUrl(thread.threadId, callId), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'tool_result', group_id: thread.threadId, id: callId, text }) });
+        fetch(small.callbackUrl(thread.threadId, callId), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'tool_result', group_id: thread.threadId, id: callId, text }),
+        });
       const huge = await post(bigText(2 * MiB));
       expect(huge.status).toBe(413);
       await thread.waitForIdle({ settled: true });
-      const bytes = Buffer.byteLength(JSON.stringify({ type: 'tool_result', group_id: thread.threadId, id: callId, text: bigText(2 * MiB) }));
+      const bytes = Buffer.byteLength(
+        JSON.stringify({ type: 'tool_result', group_id: thread.threadId, id: callId, text: bigText(2 * MiB) }),
+      );
       const text = `Error: the tool's output was not delivered: its callback of ${bytes} bytes is over the gateway's limit of ${MiB} bytes, so it was not read.`;
-      expect((await thread.history()).slice(-2)).toEqual([{ kind: 'tool_result', id: callId, content: [{ type: 'text', text }] }, { kind: 'assistant', text: `got ${text.length} characters` }]);
+      expect((await thread.history()).slice(-2)).toEqual([
+        { kind: 'tool_result', id: callId, content: [{ type: 'text', text }] },
+        { kind: 'assistant', text: `got ${text.length} characters` },
+      ]);
       expect((await post('a late small result')).status).toBe(409); // the call has its answer
     } finally {
       await small.close();
@@ -250,16 +330,32 @@ describe('large inputs', () => {
     await thread.waitForIdle();
     expect((await thread.history())[0]).toEqual({ kind: 'user', text });
     expectSmall(await temporalBytes(thread, sent.stdout.trim()));
-    expect(await cli.run('send', threadId, 'words', '--file', file)).toMatchObject({ code: 2, stderr: expect.stringContaining('not both') });
+    expect(await cli.run('send', threadId, 'words', '--file', file)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('not both'),
+    });
 
     const waiting = await sys.client.startThread({ threadId: uid('cli-stdin') });
     await waiting.sendUserText('call rap_wait {}');
     const callId = (await waiting.waitForIdle()).pendingCall!.id;
-    const child = spawn(process.execPath, [join(__dirname, '..', 'bin', 'infinity-temporal.cjs'), ...globals, 'deliver', waiting.threadId, '--call', callId, '--file', '-']);
+    const child = spawn(process.execPath, [
+      join(__dirname, '..', 'bin', 'infinity-temporal.cjs'),
+      ...globals,
+      'deliver',
+      waiting.threadId,
+      '--call',
+      callId,
+      '--file',
+      '-',
+    ]);
     child.stdin.end(text);
     expect(await new Promise((resolve) => child.on('close', resolve))).toBe(0);
     await waiting.waitForIdle({ settled: true });
-    expect((await waiting.history()).find((h) => h.kind === 'tool_result')).toEqual({ kind: 'tool_result', id: callId, content: [{ type: 'text', text }] });
+    expect((await waiting.history()).find((h) => h.kind === 'tool_result')).toEqual({
+      kind: 'tool_result',
+      id: callId,
+      content: [{ type: 'text', text }],
+    });
   });
 
   it('keeps the 256 KiB limit for a client without a store, and the workflow drops a malformed reference', async () => {
@@ -268,10 +364,17 @@ describe('large inputs', () => {
     const refused = await thread.sendUserText(bigText(300 * 1024)).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(PayloadTooLargeError);
     expect(refused).toMatchObject({ limit: 256 * 1024 });
-    await thread.workflow.signal(inputSignal, { id: 'forged', threadId: thread.threadId, content: { type: 'text', text: 'hi', staged: { id: 'x', sha256: 'no', bytes: 1 } } });
+    await thread.workflow.signal(inputSignal, {
+      id: 'forged',
+      threadId: thread.threadId,
+      content: { type: 'text', text: 'hi', staged: { id: 'x', sha256: 'no', bytes: 1 } },
+    });
     await thread.sendUserText('hello');
     const status = await thread.waitForIdle();
     expect(status.dropped).toEqual({ malformed: 1 });
-    expect(await sys.client.thread(thread.threadId).history()).toEqual([{ kind: 'user', text: 'hello' }, { kind: 'assistant', text: 'read 5 characters' }]);
+    expect(await sys.client.thread(thread.threadId).history()).toEqual([
+      { kind: 'user', text: 'hello' },
+      { kind: 'assistant', text: 'read 5 characters' },
+    ]);
   });
 });

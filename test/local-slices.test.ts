@@ -31,7 +31,14 @@ beforeAll(async () => {
 });
 afterAll(async () => sys?.shutdown());
 
-type Event = { eventType?: unknown; markerRecordedEventAttributes?: { markerName?: string | null } | null; activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null; taskQueue?: { name?: string | null } | null } | null };
+type Event = {
+  eventType?: unknown;
+  markerRecordedEventAttributes?: { markerName?: string | null } | null;
+  activityTaskScheduledEventAttributes?: {
+    activityType?: { name?: string | null } | null;
+    taskQueue?: { name?: string | null } | null;
+  } | null;
+};
 
 it('runs a tool round trip as two local slices: two markers, no activity events', async () => {
   const thread = await sys.client.startThread({ threadId: uid('local') });
@@ -47,7 +54,11 @@ it('runs a tool round trip as two local slices: two markers, no activity events'
 it('hands a slice past its budget to an adopting activity, which a user text interrupts', async () => {
   const thread = await sys.client.startThread({ threadId: uid('local-essay') });
   await thread.sendUserText('write an essay');
-  await eventually(() => sys.seen.filter((e) => e.threadId === thread.threadId && e.type === 'text_delta').length >= 20, 30_000, 'streaming past the budget');
+  await eventually(
+    () => sys.seen.filter((e) => e.threadId === thread.threadId && e.type === 'text_delta').length >= 20,
+    30_000,
+    'streaming past the budget',
+  );
   await thread.sendUserText('stop that');
   await thread.waitForIdle({ settled: true });
   const lines = render(await thread.history());

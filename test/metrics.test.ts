@@ -44,8 +44,20 @@ beforeAll(async () => {
       srv.close(() => resolve(p));
     });
   });
-  const runner = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store], { INFINITY_SIMULATED_DELAY_MS: '5' });
-  worker = runner.start(['worker', '--model', 'simulated', '--no-events', '--metrics-port', String(port), '--tools', join(__dirname, 'fixtures', 'cli-tools.ts')]);
+  const runner = cliRunner(
+    () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store],
+    { INFINITY_SIMULATED_DELAY_MS: '5' },
+  );
+  worker = runner.start([
+    'worker',
+    '--model',
+    'simulated',
+    '--no-events',
+    '--metrics-port',
+    String(port),
+    '--tools',
+    join(__dirname, 'fixtures', 'cli-tools.ts'),
+  ]);
   metricsUrl = await waitForLine(worker, /^metrics (\S+)$/);
   connection = await Connection.connect({ address: inject('temporalAddress') });
   client = new AgentClient({ client: new Client({ connection }), taskQueue });
@@ -61,13 +73,17 @@ it('counts slices, durations, tokens, tool calls and inputs exactly', async () =
   const threads = Array.from({ length: 4 }, (_, i) => `metrics-${i}-${randomUUID().slice(0, 6)}`);
   // One turn each: user text → completion calling the demo tool → its result (300 ms later) → completion.
   await Promise.all(threads.map((id) => client.sendUserText(id, `Is build ${id.length} green?`)));
-  const statuses = await Promise.all(threads.map((id) => eventually(async () => {
-    const s = await client.thread(id).waitForIdle({ settled: true });
-    return s.slices === 2 ? s : undefined;
-  })));
+  const statuses = await Promise.all(
+    threads.map((id) =>
+      eventually(async () => {
+        const s = await client.thread(id).waitForIdle({ settled: true });
+        return s.slices === 2 ? s : undefined;
+      }),
+    ),
+  );
   // A raw signal that is not an input: dropped and counted.
   await client.temporal.workflow.getHandle(threads[0]!).signal(inputSignal, { text: 'not an input' });
-  await eventually(async () => ((await client.thread(threads[0]!).status()).dropped.malformed === 1) || undefined);
+  await eventually(async () => (await client.thread(threads[0]!).status()).dropped.malformed === 1 || undefined);
 
   const outTokens = statuses.reduce((n, s) => n + (s.usage?.outputTokens ?? 0), 0);
   const inTokens = statuses.reduce((n, s) => n + (s.usage?.inputTokens ?? 0), 0);
@@ -91,8 +107,10 @@ it('counts slices, durations, tokens, tool calls and inputs exactly', async () =
   scraped = text;
 }, 120_000);
 
-it("has a Grafana dashboard whose every query names a metric the runtime defines or this scrape holds", () => {
-  const dashboard = JSON.parse(readFileSync(join(__dirname, '..', 'docs', 'grafana-dashboard.json'), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
+it('has a Grafana dashboard whose every query names a metric the runtime defines or this scrape holds', () => {
+  const dashboard = JSON.parse(readFileSync(join(__dirname, '..', 'docs', 'grafana-dashboard.json'), 'utf8')) as {
+    panels: { targets: { expr: string }[] }[];
+  };
   const exprs = dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr));
   expect(exprs.length).toBeGreaterThan(0);
   const ours = new Set<string>(Object.values(METRICS).map((m) => m.name));

@@ -44,7 +44,10 @@ describe('the npm package', () => {
   let files: string[] = [];
 
   beforeAll(async () => {
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, maxBuffer: 64 << 20 });
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], {
+      cwd: root,
+      maxBuffer: 64 << 20,
+    });
     const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
     files = packed!.files.map((f) => f.path);
     mkdirSync(installed, { recursive: true });
@@ -53,9 +56,19 @@ describe('the npm package', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('holds the library, the command, the docs and the licence, and nothing else', () => {
-    const outside = files.filter((f) => !/^(dist\/src\/.*\.(js|d\.ts)|bin\/[^/]+|docs\/[^/]+|README\.md|LICENSE|package\.json)$/.test(f));
+    const outside = files.filter(
+      (f) => !/^(dist\/src\/.*\.(js|d\.ts)|bin\/[^/]+|docs\/[^/]+|README\.md|LICENSE|package\.json)$/.test(f),
+    );
     expect(outside).toEqual([]);
-    for (const f of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/workflows/index.js', 'dist/src/cli/main.js', 'bin/infinity-temporal.cjs', 'LICENSE', 'README.md']) {
+    for (const f of [
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/src/workflows/index.js',
+      'dist/src/cli/main.js',
+      'bin/infinity-temporal.cjs',
+      'LICENSE',
+      'README.md',
+    ]) {
       expect(files).toContain(f);
     }
   });
@@ -75,12 +88,20 @@ describe('the npm package', () => {
       const { stdout } = await run(process.execPath, [file], { cwd: dir, env, timeout: 120_000 });
       // The simulated model calls a tool after a user text; 'none' is not registered, so the call gets an error
       // result and the model answers it.
-      expect(JSON.parse(stdout.trim().split('\n').pop()!)).toEqual(['user', 'assistant', 'tool_call', 'tool_result', 'assistant']);
+      expect(JSON.parse(stdout.trim().split('\n').pop()!)).toEqual([
+        'user',
+        'assistant',
+        'tool_call',
+        'tool_result',
+        'assistant',
+      ]);
     }
   }, 300_000);
 
   it('installs a working command', async () => {
-    const { stdout } = await run(process.execPath, [join(installed, 'bin', 'infinity-temporal.cjs'), '--help'], { cwd: dir });
+    const { stdout } = await run(process.execPath, [join(installed, 'bin', 'infinity-temporal.cjs'), '--help'], {
+      cwd: dir,
+    });
     expect(stdout).toContain('Usage: infinity-temporal');
   });
 });

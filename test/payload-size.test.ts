@@ -12,15 +12,20 @@ import { defineTool } from '../src/tools/tool';
 import { startTestSystem, uid } from './helpers';
 
 const TURNS = 30;
-const filler = (tag: string, n: number) => `${tag}: ${'lorem ipsum dolor sit amet '.repeat(Math.ceil(n / 27))}`.slice(0, n);
+const filler = (tag: string, n: number) =>
+  `${tag}: ${'lorem ipsum dolor sit amet '.repeat(Math.ceil(n / 27))}`.slice(0, n);
 
 describe('Temporal payloads', () => {
   it('add the same bytes per turn whether the conversation is short or long', async () => {
     // Each turn: user text → ~600 B text + tool call → ~500 B result → ~1.2 KB answer.
     const model = new ScriptedModel((req) => {
       const last = req.messages[req.messages.length - 1]!;
-      if (last.role === 'user') return { text: filler('plan', 600), toolCall: { name: 'fetch_log', args: { lines: 40 } }, chunks: 4 };
-      return { text: filler(`answer about ${firstText(last.role === 'tool_result' ? last.content : []).slice(0, 10)}`, 1200), chunks: 8 };
+      if (last.role === 'user')
+        return { text: filler('plan', 600), toolCall: { name: 'fetch_log', args: { lines: 40 } }, chunks: 4 };
+      return {
+        text: filler(`answer about ${firstText(last.role === 'tool_result' ? last.content : []).slice(0, 10)}`, 1200),
+        chunks: 8,
+      };
     });
     const fetchLog = defineTool({
       name: 'fetch_log',
@@ -35,7 +40,11 @@ describe('Temporal payloads', () => {
       const thread = await sys.client.startThread({ threadId: uid('bytes') });
       const { EventType } = temporal.api.enums.v1;
       // A slice's events: its local activity's marker (release 0.3), or a regular activity's scheduled and completed.
-      const SLICE_EVENTS = new Set([EventType.EVENT_TYPE_MARKER_RECORDED, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED]);
+      const SLICE_EVENTS = new Set([
+        EventType.EVENT_TYPE_MARKER_RECORDED,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+      ]);
       // How many workflow tasks a turn takes depends on timing (a signal may join a task already under way); every
       // other event is the same in every turn.
       const TASK_EVENTS = new Set([
@@ -64,7 +73,11 @@ describe('Temporal payloads', () => {
         await thread.sendUserText(`question ${t}`);
         await thread.waitForIdle({ settled: true });
         const after = await measure();
-        turns.push({ all: after.all - before.all, steady: after.steady - before.steady, slice: after.slice - before.slice });
+        turns.push({
+          all: after.all - before.all,
+          steady: after.steady - before.steady,
+          slice: after.slice - before.slice,
+        });
         before = after;
       }
       const conversationBytes = JSON.stringify(await thread.history()).length;

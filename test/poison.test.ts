@@ -25,10 +25,20 @@ import { toolResult } from '../src/tools/messages';
 import type { ToolContext } from '../src/tools/tool';
 import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
 import { cliRunner, jsonLines } from './cli-process';
-import { eventually, FAST_POLICY, recordingTool, render, restoreStore, startTestSystem, type TestSystem, uid } from './helpers';
+import {
+  eventually,
+  FAST_POLICY,
+  recordingTool,
+  render,
+  restoreStore,
+  startTestSystem,
+  type TestSystem,
+  uid,
+} from './helpers';
 
 const mentionsPoison = (m: ModelMessage) =>
-  (m.role === 'user' && m.text.includes('poison')) || (m.role === 'tool_result' && firstText(m.content).includes('poison'));
+  (m.role === 'user' && m.text.includes('poison')) ||
+  (m.role === 'tool_result' && firstText(m.content).includes('poison'));
 
 /**
  * The scripted model of the other tests, except that it hangs on any request that shows it the word `poison` — a user
@@ -63,7 +73,9 @@ const lastUser = (req: ModelRequest) => [...req.messages].reverse().find((m) => 
 const script = (req: ModelRequest) => {
   const last = req.messages[req.messages.length - 1]!;
   if (last.role === 'tool_result') return { text: `got: ${firstText(last.content)}` };
-  return lastUser(req) === 'wait for it' ? { toolCall: { name: 'wait_for', args: {} } } : { text: `ok: ${lastUser(req)}` };
+  return lastUser(req) === 'wait for it'
+    ? { toolCall: { name: 'wait_for', args: {} } }
+    : { text: `ok: ${lastUser(req)}` };
 };
 
 /** `depth` objects nested in one another, as JSON text (the input-limits test's shape). */
@@ -78,10 +90,12 @@ const run = (cmd: string, args: string[]) =>
   });
 
 interface WorkflowHistory {
-  events?: {
-    markerRecordedEventAttributes?: { markerName?: string | null } | null;
-    activityTaskStartedEventAttributes?: { attempt?: number | null } | null;
-  }[] | null;
+  events?:
+    | {
+        markerRecordedEventAttributes?: { markerName?: string | null } | null;
+        activityTaskStartedEventAttributes?: { attempt?: number | null } | null;
+      }[]
+    | null;
 }
 
 /**
@@ -89,11 +103,15 @@ interface WorkflowHistory {
  * slice's first attempt, ended within its budget or handed off); `activities`, the attempt each regular activity
  * ended on (a handed-off slice's adopting activity, then the fallback for attempts 2…N).
  */
-async function sliceRuns(thread: { workflow: { fetchHistory(): Promise<unknown> } }): Promise<{ local: number; activities: number[] }> {
+async function sliceRuns(thread: {
+  workflow: { fetchHistory(): Promise<unknown> };
+}): Promise<{ local: number; activities: number[] }> {
   const events = ((await thread.workflow.fetchHistory()) as WorkflowHistory).events ?? [];
   return {
     local: events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length,
-    activities: events.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt ?? 0] : [])),
+    activities: events.flatMap((e) =>
+      e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt ?? 0] : [],
+    ),
   };
 }
 
@@ -113,9 +131,12 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
   const model = new PoisonModel(script);
   const calls: ToolContext[] = [];
   let sys: TestSystem;
-  const cli = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', sys.taskQueue, '--store', sys.storePath], {
-    INFINITY_EVENTS_URL: '',
-  });
+  const cli = cliRunner(
+    () => ['--address', inject('temporalAddress'), '--task-queue', sys.taskQueue, '--store', sys.storePath],
+    {
+      INFINITY_EVENTS_URL: '',
+    },
+  );
 
   beforeAll(async () => {
     sys = await startTestSystem({
@@ -156,7 +177,9 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
     expect(failed.slices).toBe(2);
     // Two attempts of 3 s (and Temporal's 1 s backoff): not one, not ten.
     expect(elapsed).toBeGreaterThan(6_000);
-    expect(await eventually(() => model.aborted.get(thread.threadId) === 2, 15_000, 'both hung attempts aborted')).toBe(true);
+    expect(await eventually(() => model.aborted.get(thread.threadId) === 2, 15_000, 'both hung attempts aborted')).toBe(
+      true,
+    );
     expect(model.hangs.get(thread.threadId)).toBe(2);
     // 'hello' ended within its local budget; the poison's first attempt began locally, was handed off and adopted
     // (timed out), and its second ran as the fallback activity.
@@ -169,7 +192,11 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
     expect(details).toMatch(/^\*\*failed\*\* · 2 items · 2 slices/);
     expect(details).toContain(`last error: ${TIMEOUT}`);
     expect(details).toContain(`set aside 1 inputs of ${sliceId}: ${TIMEOUT}`);
-    await eventually(async () => (await listed(sys, 'failed')).includes(thread.threadId), 30_000, 'AgentStatus = failed');
+    await eventually(
+      async () => (await listed(sys, 'failed')).includes(thread.threadId),
+      30_000,
+      'AgentStatus = failed',
+    );
     expect(await listed(sys, 'idle')).not.toContain(thread.threadId);
     const threads = await cli.run('threads', '--status', 'failed', '--json');
     expect(threads).toMatchObject({ code: 0, stderr: '' });
@@ -181,7 +208,11 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
 
     // One live info event per failed attempt, naming the slice, on the hub and through thread.events().
     const told = (events: ThreadEvent[]) =>
-      events.flatMap((e) => (e.threadId === thread.threadId && e.type === 'info' && e.text.includes(`slice ${sliceId} failed`) ? [e.text] : []));
+      events.flatMap((e) =>
+        e.threadId === thread.threadId && e.type === 'info' && e.text.includes(`slice ${sliceId} failed`)
+          ? [e.text]
+          : [],
+      );
     await eventually(() => told(sys.seen).length >= 2, 15_000, 'an info event per failed attempt');
     expect(told(sys.seen)).toHaveLength(2);
     expect(told(sys.seen)[0]).toMatch(new RegExp(`^Error: slice ${sliceId} failed \\(attempt 1\\): `));
@@ -195,10 +226,19 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
     expect(after).toMatchObject({ status: 'idle', historyLength: 4, slices: 3 });
     expect(after.lastError).toBeUndefined();
     expect(after.setAside).toEqual(failed.setAside); // the record is kept
-    expect(render(await thread.history())).toEqual(['user: hello', 'assistant: ok: hello', 'user: after', 'assistant: ok: after']);
+    expect(render(await thread.history())).toEqual([
+      'user: hello',
+      'assistant: ok: hello',
+      'user: after',
+      'assistant: ok: after',
+    ]);
     expect(model.hangs.get(thread.threadId)).toBe(2);
     expect(await currentDetails(thread)).toMatch(/^\*\*idle\*\* · 4 items · 3 slices/);
-    await eventually(async () => (await listed(sys, 'idle')).includes(thread.threadId), 30_000, 'AgentStatus = idle again');
+    await eventually(
+      async () => (await listed(sys, 'idle')).includes(thread.threadId),
+      30_000,
+      'AgentStatus = idle again',
+    );
     expect(await listed(sys, 'failed')).not.toContain(thread.threadId);
     const none = await cli.run('threads', '--status', 'failed');
     expect(none.stdout).not.toContain(thread.threadId);
@@ -218,14 +258,26 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
     const sliceId = sliceIdFor(thread.threadId, 1);
     expect(s).toMatchObject({ status: 'idle', pendingCall: null, historyLength: 4, slices: 3 });
     expect(s.lastError).toBeUndefined();
-    expect(s.setAside).toEqual([{ sliceId, reason: TIMEOUT, messageIds: [result.id], answeredWithError: [ctx.toolCallId] }]);
+    expect(s.setAside).toEqual([
+      { sliceId, reason: TIMEOUT, messageIds: [result.id], answeredWithError: [ctx.toolCallId] },
+    ]);
     expect(model.hangs.get(thread.threadId)).toBe(2);
     const error = setAsideResult(TIMEOUT);
     expect(error).toBe(`Error: the result of this tool call could not be processed and was set aside (${TIMEOUT})`);
-    expect(render(await thread.history())).toEqual(['user: wait for it', 'call #1 wait_for {}', `result #1: ${error}`, `assistant: got: ${error}`]);
+    expect(render(await thread.history())).toEqual([
+      'user: wait for it',
+      'call #1 wait_for {}',
+      `result #1: ${error}`,
+      `assistant: got: ${error}`,
+    ]);
     // The model was invoked again on the error result, not on the poison.
     const last = model.requests.filter((r) => r.threadId === thread.threadId).at(-1)!;
-    expect(last.messages.at(-1)).toEqual({ role: 'tool_result', id: ctx.toolCallId, name: 'wait_for', content: [{ type: 'text', text: error }] });
+    expect(last.messages.at(-1)).toEqual({
+      role: 'tool_result',
+      id: ctx.toolCallId,
+      name: 'wait_for',
+      content: [{ type: 'text', text: error }],
+    });
     expect(last.messages.some(mentionsPoison)).toBe(false);
     // The call is answered for good: a late result for it is dropped, and the thread still answers.
     await ctx.send(toolResult(ctx, 'a late result', { id: randomUUID() }));
@@ -244,7 +296,12 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
     const own = await startTestSystem({
       model,
       tools: [recordingTool('wait_for', calls)],
-      threadOptions: { sliceMaxAttempts: 2, sliceTimeoutMs: 3_000, sliceHeartbeatTimeoutMs: 2_000, localSliceBudgetMs: 0 },
+      threadOptions: {
+        sliceMaxAttempts: 2,
+        sliceTimeoutMs: 3_000,
+        sliceHeartbeatTimeoutMs: 2_000,
+        localSliceBudgetMs: 0,
+      },
       completionPolicy: { initiateTimeoutMs: 120_000, chunkTimeoutMs: 120_000 },
     });
     let next: AgentWorker | undefined;
@@ -275,11 +332,21 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
       expect(s).toMatchObject({ status: 'idle', pendingCall: null, historyLength: 4, slices: 3 });
       expect(s.lastError).toBeUndefined();
       expect(s.setAside).toEqual([
-        { sliceId: sliceIdFor(thread.threadId, 1), reason: TIMEOUT, messageIds: [result.id, poisonId], answeredWithError: [ctx.toolCallId] },
+        {
+          sliceId: sliceIdFor(thread.threadId, 1),
+          reason: TIMEOUT,
+          messageIds: [result.id, poisonId],
+          answeredWithError: [ctx.toolCallId],
+        },
       ]);
       expect(model.hangs.get(thread.threadId)).toBe(2);
       // The clean result went with the poison (the batch is one unit); the call still has its answer, and the model its turn.
-      expect(render(await thread.history())).toEqual(['user: wait for it', 'call #1 wait_for {}', `result #1: ${error}`, `assistant: got: ${error}`]);
+      expect(render(await thread.history())).toEqual([
+        'user: wait for it',
+        'call #1 wait_for {}',
+        `result #1: ${error}`,
+        `assistant: got: ${error}`,
+      ]);
     } finally {
       await next?.shutdown();
       await own.connection.close();
@@ -292,7 +359,18 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
     const signal = async (threadId: string, json: string) => {
       const file = join(inject('scratchDir'), `signal-${randomUUID()}.json`);
       writeFileSync(file, json);
-      return run(temporalCli, ['workflow', 'signal', '--workflow-id', threadId, '--name', 'input', '--input-file', file, '--address', inject('temporalAddress')]);
+      return run(temporalCli, [
+        'workflow',
+        'signal',
+        '--workflow-id',
+        threadId,
+        '--name',
+        'input',
+        '--input-file',
+        file,
+        '--address',
+        inject('temporalAddress'),
+      ]);
     };
     /** An input nested `depth` levels deep in all (the input is level 1, as `inputLimitViolation` counts). */
     const input = (threadId: string, text: string, depth: number) =>
@@ -324,9 +402,14 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
       expect(after.dropped.malformed).toBe((before.dropped.malformed ?? 0) + 2);
       expect(after).toMatchObject({ status: 'idle', historyLength: 6 });
       expect(after.lastError).toBeUndefined();
-      expect(render(await thread.history()).slice(4)).toEqual(['user: after the deep ones', 'assistant: ok: after the deep ones']);
+      expect(render(await thread.history()).slice(4)).toEqual([
+        'user: after the deep ones',
+        'assistant: ok: after the deep ones',
+      ]);
       // Both deep signals are in Temporal's history (the server took them); the workflow dropped them.
-      const history = (await thread.workflow.fetchHistory()) as { events?: { workflowExecutionSignaledEventAttributes?: unknown }[] };
+      const history = (await thread.workflow.fetchHistory()) as {
+        events?: { workflowExecutionSignaledEventAttributes?: unknown }[];
+      };
       expect((history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes)).toHaveLength(5);
     });
 
@@ -336,14 +419,20 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
       await thread.sendUserText('hello');
       await thread.waitForIdle();
       const file = join(inject('scratchDir'), `deep-100-${randomUUID()}.json`);
-      const message: Omit<InputMessage, 'threadId' | 'metadata'> = { id: randomUUID(), content: { type: 'text', text: 'deep 100 by cli' } };
+      const message: Omit<InputMessage, 'threadId' | 'metadata'> = {
+        id: randomUUID(),
+        content: { type: 'text', text: 'deep 100 by cli' },
+      };
       writeFileSync(file, `${JSON.stringify(message).slice(0, -1)},"metadata":${nestJson(99)}}`);
       const r = await cli.run('deliver', thread.threadId, '--message', file);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(new RegExp(`^(accepted|delivered) ${message.id}\\n$`));
       const s = await thread.waitForIdle();
       expect(s.dropped.malformed).toBeUndefined();
-      expect(render(await thread.history()).slice(2)).toEqual(['user: deep 100 by cli', 'assistant: ok: deep 100 by cli']);
+      expect(render(await thread.history()).slice(2)).toEqual([
+        'user: deep 100 by cli',
+        'assistant: ok: deep 100 by cli',
+      ]);
     });
   });
 });
@@ -376,10 +465,20 @@ describe('a slice that fails for a lost store blocks, without spinning', () => {
     expect(blocked.lastError).toContain(lost);
     expect(blocked.setAside).toBeUndefined(); // blocked, not set aside: the inputs are kept
     const sliceId = sliceIdFor(thread.threadId, 1);
-    expect(sys.seen.filter((e) => e.threadId === thread.threadId && e.type === 'info').map((e) => (e as { text: string }).text)).toEqual([
-      expect.stringMatching(new RegExp(`^Error: slice ${sliceId} failed \\(attempt 1\\): ${lost.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`)),
+    expect(
+      sys.seen
+        .filter((e) => e.threadId === thread.threadId && e.type === 'info')
+        .map((e) => (e as { text: string }).text),
+    ).toEqual([
+      expect.stringMatching(
+        new RegExp(`^Error: slice ${sliceId} failed \\(attempt 1\\): ${lost.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`),
+      ),
     ]);
-    await eventually(async () => (await listed(sys!, 'failed')).includes(thread.threadId), 30_000, 'AgentStatus = failed');
+    await eventually(
+      async () => (await listed(sys!, 'failed')).includes(thread.threadId),
+      30_000,
+      'AgentStatus = failed',
+    );
     expect(await currentDetails(thread)).toMatch(/^\*\*failed\*\* · 2 items · 1 slices/);
     // One attempt each, both local: a lost store is no failure another attempt can mend.
     const first = await sliceRuns(thread);
@@ -390,11 +489,19 @@ describe('a slice that fails for a lost store blocks, without spinning', () => {
     const told = () => sys!.seen.filter((e) => e.threadId === thread.threadId && e.type === 'info').length;
     for (const [i, text] of ['three', 'four', 'five'].entries()) {
       await thread.sendUserText(text);
-      await eventually(async () => (await sliceRuns(thread)).local === first.local + i + 1, 30_000, `the retry for '${text}'`);
-      const s = await eventually(async () => {
-        const now = await thread.status();
-        return now.status === 'failed' && now.queued === i + 1 ? now : undefined;
-      }, 30_000, `blocked again after '${text}'`);
+      await eventually(
+        async () => (await sliceRuns(thread)).local === first.local + i + 1,
+        30_000,
+        `the retry for '${text}'`,
+      );
+      const s = await eventually(
+        async () => {
+          const now = await thread.status();
+          return now.status === 'failed' && now.queued === i + 1 ? now : undefined;
+        },
+        30_000,
+        `blocked again after '${text}'`,
+      );
       expect(s).toMatchObject({ historyLength: 2, slices: 1 });
       expect(s.lastError).toContain(lost);
       expect(told()).toBe(i + 2); // the retry's failure was told live too
@@ -427,6 +534,10 @@ describe('a slice that fails for a lost store blocks, without spinning', () => {
       'assistant: ok: six',
     ]);
     expect(resumed).toMatchObject({ historyLength: items.length, slices: 3 });
-    await eventually(async () => (await listed(sys!, 'idle')).includes(thread.threadId), 30_000, 'AgentStatus = idle again');
+    await eventually(
+      async () => (await listed(sys!, 'idle')).includes(thread.threadId),
+      30_000,
+      'AgentStatus = idle again',
+    );
   });
 });

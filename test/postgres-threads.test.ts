@@ -73,7 +73,11 @@ it('spawns a child that reports and closes; both threads are recorded with their
   const root = await sys.client.startThread({ threadId: uid('pg-tree') });
   await root.sendUserText('spawn report:A done');
   const [childId] = (await root.waitForIdle({ settled: true })).children;
-  await eventually(async () => (await root.history()).filter((i) => i.kind === 'subscription_event').length === 2, 60_000, 'report and shutdown');
+  await eventually(
+    async () => (await root.history()).filter((i) => i.kind === 'subscription_event').length === 2,
+    60_000,
+    'report and shutdown',
+  );
   await sys.client.thread(childId!).waitForIdle({ settled: true });
   await root.waitForIdle({ settled: true });
   const lines = render(await root.history());
@@ -84,7 +88,9 @@ it('spawns a child that reports and closes; both threads are recorded with their
     'event #1: Report from child thread: A done',
     `event #1: Child thread with ID ${childId} has shut down`,
   ]);
-  expect(lines.filter((l) => l.startsWith('assistant: ')).at(-1)).toBe(`assistant: noted: Child thread with ID ${childId} has shut down`);
+  expect(lines.filter((l) => l.startsWith('assistant: ')).at(-1)).toBe(
+    `assistant: noted: Child thread with ID ${childId} has shut down`,
+  );
   expect(render(await sys.client.thread(childId!).history())).toEqual([
     `result #1: You are now INSIDE the thread that you requested to create. Your thread ID is ${childId}. Your next task is to exactly follow these instructions: report:A done\n. Start by repeating to yourself the instructions, ignoring thinking from the parent context. Make sure to not be confused by the parent context. If the parent was planning to spawn more threads, you should not.`,
     'call #2 report_to_parent {"report":"A done"}',
@@ -108,7 +114,11 @@ it('hands a subscription event to an event child whose report reaches the parent
   await thread.waitForIdle({ settled: true });
   const ctx = subs.find((s) => s.threadId === thread.threadId)!;
   await sys.client.deliver(subscriptionEvent(ctx, 'tick'));
-  await eventually(async () => (await thread.history()).some((i) => i.kind === 'subscription_event'), 60_000, 'the report');
+  await eventually(
+    async () => (await thread.history()).some((i) => i.kind === 'subscription_event'),
+    60_000,
+    'the report',
+  );
   const status = await thread.waitForIdle({ settled: true });
   const [childId] = status.children;
   expect(render(await thread.history())).toEqual([
@@ -131,7 +141,12 @@ it('hands a subscription event to an event child whose report reaches the parent
 
 it('does not duplicate a turn when a worker process dies after committing, before reporting', async () => {
   // The test process runs no worker on this queue: two worker processes on the same database do, one after the other.
-  const crash = await startTestSystem({ model: new ScriptedModel(() => ({ text: 'unused' })), noWorker: true, store: new PostgresConversationStore({ connectionString: url }), storePath: url });
+  const crash = await startTestSystem({
+    model: new ScriptedModel(() => ({ text: 'unused' })),
+    noWorker: true,
+    store: new PostgresConversationStore({ connectionString: url }),
+    storePath: url,
+  });
   try {
     const start = (env: Record<string, string> = {}) => {
       const w = startWorkerProcess(crash.taskQueue, url, env);

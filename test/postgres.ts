@@ -17,7 +17,8 @@ export function withDatabase(url: string, database: string): string {
 
 /** Creates a new, empty database on the run's server; returns its URL. */
 export async function createTestDatabase(prefix: string): Promise<string> {
-  const name = `${inject('postgresDatabasePrefix')}${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`.toLowerCase();
+  const name =
+    `${inject('postgresDatabasePrefix')}${prefix}_${randomUUID().replace(/-/g, '').slice(0, 12)}`.toLowerCase();
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`test database name '${name}': use letters, digits and _`);
   const server = inject('postgresUrl');
   const client = new pg.Client({ connectionString: server });

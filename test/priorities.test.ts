@@ -30,7 +30,9 @@ afterAll(async () => {
 
 /** The priority Temporal holds for a thread, without the proto's empty fields (0 and '' mean unset). */
 async function priorityOf(temporal: Client, threadId: string): Promise<ThreadPriority> {
-  const p = decodePriority((await temporal.workflow.getHandle(threadId).describe()).raw.workflowExecutionInfo?.priority);
+  const p = decodePriority(
+    (await temporal.workflow.getHandle(threadId).describe()).raw.workflowExecutionInfo?.priority,
+  );
   return Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined && v !== 0 && v !== ''));
 }
 
@@ -47,14 +49,31 @@ describe('priorities', () => {
 
     // A batch root (5) keeps its children at 5; a given fairness key and weight are carried as given.
     const batch = sys.client.thread(uid('prio-batch'));
-    await batch.sendUserText('spawn report:B done', { priority: { priorityKey: 5, fairnessKey: 'tenant-a', fairnessWeight: 2 } });
+    await batch.sendUserText('spawn report:B done', {
+      priority: { priorityKey: 5, fairnessKey: 'tenant-a', fairnessWeight: 2 },
+    });
     const batchStatus = await batch.waitForIdle({ settled: true });
-    expect(await priorityOf(sys.temporal, batch.threadId)).toEqual({ priorityKey: 5, fairnessKey: 'tenant-a', fairnessWeight: 2 });
-    expect(await priorityOf(sys.temporal, batchStatus.children[0]!)).toEqual({ priorityKey: 5, fairnessKey: 'tenant-a', fairnessWeight: 2 });
+    expect(await priorityOf(sys.temporal, batch.threadId)).toEqual({
+      priorityKey: 5,
+      fairnessKey: 'tenant-a',
+      fairnessWeight: 2,
+    });
+    expect(await priorityOf(sys.temporal, batchStatus.children[0]!)).toEqual({
+      priorityKey: 5,
+      fairnessKey: 'tenant-a',
+      fairnessWeight: 2,
+    });
   }, 60_000);
 
   it('refuses a priority out of range with InvalidInputError, before anything is sent', async () => {
-    const bad: ThreadPriority[] = [{ priorityKey: 0 }, { priorityKey: 6 }, { priorityKey: 2.5 }, { fairnessKey: 'x'.repeat(65) }, { fairnessKey: '' }, { fairnessWeight: 0 }];
+    const bad: ThreadPriority[] = [
+      { priorityKey: 0 },
+      { priorityKey: 6 },
+      { priorityKey: 2.5 },
+      { fairnessKey: 'x'.repeat(65) },
+      { fairnessKey: '' },
+      { fairnessWeight: 0 },
+    ];
     for (const priority of bad) {
       const threadId = uid('prio-bad');
       await expect(sys.client.sendUserText(threadId, 'hello', { priority })).rejects.toBeInstanceOf(InvalidInputError);
@@ -111,17 +130,27 @@ describe('a backlog on the task queue', () => {
     // The control: at the same key, the thread queued last waits behind the backlog.
     const same = { id: uid('user-same'), priority: { priorityKey: 4 } };
     const control = await drainOrder([...background.map((b) => ({ ...b, id: uid('bg-c') })), same]);
-    console.log(`backlog of 24 at key 4: the thread queued last ran ${order.indexOf(user.id) + 1}st at key 2, ${control.indexOf(same.id) + 1}th at key 4`);
+    console.log(
+      `backlog of 24 at key 4: the thread queued last ran ${order.indexOf(user.id) + 1}st at key 2, ${control.indexOf(same.id) + 1}th at key 4`,
+    );
     expect(control.indexOf(same.id)).toBeGreaterThan(15);
   }, 240_000);
 
   it("is shared between fairness keys: a tree queued behind another tree's flood is not starved", async () => {
-    const flood = Array.from({ length: 24 }, () => ({ id: uid('flood'), priority: { priorityKey: 4, fairnessKey: 'tree-flood' } }));
-    const quiet = Array.from({ length: 4 }, () => ({ id: uid('quiet'), priority: { priorityKey: 4, fairnessKey: 'tree-quiet' } }));
+    const flood = Array.from({ length: 24 }, () => ({
+      id: uid('flood'),
+      priority: { priorityKey: 4, fairnessKey: 'tree-flood' },
+    }));
+    const quiet = Array.from({ length: 4 }, () => ({
+      id: uid('quiet'),
+      priority: { priorityKey: 4, fairnessKey: 'tree-quiet' },
+    }));
     const order = await drainOrder([...flood, ...quiet]);
     // Round robin between the two keys: the quiet tree's four run within the first ten, not after the 24.
     const positions = quiet.map((q) => order.indexOf(q.id));
-    console.log(`24 tasks of one fairness key, then 4 of another: the four ran at ${positions.map((p) => p + 1).join(', ')}`);
+    console.log(
+      `24 tasks of one fairness key, then 4 of another: the four ran at ${positions.map((p) => p + 1).join(', ')}`,
+    );
     expect(Math.max(...positions)).toBeLessThan(10);
   }, 240_000);
 });

@@ -60,12 +60,19 @@ const CASES: ProviderCase[] = [
   {
     dialect: bedrockDialect,
     spec: 'bedrock:anthropic.claude-test',
-    env: (url) => ({ AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret', AWS_REGION: 'us-east-1', BEDROCK_BASE_URL: url }),
+    env: (url) => ({
+      AWS_ACCESS_KEY_ID: 'AKIDTEST',
+      AWS_SECRET_ACCESS_KEY: 'test-secret',
+      AWS_REGION: 'us-east-1',
+      BEDROCK_BASE_URL: url,
+    }),
     reasoning: true,
     reasoningEchoed: (body, signature) => {
       const messages = body.messages as { role: string; content: Record<string, unknown>[] }[];
       const assistant = messages.find((m) => m.role === 'assistant')!;
-      expect(assistant.content[0]).toEqual({ reasoningContent: { reasoningText: { text: 'check the suite first', signature } } });
+      expect(assistant.content[0]).toEqual({
+        reasoningContent: { reasoningText: { text: 'check the suite first', signature } },
+      });
       expect(Object.keys(assistant.content[1]!)).toEqual(['toolUse']);
     },
   },
@@ -87,7 +94,12 @@ const CASES: ProviderCase[] = [
 const runTests: Tool = defineTool<{ suite: string }>({
   name: 'run_tests',
   description: 'Runs a test suite; the result arrives later.',
-  parameters: { type: 'object', properties: { suite: { type: 'string' } }, required: ['suite'], additionalProperties: false },
+  parameters: {
+    type: 'object',
+    properties: { suite: { type: 'string' } },
+    required: ['suite'],
+    additionalProperties: false,
+  },
   execute: async () => undefined,
 });
 
@@ -106,7 +118,9 @@ describe.each(CASES)('$spec over its wire protocol', (c) => {
     await server.close();
   });
 
-  async function complete(history: HistoryItem[]): Promise<{ out: CompletionOutput; events: ThreadEvent[]; requests: RecordedRequest[] }> {
+  async function complete(
+    history: HistoryItem[],
+  ): Promise<{ out: CompletionOutput; events: ThreadEvent[]; requests: RecordedRequest[] }> {
     const events: ThreadEvent[] = [];
     const first = server.requests.length;
     const out = await runCompletion({
@@ -134,7 +148,11 @@ describe.each(CASES)('$spec over its wire protocol', (c) => {
     expect(strip(out.buffer.flushed)).toEqual([{ kind: 'assistant', text: 'All good.' }]);
     expect(out.error).toBeUndefined();
     expect(out.usage).toEqual({ inputTokens: 120, outputTokens: 7, totalTokens: 127 });
-    expect(events.filter((e) => e.type === 'text_delta').map((e) => (e as { text: string }).text)).toEqual(['All ', 'good', '.']);
+    expect(events.filter((e) => e.type === 'text_delta').map((e) => (e as { text: string }).text)).toEqual([
+      'All ',
+      'good',
+      '.',
+    ]);
     expect(requests).toHaveLength(1);
     expect(JSON.stringify(requests[0]!.body)).toContain('run the unit tests');
     expect(JSON.stringify(requests[0]!.body)).toContain('run_tests');
@@ -142,43 +160,61 @@ describe.each(CASES)('$spec over its wire protocol', (c) => {
   });
 
   it('assembles a tool call from streamed argument fragments', async () => {
-    server.reply({ kind: 'turn', turn: { text: ['Running.'], toolCall: { id: 'call_1', name: 'run_tests', argChunks: ['{"su', 'ite": "un', 'it"}'] } } });
+    server.reply({
+      kind: 'turn',
+      turn: {
+        text: ['Running.'],
+        toolCall: { id: 'call_1', name: 'run_tests', argChunks: ['{"su', 'ite": "un', 'it"}'] },
+      },
+    });
     const { out, events } = await complete(ask);
     expect(strip(out.buffer.flushed)).toEqual([
       { kind: 'assistant', text: 'Running.' },
       { kind: 'tool_call', id: 'call_1', name: 'run_tests', args: { suite: 'unit' } },
     ]);
     expect(out.asyncCall).toEqual({ id: 'call_1', name: 'run_tests', args: { suite: 'unit' }, passive: false });
-    expect(events.filter((e) => e.type === 'thinking_delta').map((e) => (e as { text: string }).text).join('')).toBe(
-      'Invoking tool: run_tests{"suite": "unit"}',
-    );
+    expect(
+      events
+        .filter((e) => e.type === 'thinking_delta')
+        .map((e) => (e as { text: string }).text)
+        .join(''),
+    ).toBe('Invoking tool: run_tests{"suite": "unit"}');
   });
 
   // The Chat Completions API streams no reasoning: the case exists only where the wire has it.
-  if (c.reasoning) it('keeps signed reasoning and sends it back with the next request', async () => {
-    const signature = `sig-${c.dialect.name}-42`;
-    server.reply({
-      kind: 'turn',
-      turn: { reasoning: { text: 'check the suite first', signature }, toolCall: { id: 'call_2', name: 'run_tests', argChunks: ['{"suite":"unit"}'] } },
-    });
-    const first = await complete(ask);
-    const committed = strip(first.out.buffer.flushed);
-    expect(committed.map((i) => i.kind)).toEqual(['reasoning', 'tool_call']);
-    expect(committed[0]).toMatchObject({ kind: 'reasoning', text: 'check the suite first' });
-    expect(JSON.stringify(committed[0])).toContain(c.dialect.name === 'openai-responses' ? 'rs_1' : signature);
-    expect(first.events.some((e) => e.type === 'thinking_started')).toBe(true);
+  if (c.reasoning)
+    it('keeps signed reasoning and sends it back with the next request', async () => {
+      const signature = `sig-${c.dialect.name}-42`;
+      server.reply({
+        kind: 'turn',
+        turn: {
+          reasoning: { text: 'check the suite first', signature },
+          toolCall: { id: 'call_2', name: 'run_tests', argChunks: ['{"suite":"unit"}'] },
+        },
+      });
+      const first = await complete(ask);
+      const committed = strip(first.out.buffer.flushed);
+      expect(committed.map((i) => i.kind)).toEqual(['reasoning', 'tool_call']);
+      expect(committed[0]).toMatchObject({ kind: 'reasoning', text: 'check the suite first' });
+      expect(JSON.stringify(committed[0])).toContain(c.dialect.name === 'openai-responses' ? 'rs_1' : signature);
+      expect(first.events.some((e) => e.type === 'thinking_started')).toBe(true);
 
-    server.reply({ kind: 'turn', turn: { text: ['Tests pass.'] } });
-    const result: HistoryItem = { kind: 'tool_result', id: 'call_2', content: [{ type: 'text', text: '12 passed' }] };
-    const second = await complete([...ask, ...committed, result]);
-    expect(strip(second.out.buffer.flushed)).toEqual([{ kind: 'assistant', text: 'Tests pass.' }]);
-    c.reasoningEchoed!(second.requests[0]!.body, signature);
-    expect(JSON.stringify(second.requests[0]!.body)).toContain('12 passed');
-  });
+      server.reply({ kind: 'turn', turn: { text: ['Tests pass.'] } });
+      const result: HistoryItem = { kind: 'tool_result', id: 'call_2', content: [{ type: 'text', text: '12 passed' }] };
+      const second = await complete([...ask, ...committed, result]);
+      expect(strip(second.out.buffer.flushed)).toEqual([{ kind: 'assistant', text: 'Tests pass.' }]);
+      c.reasoningEchoed!(second.requests[0]!.body, signature);
+      expect(JSON.stringify(second.requests[0]!.body)).toContain('12 passed');
+    });
 
   it('waits out a 429 (honouring Retry-After) and then succeeds', async () => {
     server.reply(
-      { kind: 'error', status: 429, message: 'Too many requests, please wait before trying again.', retryAfterSeconds: 1 },
+      {
+        kind: 'error',
+        status: 429,
+        message: 'Too many requests, please wait before trying again.',
+        retryAfterSeconds: 1,
+      },
       { kind: 'turn', turn: { text: ['after the wait'] } },
     );
     const { out, events, requests } = await complete(ask);
@@ -214,7 +250,9 @@ describe.each(CASES)('$spec over its wire protocol', (c) => {
     expect(items[0]).toMatchObject({ kind: 'tool_call', id: 'call_3', name: 'run_tests' });
     const error = (items[1] as Extract<HistoryItem, { kind: 'tool_result' }>).content[0];
     expect(error).toMatchObject({ type: 'text' });
-    expect((error as { text: string }).text).toMatch(/^Error: the arguments for tool 'run_tests' are not valid JSON: .*\{"suite": "unit"/);
+    expect((error as { text: string }).text).toMatch(
+      /^Error: the arguments for tool 'run_tests' are not valid JSON: .*\{"suite": "unit"/,
+    );
     expect(out.asyncCall).toBeUndefined();
     // The second request carried the error back to the model.
     expect(JSON.stringify(requests[1]!.body)).toContain('are not valid JSON');
@@ -237,7 +275,9 @@ describe('a thread on a real provider client', () => {
       },
       { kind: 'turn', turn: { text: ['Build 42 ', 'is green.'], usage: { input: 400, output: 6 } } },
     );
-    const model = modelFromSpec('anthropic:claude-sonnet-4-5', { env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: `${server.url}/v1` } });
+    const model = modelFromSpec('anthropic:claude-sonnet-4-5', {
+      env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: `${server.url}/v1` },
+    });
     const sys = await startTestSystem({ model, tools: [tool] });
     try {
       const thread = await sys.client.startThread({ threadId: uid('anthropic') });
@@ -265,16 +305,26 @@ describe('a thread on a real provider client', () => {
 describe('modelFromSpec', () => {
   it('explains what is missing', () => {
     expect(() => modelFromSpec('anthropic:claude-sonnet-4-5', { env: {} })).toThrow(/needs ANTHROPIC_API_KEY/);
-    expect(() => modelFromSpec('bedrock:x', { env: {} })).toThrow(/AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK/);
+    expect(() => modelFromSpec('bedrock:x', { env: {} })).toThrow(
+      /AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK/,
+    );
     expect(() => modelFromSpec('mistral:large', { env: {} })).toThrow(/unknown model provider 'mistral'/);
     expect(() => modelFromSpec('openai', { env: {} })).toThrow(/names no model/);
-    expect(() => modelFromSpec('simulated', { env: { INFINITY_CONTEXT_WINDOW: 'lots' } })).toThrow(/INFINITY_CONTEXT_WINDOW must be a positive integer/);
+    expect(() => modelFromSpec('simulated', { env: { INFINITY_CONTEXT_WINDOW: 'lots' } })).toThrow(
+      /INFINITY_CONTEXT_WINDOW must be a positive integer/,
+    );
   });
 
   it('knows context windows and lets the environment override them', () => {
-    expect(modelFromSpec('anthropic:claude-sonnet-4-5', { env: { ANTHROPIC_API_KEY: 'k' } }).contextWindow).toBe(200_000);
-    expect(modelFromSpec('openai:gpt-4o', { env: { OPENAI_API_KEY: 'k', INFINITY_CONTEXT_WINDOW: '5000' } }).contextWindow).toBe(5000);
-    expect(modelFromSpec('openai-compatible:llama', { env: { INFINITY_BASE_URL: 'http://x' } }).contextWindow).toBeUndefined();
+    expect(modelFromSpec('anthropic:claude-sonnet-4-5', { env: { ANTHROPIC_API_KEY: 'k' } }).contextWindow).toBe(
+      200_000,
+    );
+    expect(
+      modelFromSpec('openai:gpt-4o', { env: { OPENAI_API_KEY: 'k', INFINITY_CONTEXT_WINDOW: '5000' } }).contextWindow,
+    ).toBe(5000);
+    expect(
+      modelFromSpec('openai-compatible:llama', { env: { INFINITY_BASE_URL: 'http://x' } }).contextWindow,
+    ).toBeUndefined();
   });
 });
 
@@ -293,7 +343,9 @@ describe('a compacted conversation on Bedrock', () => {
         system: 'sys',
         history,
         tools: new Map(),
-        model: modelFromSpec('bedrock:anthropic.claude-test', { env: { AWS_ACCESS_KEY_ID: 'A', AWS_SECRET_ACCESS_KEY: 'S', BEDROCK_BASE_URL: server.url } }),
+        model: modelFromSpec('bedrock:anthropic.claude-test', {
+          env: { AWS_ACCESS_KEY_ID: 'A', AWS_SECRET_ACCESS_KEY: 'S', BEDROCK_BASE_URL: server.url },
+        }),
         policy: { ...DEFAULT_COMPLETION_POLICY, ...FAST_POLICY },
         signal: new AbortController().signal,
         emit: () => undefined,
@@ -319,11 +371,22 @@ describe('image results', () => {
     const history: HistoryItem[] = [
       { kind: 'user', text: 'show me the chart' },
       { kind: 'tool_call', id: 'call_img', name: 'run_tests', args: { suite: 'ui' } },
-      { kind: 'tool_result', id: 'call_img', content: [{ type: 'text', text: 'chart:' }, { type: 'image', data: 'iVBORw0KGgoAAAANSUhEUg==', mediaType: 'image/png' }] },
+      {
+        kind: 'tool_result',
+        id: 'call_img',
+        content: [
+          { type: 'text', text: 'chart:' },
+          { type: 'image', data: 'iVBORw0KGgoAAAANSUhEUg==', mediaType: 'image/png' },
+        ],
+      },
     ];
     const bodies: string[] = [];
     for (const [dialect, spec, env] of [
-      [anthropicDialect, 'anthropic:claude-test', (url: string) => ({ ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: `${url}/v1` })],
+      [
+        anthropicDialect,
+        'anthropic:claude-test',
+        (url: string) => ({ ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: `${url}/v1` }),
+      ],
       [openAiChatDialect, 'openai-compatible:local-model', (url: string) => ({ INFINITY_BASE_URL: `${url}/v1` })],
     ] as const) {
       const server = await startWireServer(dialect);

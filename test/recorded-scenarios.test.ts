@@ -60,7 +60,12 @@ it('a flood of texts into a busy thread past the continue-as-new suggestion: eac
   await thread.waitForIdle({ timeoutMs: 90_000 });
   const lines = render(await thread.history());
   for (const t of sent) expect(lines.filter((l) => l.includes(t) && l.startsWith('user: '))).toHaveLength(1);
-  await checkReplay({ threadId: thread.threadId, workflow: sys.temporal.workflow.getHandle(thread.threadId, firstRun) }, 'flood-busy-thread', server.address, firstRun);
+  await checkReplay(
+    { threadId: thread.threadId, workflow: sys.temporal.workflow.getHandle(thread.threadId, firstRun) },
+    'flood-busy-thread',
+    server.address,
+    firstRun,
+  );
 }, 120_000);
 
 it('a tool prompt shows while its call is pending and goes with the result', async () => {
@@ -74,7 +79,14 @@ it('a tool prompt shows while its call is pending and goes with the result', asy
     synthetic: {
       type: 'prompt',
       toolCallId: call.toolCallId,
-      prompt: { kind: 'user_choice', id: 'c1', prompt: 'Deploy?', choices: ['Yes', 'No'], default: 1, responseUrl: 'http://127.0.0.1:9/choice' },
+      prompt: {
+        kind: 'user_choice',
+        id: 'c1',
+        prompt: 'Deploy?',
+        choices: ['Yes', 'No'],
+        default: 1,
+        responseUrl: 'http://127.0.0.1:9/choice',
+      },
     },
   };
   await sys.client.deliver(prompt);
@@ -89,19 +101,28 @@ it('a tool prompt shows while its call is pending and goes with the result', asy
 it('a model that fails on every attempt: the error is reported and the next text is handled', async () => {
   const thread = await sys.client.startThread({ threadId: uid('fails') });
   await thread.sendUserText('poison pill');
-  await eventually(async () => {
-    const s = await thread.status();
-    return s.status !== 'running' && s.lastError?.includes('model refuses this input');
-  }, 60_000, 'the failure');
-  const poisonCalls = () => model.requests.filter((r) => r.messages.some((m) => m.role === 'user' && m.text === 'poison pill')).length;
+  await eventually(
+    async () => {
+      const s = await thread.status();
+      return s.status !== 'running' && s.lastError?.includes('model refuses this input');
+    },
+    60_000,
+    'the failure',
+  );
+  const poisonCalls = () =>
+    model.requests.filter((r) => r.messages.some((m) => m.role === 'user' && m.text === 'poison pill')).length;
   const firstFailure = poisonCalls();
   await thread.sendUserText('are you there?');
   // Either the failed batch is retried (and fails again) or it was set aside and the new text is answered.
-  await eventually(async () => {
-    const s = await thread.status();
-    const answered = render(await thread.history()).includes('assistant: ok: are you there?');
-    return s.status !== 'running' && (answered || poisonCalls() >= 2 * firstFailure);
-  }, 60_000, 'the next slice');
+  await eventually(
+    async () => {
+      const s = await thread.status();
+      const answered = render(await thread.history()).includes('assistant: ok: are you there?');
+      return s.status !== 'running' && (answered || poisonCalls() >= 2 * firstFailure);
+    },
+    60_000,
+    'the next slice',
+  );
   await checkReplay(thread, 'model-fails-every-attempt', server.address);
 }, 120_000);
 
@@ -112,7 +133,12 @@ it('an input with deeply nested metadata is never committed half', async () => {
   let metadata: Record<string, unknown> = { leaf: true };
   for (let i = 0; i < 3000; i++) metadata = { d: metadata };
   try {
-    await sys.client.deliver({ id: uid('deep-input'), threadId: thread.threadId, content: { type: 'text', text: 'deep' }, metadata });
+    await sys.client.deliver({
+      id: uid('deep-input'),
+      threadId: thread.threadId,
+      content: { type: 'text', text: 'deep' },
+      metadata,
+    });
   } catch (e) {
     // A release with input limits refuses it at the client.
     expect((e as Error).name).toBe('InvalidInputError');

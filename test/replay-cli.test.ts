@@ -19,7 +19,9 @@ it('passes histories that replay and names those that do not, exiting 2', async 
 
   // The same thread as if its code had called another activity: the nondeterminism a bad deploy meets.
   const tampered = join(mkdtempSync(join(tmpdir(), 'replay-cli-')), 'tampered.json');
-  const history = JSON.parse(readFileSync(v01('sync-tool'), 'utf8')) as { events: Record<string, { activityType?: { name: string } }>[] };
+  const history = JSON.parse(readFileSync(v01('sync-tool'), 'utf8')) as {
+    events: Record<string, { activityType?: { name: string } }>[];
+  };
   const scheduled = history.events.find((e) => e.activityTaskScheduledEventAttributes)!;
   scheduled.activityTaskScheduledEventAttributes!.activityType = { name: 'someOtherActivity' };
   writeFileSync(tampered, JSON.stringify(history));

@@ -32,7 +32,11 @@ it('has the v0.1 release set and recorded histories in every set', () => {
 
 it.each(cases)('replays $name', async ({ release, file, name }) => {
   const history: unknown = JSON.parse(readFileSync(join(root, release, file), 'utf8'));
-  await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: name }, history, workflowIdOfHistory(history));
+  await Worker.runReplayHistory(
+    { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: name },
+    history,
+    workflowIdOfHistory(history),
+  );
 });
 
 /**
@@ -59,7 +63,11 @@ it('catches the 0.2 changes made without patched() on the 0.1 histories', async 
   for (const c of cases.filter((c) => c.release === 'v0.1')) {
     const history: unknown = JSON.parse(readFileSync(join(root, c.release, c.file), 'utf8'));
     try {
-      await Worker.runReplayHistory({ workflowBundle: { code }, replayName: c.name }, history, workflowIdOfHistory(history));
+      await Worker.runReplayHistory(
+        { workflowBundle: { code }, replayName: c.name },
+        history,
+        workflowIdOfHistory(history),
+      );
     } catch (e) {
       expect((e as Error).name).toBe('DeterminismViolationError');
       failures.push(c.file);
@@ -79,5 +87,7 @@ it('replays a hand-started thread under the workflow id its start event names, a
   expect(workflowId).toMatch(/-bare$/);
   const options = { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: 'hand-started' };
   await Worker.runReplayHistory(options, history, workflowId);
-  await expect(Worker.runReplayHistory(options, history, 'another-id')).rejects.toMatchObject({ name: 'DeterminismViolationError' });
+  await expect(Worker.runReplayHistory(options, history, 'another-id')).rejects.toMatchObject({
+    name: 'DeterminismViolationError',
+  });
 });

@@ -100,10 +100,21 @@ describe('thread runtime', () => {
     const thread = await sys.client.startThread({ threadId: uid('build') });
     await thread.sendUserText('call get_build_status {"build_id":"42"}');
     const status = await thread.waitForIdle({ settled: true });
-    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/build-status-round-trip.txt');
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot(
+      '__snapshots__/runtime/build-status-round-trip.txt',
+    );
     expect(status).toMatchObject({ status: 'idle', slices: 2, historyLength: 5, pendingCall: null });
     const types = sys.seen.filter((e) => e.threadId === thread.threadId).map((e) => e.type);
-    expect(types).toEqual(expect.arrayContaining(['user_input', 'completion_started', 'text_delta', 'tool_call', 'tool_result', 'completion_finished']));
+    expect(types).toEqual(
+      expect.arrayContaining([
+        'user_input',
+        'completion_started',
+        'text_delta',
+        'tool_call',
+        'tool_result',
+        'completion_finished',
+      ]),
+    );
     await checkReplay(thread, 'build-status-round-trip');
   });
 
@@ -123,7 +134,10 @@ describe('thread runtime', () => {
 
     const done = await thread.waitForIdle({ settled: true });
     expect(done.status).toBe('idle');
-    expect(render(await thread.history()).slice(-2)).toEqual(['result #1: Build 7: green', 'assistant: Answer: Build 7: green']);
+    expect(render(await thread.history()).slice(-2)).toEqual([
+      'result #1: Build 7: green',
+      'assistant: Answer: Build 7: green',
+    ]);
     await checkReplay(thread, 'slow-tool');
   });
 
@@ -134,7 +148,9 @@ describe('thread runtime', () => {
     await thread.waitForIdle();
     for (let i = 0; i < 3; i++) await thread.deliver(toolResult(call, 'done once'));
     const status = await thread.waitForIdle({ settled: true });
-    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/duplicate-delivery.txt');
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot(
+      '__snapshots__/runtime/duplicate-delivery.txt',
+    );
     expect(status.slices).toBe(2);
     expect(status.dropped.duplicate).toBe(4);
     await checkReplay(thread, 'duplicate-delivery');
@@ -150,7 +166,11 @@ describe('thread runtime', () => {
     expect(after).toMatchObject({ status: 'waiting_tool', historyLength: 3, dropped: { wrong_call: 1 } });
     await thread.deliver(toolResult(call, 'the real one'));
     await thread.waitForIdle({ settled: true });
-    expect(render(await thread.history()).slice(2)).toEqual(['call #1 manual {}', 'result #1: the real one', 'assistant: Answer: the real one']);
+    expect(render(await thread.history()).slice(2)).toEqual([
+      'call #1 manual {}',
+      'result #1: the real one',
+      'assistant: Answer: the real one',
+    ]);
     await checkReplay(thread, 'wrong-call-result');
   });
 
@@ -163,7 +183,9 @@ describe('thread runtime', () => {
     await thread.waitForIdle({ settled: true });
     await thread.deliver(toolResult(call, 'too late'));
     const status = await thread.waitForIdle({ settled: true });
-    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/interrupt-pending-call.txt');
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot(
+      '__snapshots__/runtime/interrupt-pending-call.txt',
+    );
     expect(status.dropped.already_processed).toBe(1);
     expect(status.slices).toBe(2);
     await checkReplay(thread, 'interrupt-pending-call');
@@ -184,7 +206,9 @@ describe('thread runtime', () => {
     await thread.sendUserText('call get_build_status {"build_id":42}');
     await thread.waitForIdle({ settled: true });
     const lines = render(await thread.history());
-    expect(lines[3]).toBe("result #1: Error: invalid arguments for tool 'get_build_status': arguments/build_id must be string");
+    expect(lines[3]).toBe(
+      "result #1: Error: invalid arguments for tool 'get_build_status': arguments/build_id must be string",
+    );
     expect(lines).toHaveLength(5);
     await checkReplay(thread, 'invalid-arguments');
   });
@@ -203,7 +227,11 @@ describe('thread runtime', () => {
     const thread = await sys.client.startThread({ threadId: uid('sync') });
     await thread.sendUserText('call add {"a":2,"b":40}');
     const status = await thread.waitForIdle({ settled: true });
-    expect(render(await thread.history()).slice(2)).toEqual(['call #1 add {"a":2,"b":40}', 'result #1: 42', 'assistant: Answer: 42']);
+    expect(render(await thread.history()).slice(2)).toEqual([
+      'call #1 add {"a":2,"b":40}',
+      'result #1: 42',
+      'assistant: Answer: 42',
+    ]);
     expect(status.slices).toBe(1);
     await checkReplay(thread, 'sync-tool');
   });
@@ -225,11 +253,17 @@ describe('thread runtime', () => {
     const thread = await sys.client.startThread({ threadId: uid('dies') });
     await thread.sendUserText('die mid-turn');
     await thread.waitForIdle({ settled: true });
-    await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/stream-dies-mid-turn.txt');
+    await expect(historyFile(await thread.history())).toMatchFileSnapshot(
+      '__snapshots__/runtime/stream-dies-mid-turn.txt',
+    );
     const reqs = requestsOf(thread.threadId);
     expect(reqs).toHaveLength(2);
     expect(reqs[1]!.messages.at(-1)).toEqual({ role: 'user', text: 'die mid-turn' });
-    expect(sys.seen).toContainEqual({ threadId: thread.threadId, type: 'info', text: 'Stream error (unexpected end), retrying...' });
+    expect(sys.seen).toContainEqual({
+      threadId: thread.threadId,
+      type: 'info',
+      text: 'Stream error (unexpected end), retrying...',
+    });
     await checkReplay(thread, 'stream-dies-mid-turn');
   });
 });
@@ -237,17 +271,23 @@ describe('thread runtime', () => {
 describe('bad input', () => {
   it('rejects a result for an unknown thread with ThreadNotFoundError and creates nothing', async () => {
     const ghost = uid('ghost');
-    await expect(sys.client.deliver(toolResult({ threadId: ghost, toolCallId: 'x' }, 'hello'))).rejects.toBeInstanceOf(ThreadNotFoundError);
+    await expect(sys.client.deliver(toolResult({ threadId: ghost, toolCallId: 'x' }, 'hello'))).rejects.toBeInstanceOf(
+      ThreadNotFoundError,
+    );
     await expect(sys.temporal.workflow.getHandle(ghost).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
   });
 
   it('rejects malformed input at the client and drops it in the workflow', async () => {
     const thread = await sys.client.startThread({ threadId: uid('malformed') });
-    await expect(sys.client.deliver({ id: 'x', threadId: thread.threadId, content: { type: 'video' } } as never)).rejects.toBeInstanceOf(
-      InvalidInputError,
-    );
+    await expect(
+      sys.client.deliver({ id: 'x', threadId: thread.threadId, content: { type: 'video' } } as never),
+    ).rejects.toBeInstanceOf(InvalidInputError);
     await thread.workflow.signal(inputSignal, { garbage: true });
-    await thread.workflow.signal(inputSignal, { id: 'y', threadId: 'another-thread', content: { type: 'text', text: 'hi' } });
+    await thread.workflow.signal(inputSignal, {
+      id: 'y',
+      threadId: 'another-thread',
+      content: { type: 'text', text: 'hi' },
+    });
     await thread.sendUserText('still alive?');
     const status = await thread.waitForIdle({ settled: true });
     expect(status.dropped.malformed).toBe(2);

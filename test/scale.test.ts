@@ -11,7 +11,8 @@ import { checkReplay, eventually, recordingTool, render, startTestSystem, type T
 
 const model = new ScriptedModel((req) => {
   const last = req.messages[req.messages.length - 1]!;
-  if (last.role === 'user') return { text: `on it: ${last.text}`, toolCall: { name: 'lookup', args: { q: last.text } } };
+  if (last.role === 'user')
+    return { text: `on it: ${last.text}`, toolCall: { name: 'lookup', args: { q: last.text } } };
   if (last.role === 'tool_result') return { text: `found ${firstText(last.content)}` };
   return { text: 'ok' };
 });
@@ -65,7 +66,9 @@ describe('bounded worker cache', () => {
 
   it('evicts idle threads and resumes them correctly', async () => {
     const run = uid('evict');
-    const threads = await Promise.all(Array.from({ length: 8 }, (_, i) => sys.client.startThread({ threadId: `${run}-${i}` })));
+    const threads = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => sys.client.startThread({ threadId: `${run}-${i}` })),
+    );
     for (const [i, t] of threads.entries()) {
       await t.sendUserText(`q${i}`);
       await t.waitForIdle();
@@ -74,7 +77,8 @@ describe('bounded worker cache', () => {
     // Eight threads wait on tools while the cache holds two: most of them were evicted.
     const cached = sys.worker!.worker.getStatus().numCachedWorkflows;
     expect(cached).toBeLessThanOrEqual(2);
-    for (const ctx of pending.filter((c) => c.threadId.startsWith(run))) await sys.client.deliver(toolResult(ctx, `a-${ctx.threadId.split('-').at(-1)}`));
+    for (const ctx of pending.filter((c) => c.threadId.startsWith(run)))
+      await sys.client.deliver(toolResult(ctx, `a-${ctx.threadId.split('-').at(-1)}`));
     for (const [i, t] of threads.entries()) {
       await t.waitForIdle({ settled: true });
       expect(render(await t.history())).toEqual([

@@ -22,7 +22,14 @@ type History = { events?: temporal.api.history.v1.IHistoryEvent[] | null };
 function signals(history: History): { name: string; payload: Record<string, unknown> }[] {
   return (history.events ?? []).flatMap((e) => {
     const a = e.workflowExecutionSignaledEventAttributes;
-    return a ? [{ name: a.signalName ?? '', payload: defaultPayloadConverter.fromPayload<Record<string, unknown>>(a.input!.payloads![0]!) }] : [];
+    return a
+      ? [
+          {
+            name: a.signalName ?? '',
+            payload: defaultPayloadConverter.fromPayload<Record<string, unknown>>(a.input!.payloads![0]!),
+          },
+        ]
+      : [];
   });
 }
 
@@ -45,14 +52,32 @@ describe('signals by kind', () => {
       await thread.waitForIdle({ settled: true });
       const watch = (await thread.history()).find((i) => i.kind === 'tool_call' && i.name === 'watch')!;
       if (watch.kind !== 'tool_call') throw new Error('no watch call');
-      await sys.client.deliver(subscriptionEvent({ threadId, toolCallId: watch.id }, 'build 43 started', { associative: true }));
-      await eventually(async () => (await thread.history()).some((i) => i.kind === 'assistant' && i.text === 'noted: build 43 started'));
+      await sys.client.deliver(
+        subscriptionEvent({ threadId, toolCallId: watch.id }, 'build 43 started', { associative: true }),
+      );
+      await eventually(async () =>
+        (await thread.history()).some((i) => i.kind === 'assistant' && i.text === 'noted: build 43 started'),
+      );
       await thread.sendUserText('spawn report:Collect the flaky tests');
-      await eventually(async () => (await thread.history()).some((i) => i.kind === 'subscription_event' && i.childThreadId !== undefined), 60_000, 'the report');
+      await eventually(
+        async () =>
+          (await thread.history()).some((i) => i.kind === 'subscription_event' && i.childThreadId !== undefined),
+        60_000,
+        'the report',
+      );
       await thread.waitForIdle({ settled: true });
 
       const sent = signals(await thread.workflow.fetchHistory());
-      expect(sent.map((s) => s.name)).toEqual(['user_text', 'tool_result', 'user_text', 'tool_result', 'event', 'user_text', 'report', 'report']);
+      expect(sent.map((s) => s.name)).toEqual([
+        'user_text',
+        'tool_result',
+        'user_text',
+        'tool_result',
+        'event',
+        'user_text',
+        'report',
+        'report',
+      ]);
       const [text, result] = sent;
       expect(Object.keys(text!.payload)).toEqual(['text', 'threadId', 'id']);
       expect(text!.payload.text).toBe('call get_build_status {"build_id":"42"}');
@@ -64,7 +89,10 @@ describe('signals by kind', () => {
       // A report: its text first, then the child it is from.
       const [child] = (await thread.status()).children;
       expect(Object.keys(sent[6]!.payload)).toEqual(['text', 'childThreadId', 'toolCallId', 'threadId', 'id']);
-      expect(sent[6]!.payload).toMatchObject({ text: 'Report from child thread: Collect the flaky tests', childThreadId: child });
+      expect(sent[6]!.payload).toMatchObject({
+        text: 'Report from child thread: Collect the flaky tests',
+        childThreadId: child,
+      });
 
       // Every one of them reached the conversation, in order.
       const lines = render(await thread.history());
@@ -87,7 +115,9 @@ describe('signals by kind', () => {
       const childDescription = await sys.temporal.workflow.getHandle(child!).describe();
       expect(childDescription.searchAttributes.Title).toEqual(['report:Collect the flaky tests']);
       expect(await childDescription.staticSummary()).toBe('report:Collect the flaky tests');
-      expect(await childDescription.staticDetails()).toBe(`child thread of \`${threadId}\`\n\nreport:Collect the flaky tests`);
+      expect(await childDescription.staticDetails()).toBe(
+        `child thread of \`${threadId}\`\n\nreport:Collect the flaky tests`,
+      );
       await checkReplay(thread, 'signals-by-kind');
     } finally {
       await sys.shutdown();
@@ -118,7 +148,12 @@ describe('signals by kind', () => {
       await raw.signal('user_text', { text: 'hello there', threadId: thread.threadId, id: 'u1' });
       await thread.waitForIdle();
       // No toolCallId: not a tool result. And a user text for another thread.
-      await raw.signal('tool_result', { tool: 'get_build_status', text: 'green', threadId: thread.threadId, id: 'r-bad' });
+      await raw.signal('tool_result', {
+        tool: 'get_build_status',
+        text: 'green',
+        threadId: thread.threadId,
+        id: 'r-bad',
+      });
       await raw.signal('user_text', { text: 'lost', threadId: 'elsewhere', id: 'u-bad' });
       await raw.signal('input', { text: 'not an input message', threadId: thread.threadId, id: 'i-bad' });
       const drops = await eventually(async () => {
@@ -127,14 +162,25 @@ describe('signals by kind', () => {
       });
       expect(drops.counts).toEqual({ malformed: 3 });
       expect(drops.recent).toEqual([
-        { id: 'r-bad', reason: 'malformed', what: 'tool_result signal: input.content.toolCallId must be a non-empty string' },
+        {
+          id: 'r-bad',
+          reason: 'malformed',
+          what: 'tool_result signal: input.content.toolCallId must be a non-empty string',
+        },
         { id: 'u-bad', reason: 'malformed', what: "user_text signal: names thread 'elsewhere'" },
         { id: 'i-bad', reason: 'malformed', what: 'input signal: input.content must be an object' },
       ]);
       expect(render(await thread.history())).toEqual(['user: hello there', 'assistant: ok: hello there']);
-      expect(await thread.workflow.query<string[]>('transcript')).toEqual(['user: hello there', 'assistant: ok: hello there']);
-      const details = ((await thread.workflow.query('__temporal_workflow_metadata')) as { currentDetails?: string }).currentDetails ?? '';
-      expect(details).toContain('dropped lately (`drops` query): tool_result signal: input.content.toolCallId must be a non-empty string (id r-bad): malformed;');
+      expect(await thread.workflow.query<string[]>('transcript')).toEqual([
+        'user: hello there',
+        'assistant: ok: hello there',
+      ]);
+      const details =
+        ((await thread.workflow.query('__temporal_workflow_metadata')) as { currentDetails?: string }).currentDetails ??
+        '';
+      expect(details).toContain(
+        'dropped lately (`drops` query): tool_result signal: input.content.toolCallId must be a non-empty string (id r-bad): malformed;',
+      );
       expect(details).toContain(`full history: \`infinity-temporal history ${thread.threadId}\``);
     } finally {
       await sys.shutdown();
@@ -155,7 +201,11 @@ describe('signals by kind', () => {
       // 0.4 has no handler for the name: the text sits unread while the later `input` is answered.
       expect(render(await thread.history())).toEqual(['user: and me', 'assistant: ok: and me']);
       // This build does read it, at the point of history where 0.4 did nothing: the thread would fail on its workers.
-      const replay = Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, await thread.workflow.fetchHistory(), thread.threadId);
+      const replay = Worker.runReplayHistory(
+        { workflowBundle: { codePath: inject('workflowBundlePath') } },
+        await thread.workflow.fetchHistory(),
+        thread.threadId,
+      );
       await expect(replay).rejects.toMatchObject({ name: 'DeterminismViolationError' });
     } finally {
       await sys.shutdown();

@@ -3,7 +3,16 @@ import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
 import { createAgentWorker } from '../src/worker/create-worker';
 import { treeScript } from './fixtures/tree-script';
-import { checkReplay, eventually, FAST_POLICY, historyFile, render, startTestSystem, type TestSystem, uid } from './helpers';
+import {
+  checkReplay,
+  eventually,
+  FAST_POLICY,
+  historyFile,
+  render,
+  startTestSystem,
+  type TestSystem,
+  uid,
+} from './helpers';
 
 let sys: TestSystem;
 const model = new ScriptedModel(treeScript);
@@ -14,7 +23,8 @@ afterAll(async () => {
   await sys?.shutdown();
 });
 
-const hasLine = async (threadId: string, line: string) => render(await sys.client.thread(threadId).history()).includes(line);
+const hasLine = async (threadId: string, line: string) =>
+  render(await sys.client.thread(threadId).history()).includes(line);
 
 it('sleeps for 2 s as a passive call and resumes with the reference text', async () => {
   const thread = await sys.client.startThread({ threadId: uid('sleep') });
@@ -30,7 +40,11 @@ it('sleeps for 2 s as a passive call and resumes with the reference text', async
 it('wakes at once from sleep_until in the past', async () => {
   const thread = await sys.client.startThread({ threadId: uid('past') });
   await thread.sendUserText('call sleep_until {"date":"2020-01-01","time":"00:00"}');
-  await eventually(() => hasLine(thread.threadId, 'result #1: Target time 2020-01-01 00:00 is in the past. Waking immediately.'), 30_000, 'wake-up');
+  await eventually(
+    () => hasLine(thread.threadId, 'result #1: Target time 2020-01-01 00:00 is in the past. Waking immediately.'),
+    30_000,
+    'wake-up',
+  );
 });
 
 it('rejects an unknown time zone with an error result', async () => {
@@ -71,7 +85,11 @@ it('does not lose the wake-up when the worker restarts during the sleep', async 
   });
   const running = replacement.run();
   try {
-    await eventually(async () => render(await thread.history()).includes('result #1: Slept for 3 seconds'), 30_000, 'wake-up after restart');
+    await eventually(
+      async () => render(await thread.history()).includes('result #1: Slept for 3 seconds'),
+      30_000,
+      'wake-up after restart',
+    );
     await thread.waitForIdle({ settled: true });
     expect(render(await thread.history()).at(-1)).toBe('assistant: ok: Slept for 3 seconds');
   } finally {

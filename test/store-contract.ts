@@ -17,11 +17,20 @@ export const result = (sliceId: string, length: number): SliceResult => ({
   interrupted: false,
 });
 export const user = (id: string, text: string): StoredItem => ({ messageId: id, item: { kind: 'user', text } });
-const call = (id: string, name: string): StoredItem => ({ messageId: `m-${id}`, item: { kind: 'tool_call', id, name, args: { id } } });
+const call = (id: string, name: string): StoredItem => ({
+  messageId: `m-${id}`,
+  item: { kind: 'tool_call', id, name, args: { id } },
+});
 const texts = (items: StoredItem[]) => items.map((s) => (s.item.kind === 'user' ? s.item.text : s.item.kind));
 
 /** Commits `n` user items `item <i>` to a thread holding `from`, as slice `s<from>`. */
-export const commitN = (s: ConversationStore, threadId: string, n: number, from: number, extra: { summary?: NewSummary; consumedStaged?: string[] } = {}) =>
+export const commitN = (
+  s: ConversationStore,
+  threadId: string,
+  n: number,
+  from: number,
+  extra: { summary?: NewSummary; consumedStaged?: string[] } = {},
+) =>
   s.commit({
     threadId,
     sliceId: `s${from}`,
@@ -50,10 +59,26 @@ export function storeContract(name: string, open: () => ConversationStore | Prom
 
     it('keeps thread records with parent and spawn point; ensureThread creates once and returns the stored record', async () => {
       const s = await make();
-      expect(await s.ensureThread({ threadId: 'r', kind: 'root' })).toEqual({ threadId: 'r', kind: 'root', rootThreadId: 'r', closed: false });
-      const child = { threadId: 'c', kind: 'child' as const, parentThreadId: 'r', rootThreadId: 'r', spawnOrder: 3, spawnToolCallId: 'tc' };
+      expect(await s.ensureThread({ threadId: 'r', kind: 'root' })).toEqual({
+        threadId: 'r',
+        kind: 'root',
+        rootThreadId: 'r',
+        closed: false,
+      });
+      const child = {
+        threadId: 'c',
+        kind: 'child' as const,
+        parentThreadId: 'r',
+        rootThreadId: 'r',
+        spawnOrder: 3,
+        spawnToolCallId: 'tc',
+      };
       // Concurrent first calls (a slice and its retry, two workers) agree on one record.
-      const created = await Promise.all([s.ensureThread(child), s.ensureThread(child), s.ensureThread({ ...child, spawnOrder: 9 })]);
+      const created = await Promise.all([
+        s.ensureThread(child),
+        s.ensureThread(child),
+        s.ensureThread({ ...child, spawnOrder: 9 }),
+      ]);
       const stored = created.find((r) => r.spawnOrder === 3) ?? created[0]!;
       expect(created).toEqual([stored, stored, stored]);
       expect(await s.ensureThread({ threadId: 'c', kind: 'root' })).toEqual(stored); // the existing record wins
@@ -68,16 +93,38 @@ export function storeContract(name: string, open: () => ConversationStore | Prom
     it('commits atomically, idempotently per slice, conditionally on length', async () => {
       const s = await make();
       await s.ensureThread({ threadId: 't', kind: 'root' });
-      expect(await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [user('a', 'one'), user('b', 'two')], result: result('s1', 2) })).toBe('committed');
-      expect(await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [user('a', 'one')], result: result('s1', 1) })).toBe('duplicate');
+      expect(
+        await s.commit({
+          threadId: 't',
+          sliceId: 's1',
+          expectedLength: 0,
+          items: [user('a', 'one'), user('b', 'two')],
+          result: result('s1', 2),
+        }),
+      ).toBe('committed');
+      expect(
+        await s.commit({
+          threadId: 't',
+          sliceId: 's1',
+          expectedLength: 0,
+          items: [user('a', 'one')],
+          result: result('s1', 1),
+        }),
+      ).toBe('duplicate');
       // A committed slice is a duplicate whatever length it expects: its retry comes after later commits too.
-      expect(await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 7, items: [], result: result('s1', 7) })).toBe('duplicate');
-      await expect(s.commit({ threadId: 't', sliceId: 's2', expectedLength: 1, items: [user('c', 'x')], result: result('s2', 2) })).rejects.toBeInstanceOf(CommitConflictError);
+      expect(
+        await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 7, items: [], result: result('s1', 7) }),
+      ).toBe('duplicate');
+      await expect(
+        s.commit({ threadId: 't', sliceId: 's2', expectedLength: 1, items: [user('c', 'x')], result: result('s2', 2) }),
+      ).rejects.toBeInstanceOf(CommitConflictError);
       expect((await s.load('t')).map((i) => i.messageId)).toEqual(['a', 'b']);
       expect(await s.findSlice('t', 's1')).toEqual(result('s1', 2));
       expect(await s.findSlice('t', 's2')).toBeUndefined();
       expect(await s.findSlice('other', 's1')).toBeUndefined(); // slice ids are per thread
-      expect(await s.commit({ threadId: 'other', sliceId: 's1', expectedLength: 0, items: [], result: result('s1', 0) })).toBe('committed');
+      expect(
+        await s.commit({ threadId: 'other', sliceId: 's1', expectedLength: 0, items: [], result: result('s1', 0) }),
+      ).toBe('committed');
       // No thread record is needed, and a slice may commit no items.
       expect(await s.length('other')).toBe(0);
       expect(await s.findSlice('other', 's1')).toEqual(result('s1', 0));
@@ -99,7 +146,13 @@ export function storeContract(name: string, open: () => ConversationStore | Prom
         })
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(CommitConflictError);
-      expect(error).toMatchObject({ name: 'CommitConflictError', threadId: 't', expectedLength: 2, actualLength: 3, message: 'thread t: expected 2 committed items, found 3' });
+      expect(error).toMatchObject({
+        name: 'CommitConflictError',
+        threadId: 't',
+        expectedLength: 2,
+        actualLength: 3,
+        message: 'thread t: expected 2 committed items, found 3',
+      });
       expect(texts(await s.load('t'))).toEqual(range(0, 3));
       expect(await s.findSlice('t', 'late')).toBeUndefined();
       expect(await s.latestSummary('t')).toBeUndefined();
@@ -137,7 +190,12 @@ export function storeContract(name: string, open: () => ConversationStore | Prom
         content: [{ type: 'text', text: 'NUL \u0000, lone \ud800, emoji 🚀, quotes "\'\\, ünïcødé, tab\t, newline\n' }],
         displayAs: [{ type: 'diff', content: { path: 'a.ts', patch: '+x' } }],
       };
-      const args: HistoryItem = { kind: 'tool_call', id: 'c2', name: 'f', args: { z: 1, a: [3, 1.5, 1e21, -0.25], m: { y: null, b: true }, '': '' } };
+      const args: HistoryItem = {
+        kind: 'tool_call',
+        id: 'c2',
+        name: 'f',
+        args: { z: 1, a: [3, 1.5, 1e21, -0.25], m: { y: null, b: true }, '': '' },
+      };
       const reordered = { text: 'keys out of the usual order', kind: 'user' } as HistoryItem;
       const items = [odd, reordered, args].map((item, i) => ({ messageId: `m${i}`, item }));
       await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items, result: result('s1', 3) });
@@ -149,8 +207,19 @@ export function storeContract(name: string, open: () => ConversationStore | Prom
 
     it('finds a tool call by id, optionally only before a position', async () => {
       const s = await make();
-      await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [user('u', 'hi'), call('c1', 'first'), user('v', 'more'), call('c2', 'second')], result: result('s1', 4) });
-      expect(await s.findToolCall('t', 'c2')).toEqual({ kind: 'tool_call', id: 'c2', name: 'second', args: { id: 'c2' } });
+      await s.commit({
+        threadId: 't',
+        sliceId: 's1',
+        expectedLength: 0,
+        items: [user('u', 'hi'), call('c1', 'first'), user('v', 'more'), call('c2', 'second')],
+        result: result('s1', 4),
+      });
+      expect(await s.findToolCall('t', 'c2')).toEqual({
+        kind: 'tool_call',
+        id: 'c2',
+        name: 'second',
+        args: { id: 'c2' },
+      });
       expect(await s.findToolCall('t', 'c2', 3)).toBeUndefined();
       expect(await s.findToolCall('t', 'c2', 4)).toMatchObject({ name: 'second' });
       expect(await s.findToolCall('t', 'c1', 2)).toMatchObject({ name: 'first' });
@@ -185,14 +254,43 @@ export function storeContract(name: string, open: () => ConversationStore | Prom
       const data = Buffer.from('ünïcødé 🚀 '.repeat(50_000));
       const a = await s.stageInput(data);
       const b = await s.stageInput(data);
-      expect(a).toEqual({ id: expect.any(String), sha256: createHash('sha256').update(data).digest('hex'), bytes: data.byteLength });
+      expect(a).toEqual({
+        id: expect.any(String),
+        sha256: createHash('sha256').update(data).digest('hex'),
+        bytes: data.byteLength,
+      });
       expect(b).toEqual({ ...a, id: expect.not.stringMatching(`^${a.id}$`) }); // equal content, separate lives
       expect(Buffer.from((await s.loadStaged(a))!).equals(data)).toBe(true);
-      await expect(s.commit({ threadId: 't', sliceId: 's0', expectedLength: 5, items: [], result: result('s0', 5), consumedStaged: [a.id] })).rejects.toBeInstanceOf(CommitConflictError);
+      await expect(
+        s.commit({
+          threadId: 't',
+          sliceId: 's0',
+          expectedLength: 5,
+          items: [],
+          result: result('s0', 5),
+          consumedStaged: [a.id],
+        }),
+      ).rejects.toBeInstanceOf(CommitConflictError);
       expect(await s.loadStaged(a)).toBeDefined();
-      await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [user('u', 'x')], result: result('s1', 1), consumedStaged: [a.id] });
+      await s.commit({
+        threadId: 't',
+        sliceId: 's1',
+        expectedLength: 0,
+        items: [user('u', 'x')],
+        result: result('s1', 1),
+        consumedStaged: [a.id],
+      });
       expect(await s.loadStaged(a)).toBeUndefined();
-      expect(await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [], result: result('s1', 0), consumedStaged: [b.id] })).toBe('duplicate');
+      expect(
+        await s.commit({
+          threadId: 't',
+          sliceId: 's1',
+          expectedLength: 0,
+          items: [],
+          result: result('s1', 0),
+          consumedStaged: [b.id],
+        }),
+      ).toBe('duplicate');
       expect(await s.loadStaged(b)).toBeDefined();
       await s.discardStaged([b.id, 'never-staged']);
       await s.discardStaged([]);
@@ -206,7 +304,10 @@ export function storeContract(name: string, open: () => ConversationStore | Prom
       const expected = Buffer.from(view);
       const ref = await s.stageInput(view);
       view.fill(0);
-      expect(ref).toMatchObject({ bytes: expected.byteLength, sha256: createHash('sha256').update(expected).digest('hex') });
+      expect(ref).toMatchObject({
+        bytes: expected.byteLength,
+        sha256: createHash('sha256').update(expected).digest('hex'),
+      });
       const back = await s.loadStaged(ref);
       expect(back).toBeInstanceOf(Uint8Array);
       expect(Buffer.from(back!).equals(expected)).toBe(true);

@@ -18,10 +18,23 @@ import { cliRunner } from './cli-process';
 import { eventually, render, restoreStore, startTestSystem, type TestSystem, uid } from './helpers';
 
 const scratch = () => join(inject('scratchDir'), `lost-${randomUUID()}.sqlite`);
-const result = (sliceId: string, length: number): SliceResult => ({ sliceId, length, pendingCall: null, answeredCallIds: [], followUps: [], interrupted: false });
+const result = (sliceId: string, length: number): SliceResult => ({
+  sliceId,
+  length,
+  pendingCall: null,
+  answeredCallIds: [],
+  followUps: [],
+  interrupted: false,
+});
 const user = (id: string, text: string) => ({ messageId: id, item: { kind: 'user' as const, text } });
 const commitText = (s: SqliteConversationStore, n: number) =>
-  s.commit({ threadId: 't', sliceId: `s${n}`, expectedLength: n, items: [user(`m${n}`, `text ${n}`)], result: result(`s${n}`, n + 1) });
+  s.commit({
+    threadId: 't',
+    sliceId: `s${n}`,
+    expectedLength: n,
+    items: [user(`m${n}`, `text ${n}`)],
+    result: result(`s${n}`, n + 1),
+  });
 
 describe('SqliteConversationStore with a lost file', () => {
   it('refuses commits once its file is removed, names it, and can still back up what it held', async () => {
@@ -57,7 +70,11 @@ describe('SqliteConversationStore with a lost file', () => {
     await s.backup(older);
     await commitText(s, 1);
     renameSync(older, file);
-    await expect(commitText(s, 2)).rejects.toMatchObject({ name: 'StoreFileLostError', change: 'replaced', role: 'database' });
+    await expect(commitText(s, 2)).rejects.toMatchObject({
+      name: 'StoreFileLostError',
+      change: 'replaced',
+      role: 'database',
+    });
     await expect(commitText(s, 2)).rejects.toThrow(`conversation store ${file} was replaced by another file`);
     await s.close();
   });
@@ -67,7 +84,11 @@ describe('SqliteConversationStore with a lost file', () => {
     const s = new SqliteConversationStore(file);
     await commitText(s, 0);
     rmSync(`${file}-wal`);
-    await expect(commitText(s, 1)).rejects.toMatchObject({ role: 'write-ahead log', change: 'removed', path: `${file}-wal` });
+    await expect(commitText(s, 1)).rejects.toMatchObject({
+      role: 'write-ahead log',
+      change: 'removed',
+      path: `${file}-wal`,
+    });
     await s.close();
     // What the message promises: the commit that lived only in the unlinked log reached the database on close.
     const again = new SqliteConversationStore(file);
@@ -104,7 +125,10 @@ describe('infinity-temporal backup', () => {
     expect(r).toMatchObject({ code: 0, stdout: `backed up ${file} to ${dest}\n` });
     expect(await commitText(s, 2)).toBe('committed'); // the writer never noticed
     const copy = new SqliteConversationStore(dest, { readonly: true });
-    expect((await copy.load('t')).map((x) => x.item)).toEqual([{ kind: 'user', text: 'text 0' }, { kind: 'user', text: 'text 1' }]);
+    expect((await copy.load('t')).map((x) => x.item)).toEqual([
+      { kind: 'user', text: 'text 0' },
+      { kind: 'user', text: 'text 1' },
+    ]);
     await copy.close();
     await s.close();
 
@@ -117,7 +141,8 @@ describe('infinity-temporal backup', () => {
   });
 });
 
-const lastUser = (req: { messages: { role: string; text?: string }[] }) => [...req.messages].reverse().find((m) => m.role === 'user')?.text ?? '';
+const lastUser = (req: { messages: { role: string; text?: string }[] }) =>
+  [...req.messages].reverse().find((m) => m.role === 'user')?.text ?? '';
 
 describe('a worker whose store file is lost', () => {
   let sys: TestSystem | undefined;
@@ -162,7 +187,14 @@ describe('a worker whose store file is lost', () => {
     expect(resumed.lastError).toBeUndefined();
     const items = (await restored.store.load(thread.threadId)).map((s) => s.item);
     // The failed slice ran again under its own id before the new text.
-    expect(render(items)).toEqual(['user: one', 'assistant: ok: one', 'user: two', 'assistant: ok: two', 'user: three', 'assistant: ok: three']);
+    expect(render(items)).toEqual([
+      'user: one',
+      'assistant: ok: one',
+      'user: two',
+      'assistant: ok: two',
+      'user: three',
+      'assistant: ok: three',
+    ]);
   });
 
   it('fails the next slice when an older copy replaces the store, and shows the commit conflict after a restart on it', async () => {
@@ -189,7 +221,14 @@ describe('a worker whose store file is lost', () => {
     const restarted = await restore(sys, older, m);
     await thread.sendUserText('four');
     const conflict = `thread ${thread.threadId}: expected 4 committed items, found 2`;
-    await eventually(async () => (await thread.status()).lastError === conflict, 30_000, 'the commit conflict in status');
-    expect(render((await restarted.store.load(thread.threadId)).map((s) => s.item))).toEqual(['user: one', 'assistant: ok: one']);
+    await eventually(
+      async () => (await thread.status()).lastError === conflict,
+      30_000,
+      'the commit conflict in status',
+    );
+    expect(render((await restarted.store.load(thread.threadId)).map((s) => s.item))).toEqual([
+      'user: one',
+      'assistant: ok: one',
+    ]);
   });
 });

@@ -27,7 +27,10 @@ import { eventually, recordingTool, render, uid } from './helpers';
 
 const taskQueue = uid('stuck');
 const storePath = join(inject('scratchDir'), `${taskQueue}.sqlite`);
-const cli = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', storePath], {}).run;
+const cli = cliRunner(
+  () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', storePath],
+  {},
+).run;
 const calls: ToolContext[] = [];
 let connection: NativeConnection;
 let store: SqliteConversationStore;
@@ -44,7 +47,14 @@ const model = new ScriptedModel((req) => {
 });
 
 async function startWorker(bundle: { codePath: string } | { code: string }): Promise<AgentWorker> {
-  const worker = await createAgentWorker({ connection, taskQueue, store, model, tools: [recordingTool('wait_for_ci', calls)], workflowBundle: bundle });
+  const worker = await createAgentWorker({
+    connection,
+    taskQueue,
+    store,
+    model,
+    tools: [recordingTool('wait_for_ci', calls)],
+    workflowBundle: bundle,
+  });
   void worker.run();
   running.push(worker);
   return worker;
@@ -64,7 +74,11 @@ const listedStuck = async () => {
 
 /** The thread's status once its workflow task has failed (the attribute is set at the first failure). */
 async function failedStatus(thread: ThreadHandle): Promise<ThreadStatus> {
-  await eventually(async () => (await listedStuck()).includes(thread.threadId), 30_000, `${thread.threadId} listed as stuck`);
+  await eventually(
+    async () => (await listedStuck()).includes(thread.threadId),
+    30_000,
+    `${thread.threadId} listed as stuck`,
+  );
   return thread.status();
 }
 
@@ -73,7 +87,10 @@ beforeAll(async () => {
   store = new SqliteConversationStore(storePath);
   temporal = new Client({ connection });
   client = new AgentClient({ client: temporal, taskQueue, store });
-  const bundled = await bundleWorkflowCode({ workflowsPath: join(__dirname, 'fixtures', 'nondeterministic-workflows.ts'), logger: new DefaultLogger('WARN') });
+  const bundled = await bundleWorkflowCode({
+    workflowsPath: join(__dirname, 'fixtures', 'nondeterministic-workflows.ts'),
+    logger: new DefaultLogger('WARN'),
+  });
   badBundle = bundled.code;
 });
 
@@ -94,13 +111,23 @@ it('reports a thread failing after a bad deploy, lists it as stuck, and recovers
   const bad = await startWorker({ code: badBundle });
   await client.deliver(toolResult(calls[0]!, 'all checks passed'));
   const failed = await failedStatus(parked);
-  expect(failed).toMatchObject({ threadId: parked.threadId, kind: 'root', status: 'failed', pendingCall: null, historyLength: 2 });
-  expect(failed.lastError).toMatch(/^workflow task keeps failing \(attempt \d+\): NON_DETERMINISTIC_ERROR: \[TMPRL1100\] Nondeterminism error/);
+  expect(failed).toMatchObject({
+    threadId: parked.threadId,
+    kind: 'root',
+    status: 'failed',
+    pendingCall: null,
+    historyLength: 2,
+  });
+  expect(failed.lastError).toMatch(
+    /^workflow task keeps failing \(attempt \d+\): NON_DETERMINISTIC_ERROR: \[TMPRL1100\] Nondeterminism error/,
+  );
 
   // Both ways of finding it: the reported-problems attribute, and describing running threads (older servers).
   const described = [];
   for await (const s of stuckByDescribing(temporal, [`TaskQueue = '${taskQueue}'`])) described.push(s);
-  expect(described.map((s) => [s.wf.workflowId, s.problems])).toEqual([[parked.threadId, ['category=WorkflowTaskFailed', 'cause=WorkflowTaskFailedCauseNonDeterministicError']]]);
+  expect(described.map((s) => [s.wf.workflowId, s.problems])).toEqual([
+    [parked.threadId, ['category=WorkflowTaskFailed', 'cause=WorkflowTaskFailedCauseNonDeterministicError']],
+  ]);
   const listed = await cli('threads', '--stuck', '--json');
   expect(listed.code).toBe(0);
   expect(jsonLines(listed.stdout)).toEqual([
@@ -153,23 +180,44 @@ it('brings back a thread the bad build started with the documented reset to its 
 
   await startWorker(goodBundle());
   await client.deliver(toolResult(call, 'all checks passed'));
-  expect(await failedStatus(started)).toMatchObject({ status: 'failed', lastError: expect.stringContaining('NON_DETERMINISTIC_ERROR') });
+  expect(await failedStatus(started)).toMatchObject({
+    status: 'failed',
+    lastError: expect.stringContaining('NON_DETERMINISTIC_ERROR'),
+  });
 
   // docs/upgrading.md: find the first workflow task the bad build completed, reset to it.
   const events = (await started.workflow.fetchHistory()).events ?? [];
   const firstBad = events.find((e) => e.workflowTaskCompletedEventAttributes?.workerVersion?.buildId === badBuildId);
   expect(firstBad).toBeDefined();
-  const reset = ['workflow', 'reset', '--workflow-id', started.threadId, '--event-id', String(firstBad!.eventId), '--reason', 'bad deploy'];
+  const reset = [
+    'workflow',
+    'reset',
+    '--workflow-id',
+    started.threadId,
+    '--event-id',
+    String(firstBad!.eventId),
+    '--reason',
+    'bad deploy',
+  ];
   await promisify(execFile)(findTemporalCli({ install: false }), [...reset, '--address', inject('temporalAddress')]);
 
   // The new run re-runs the first slice: the store returns its committed result and the tool gets the same call
   // again. The tool result that came after the reset point is re-applied too; the first slice of a workflow task takes
   // the queue's first input only (decision 50), so the result comes next, finds the repeated call pending and answers
   // it (docs/upgrading.md).
-  await eventually(() => calls.filter((c) => c.toolCallId === call.toolCallId).length === 2, 30_000, 'the repeated call');
+  await eventually(
+    () => calls.filter((c) => c.toolCallId === call.toolCallId).length === 2,
+    30_000,
+    'the repeated call',
+  );
   const done = await started.waitForIdle({ settled: true });
   expect(done).toMatchObject({ status: 'idle', pendingCall: null });
   expect(done.dropped).toEqual({});
-  expect(render(await started.history())).toEqual(['user: Is CI green?', 'call #1 wait_for_ci {}', 'result #1: all checks passed', 'assistant: CI is green.']);
+  expect(render(await started.history())).toEqual([
+    'user: Is CI green?',
+    'call #1 wait_for_ci {}',
+    'result #1: all checks passed',
+    'assistant: CI is green.',
+  ]);
   await eventually(async () => !(await listedStuck()).includes(started.threadId), 30_000, 'the stuck flag to clear');
 });

@@ -37,7 +37,8 @@ async function subscribedThread(prefix: string) {
   return { thread, ctx };
 }
 
-const eventsIn = async (threadId: string) => (await sys.client.thread(threadId).history()).filter((i) => i.kind === 'subscription_event');
+const eventsIn = async (threadId: string) =>
+  (await sys.client.thread(threadId).history()).filter((i) => i.kind === 'subscription_event');
 
 it('processes 20 threaded events in 20 temporary children; the parent only sees their reports', async () => {
   const { thread, ctx } = await subscribedThread('threaded');
@@ -52,7 +53,9 @@ it('processes 20 threaded events in 20 temporary children; the parent only sees 
   const reports = items.filter((i) => i.kind === 'subscription_event');
   const texts = reports.map((r) => (r.kind === 'subscription_event' ? r.result.content[0] : undefined));
   for (let i = 0; i < 20; i++) {
-    const child = reports.find((r) => r.kind === 'subscription_event' && JSON.stringify(r.result).includes(`processed tick ${i}"`));
+    const child = reports.find(
+      (r) => r.kind === 'subscription_event' && JSON.stringify(r.result).includes(`processed tick ${i}"`),
+    );
     expect(child, `report for tick ${i}`).toBeDefined();
     const childId = child!.kind === 'subscription_event' ? child!.childThreadId! : '';
     expect(child!.kind === 'subscription_event' && child!.toolCallId).toBe(ctx.toolCallId);
@@ -64,7 +67,9 @@ it('processes 20 threaded events in 20 temporary children; the parent only sees 
   // Each report was a live event of the parent too, naming its child.
   const liveReports = sys.seen.filter((e) => e.threadId === thread.threadId && e.type === 'event');
   expect(liveReports).toHaveLength(20);
-  expect(new Set(liveReports.map((e) => (e.type === 'event' ? e.childThreadId : undefined)))).toEqual(new Set(status.children));
+  expect(new Set(liveReports.map((e) => (e.type === 'event' ? e.childThreadId : undefined)))).toEqual(
+    new Set(status.children),
+  );
   // Everything else in the parent is the model's replies to those reports.
   expect(items.slice(before.length).every((i) => i.kind === 'subscription_event' || i.kind === 'assistant')).toBe(true);
 
@@ -90,7 +95,15 @@ it('inlines 20 associative events in order, then a final event ends the subscrip
   expect(events).toEqual([...Array.from({ length: 20 }, (_, i) => `event #1: line ${i}`), 'event #1: last line']);
   // Each event that entered history was also a live event, with the subscribing tool's name.
   const live = sys.seen.filter((e) => e.threadId === thread.threadId && e.type === 'event');
-  expect(live).toEqual([...Array.from({ length: 20 }, (_, i) => `line ${i}`), 'last line'].map((text) => ({ threadId: thread.threadId, type: 'event', toolCallId: ctx.toolCallId, toolName: 'watch', text })));
+  expect(live).toEqual(
+    [...Array.from({ length: 20 }, (_, i) => `line ${i}`), 'last line'].map((text) => ({
+      threadId: thread.threadId,
+      type: 'event',
+      toolCallId: ctx.toolCallId,
+      toolName: 'watch',
+      text,
+    })),
+  );
   expect(status.subscriptions).toEqual({});
   expect(status.children).toEqual([]);
   expect(status.dropped.unknown_subscription).toBe(1);
@@ -117,5 +130,7 @@ it('drops events after cancel_subscription', async () => {
   const other = await sys.client.startThread({ threadId: uid('nosub') });
   await other.sendUserText(`call cancel_subscription {"tool_call_id":"${ctx.toolCallId}"}`);
   await other.waitForIdle({ settled: true });
-  expect(render(await other.history())[2]).toBe(`result #1: Error: no active subscription found for tool call ID '${ctx.toolCallId}'`);
+  expect(render(await other.history())[2]).toBe(
+    `result #1: Error: no active subscription found for tool call ID '${ctx.toolCallId}'`,
+  );
 });

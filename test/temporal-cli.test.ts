@@ -22,7 +22,8 @@ function readmeBlocks(): Map<string, string> {
   const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
   const section = readme.split('\n## From the Temporal CLI\n')[1]!.split('\n## ')[0]!;
   const blocks = new Map<string, string>();
-  for (const m of section.matchAll(/```sh\n([\s\S]*?)```/g)) blocks.set(m[1]!.split('\n')[0]!.replace(/^# /, ''), m[1]!);
+  for (const m of section.matchAll(/```sh\n([\s\S]*?)```/g))
+    blocks.set(m[1]!.split('\n')[0]!.replace(/^# /, ''), m[1]!);
   return blocks;
 }
 
@@ -38,24 +39,41 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
   const block = async (label: string, extra: Record<string, string> = {}) => {
     const [, script] = [...blocks].find(([l]) => l.startsWith(label)) ?? [];
     if (!script) throw new Error(`no README block "${label}"`);
-    const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], { env: { ...env, ...extra }, maxBuffer: 16 << 20 });
+    const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], {
+      env: { ...env, ...extra },
+      maxBuffer: 16 << 20,
+    });
     return stdout;
   };
 
   beforeAll(async () => {
     const model = new ScriptedModel((req) => {
       const last = req.messages[req.messages.length - 1]!;
-      if (last.role === 'user' && last.text.startsWith('Is build 42')) return { toolCall: { name: 'get_build_status', args: { build_id: '42' } } };
-      if (last.role === 'user' && last.text.startsWith('And build 43')) return { toolCall: { name: 'get_build_status', args: { build_id: '43' } } };
-      if (last.role === 'tool_result' && last.name === 'get_build_status' && firstText(last.content) === 'red') return { text: 'Build 43 is red.' };
-      if (last.role === 'tool_result' && last.name === 'get_build_status') return { toolCall: { name: 'watch_builds', args: {} } };
-      if (last.role === 'tool_result' && last.name === 'receive_event__injected') return { text: 'Noted: a new build started.' };
+      if (last.role === 'user' && last.text.startsWith('Is build 42'))
+        return { toolCall: { name: 'get_build_status', args: { build_id: '42' } } };
+      if (last.role === 'user' && last.text.startsWith('And build 43'))
+        return { toolCall: { name: 'get_build_status', args: { build_id: '43' } } };
+      if (last.role === 'tool_result' && last.name === 'get_build_status' && firstText(last.content) === 'red')
+        return { text: 'Build 43 is red.' };
+      if (last.role === 'tool_result' && last.name === 'get_build_status')
+        return { toolCall: { name: 'watch_builds', args: {} } };
+      if (last.role === 'tool_result' && last.name === 'receive_event__injected')
+        return { text: 'Noted: a new build started.' };
       if (last.role === 'tool_result') return { text: 'Watching.' };
       return { text: 'Hello.' };
     });
-    sys = await startTestSystem({ model, tools: [recordingTool('get_build_status', calls), recordingTool('watch_builds', calls)] });
+    sys = await startTestSystem({
+      model,
+      tools: [recordingTool('get_build_status', calls), recordingTool('watch_builds', calls)],
+    });
     const bin = findTemporalCli();
-    env = { ...(process.env as Record<string, string>), PATH: `${dirname(bin)}:${process.env.PATH}`, TEMPORAL_ADDRESS: inject('temporalAddress'), TQ: sys.taskQueue, THREAD: thread };
+    env = {
+      ...(process.env as Record<string, string>),
+      PATH: `${dirname(bin)}:${process.env.PATH}`,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TQ: sys.taskQueue,
+      THREAD: thread,
+    };
   });
   afterAll(async () => {
     await sys?.shutdown();
@@ -91,7 +109,11 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
     await block('an event for the subscription', { CALL: watch.toolCallId });
     // An event that is not associative is handled by an event thread, a child that inherits the history.
     const child = await eventually(async () => (await sys.client.thread(thread).status()).children[0]);
-    await eventually(async () => (await sys.client.thread(child).history()).some((i) => i.kind === 'assistant' && i.text === 'Noted: a new build started.'));
+    await eventually(async () =>
+      (await sys.client.thread(child).history()).some(
+        (i) => i.kind === 'assistant' && i.text === 'Noted: a new build started.',
+      ),
+    );
     expect(render(await sys.client.thread(thread).history())).toEqual([
       'user: Is build 42 green?',
       'call #1 get_build_status {"build_id":"42"}',
@@ -100,7 +122,10 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
       'result #2: watching builds',
       'assistant: Watching.',
     ]);
-    expect(render(await sys.client.thread(child).history()).slice(-2)).toEqual(['result #2: build 43 started', 'assistant: Noted: a new build started.']);
+    expect(render(await sys.client.thread(child).history()).slice(-2)).toEqual([
+      'result #2: build 43 started',
+      'assistant: Noted: a new build started.',
+    ]);
     childId = child;
     await checkReplay(sys.client.thread(thread), 'temporal-cli-thread');
     const kinds = await sys.temporal.workflow.getHandle(thread).describe();
@@ -109,13 +134,24 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
 
   it('takes a user text and a tool result by their own signal names, into the same conversation', async () => {
     await block('more user text by its own signal');
-    const second = await eventually(() => calls.find((c) => c.threadId === thread && c.toolName === 'get_build_status' && c !== calls[0]));
+    const second = await eventually(() =>
+      calls.find((c) => c.threadId === thread && c.toolName === 'get_build_status' && c !== calls[0]),
+    );
     await block('a tool result by its own signal', { CALL: second.toolCallId });
     const handle = sys.client.thread(thread);
-    await eventually(async () => (await handle.history()).some((i) => i.kind === 'assistant' && i.text === 'Build 43 is red.'));
+    await eventually(async () =>
+      (await handle.history()).some((i) => i.kind === 'assistant' && i.text === 'Build 43 is red.'),
+    );
     await handle.waitForIdle();
-    expect(render(await handle.history()).slice(6)).toEqual(['user: And build 43?', 'call #3 get_build_status {"build_id":"43"}', 'result #3: red', 'assistant: Build 43 is red.']);
-    const names = ((await handle.workflow.fetchHistory()).events ?? []).flatMap((e) => e.workflowExecutionSignaledEventAttributes?.signalName ?? []);
+    expect(render(await handle.history()).slice(6)).toEqual([
+      'user: And build 43?',
+      'call #3 get_build_status {"build_id":"43"}',
+      'result #3: red',
+      'assistant: Build 43 is red.',
+    ]);
+    const names = ((await handle.workflow.fetchHistory()).events ?? []).flatMap(
+      (e) => e.workflowExecutionSignaledEventAttributes?.signalName ?? [],
+    );
     expect(names.slice(-2)).toEqual(['user_text', 'tool_result']);
 
     const out = await block('what the thread dropped and why');
@@ -124,7 +160,14 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
     // (The CLI prints an empty list as null.)
     expect(drops).toMatchObject({ counts: {} });
     expect((drops as { recent: unknown }).recent ?? []).toEqual([]);
-    expect(transcript).toEqual(expect.arrayContaining(['user: And build 43?', 'call get_build_status {"build_id":"43"}', 'result of get_build_status: red', 'assistant: Build 43 is red.']));
+    expect(transcript).toEqual(
+      expect.arrayContaining([
+        'user: And build 43?',
+        'call get_build_status {"build_id":"43"}',
+        'result of get_build_status: red',
+        'assistant: Build 43 is red.',
+      ]),
+    );
   });
 
   it('starts a bare thread that names itself and answers', async () => {
@@ -151,7 +194,20 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
     });
     const out = await block('the history, and the handlers');
     expect(out).toContain('WorkflowExecutionSignaled');
-    for (const name of ['input', 'user_text', 'tool_result', 'event', 'report', 'control', 'deliver', 'status', 'drops', 'transcript', 'waitForIdle', 'callbackState']) {
+    for (const name of [
+      'input',
+      'user_text',
+      'tool_result',
+      'event',
+      'report',
+      'control',
+      'deliver',
+      'status',
+      'drops',
+      'transcript',
+      'waitForIdle',
+      'callbackState',
+    ]) {
       expect(out).toContain(name);
     }
     expect(out).toContain("One input into the thread's inbox");
@@ -162,7 +218,11 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
   });
 
   it('drops and counts a raw signal that is not an input', async () => {
-    await run('temporal', ['workflow', 'signal', '--workflow-id', thread, '--name', 'input', '--input', '{"text":"not an input"}'], { env });
+    await run(
+      'temporal',
+      ['workflow', 'signal', '--workflow-id', thread, '--name', 'input', '--input', '{"text":"not an input"}'],
+      { env },
+    );
     await eventually(async () => ((await sys.client.thread(thread).status()).dropped.malformed ?? 0) >= 1 || undefined);
     const out = await block('what the thread dropped and why');
     expect(out).toContain('"reason":"malformed","what":"input signal: input.id must be a non-empty string"');

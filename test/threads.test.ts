@@ -10,7 +10,16 @@ import { ScriptedModel } from '../src/model/scripted';
 import { resultInput } from '../src/core/inputs';
 import type { ToolContext } from '../src/tools/tool';
 import { treeScript } from './fixtures/tree-script';
-import { checkReplay, eventually, historyFile, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
+import {
+  checkReplay,
+  eventually,
+  historyFile,
+  recordingTool,
+  render,
+  startTestSystem,
+  type TestSystem,
+  uid,
+} from './helpers';
 
 const waits: ToolContext[] = [];
 const childWait = recordingTool('child_wait', waits);
@@ -38,7 +47,11 @@ describe('spawn_thread', () => {
     expect(first.children).toHaveLength(3);
     const children = first.children;
     // Each child reports, then closes (without a report the parent still hears that it shut down).
-    await eventually(async () => (await root.history()).filter((i) => i.kind === 'subscription_event').length === 6, 60_000, 'six reports');
+    await eventually(
+      async () => (await root.history()).filter((i) => i.kind === 'subscription_event').length === 6,
+      60_000,
+      'six reports',
+    );
     await settleAll(children);
     const status = await root.waitForIdle({ settled: true });
     const items = await root.history();
@@ -56,7 +69,9 @@ describe('spawn_thread', () => {
     ]);
     const events = items.filter((i) => i.kind === 'subscription_event');
     expect(events).toHaveLength(6);
-    const spawnCalls = items.filter((i) => i.kind === 'tool_call' && i.name === 'spawn_thread').map((i) => (i.kind === 'tool_call' ? i.id : ''));
+    const spawnCalls = items
+      .filter((i) => i.kind === 'tool_call' && i.name === 'spawn_thread')
+      .map((i) => (i.kind === 'tool_call' ? i.id : ''));
     for (const [n, child] of children.entries()) {
       const mine = events.filter((e) => e.kind === 'subscription_event' && e.childThreadId === child);
       expect(mine.map((e) => (e.kind === 'subscription_event' ? [e.toolCallId, e.result.content[0]] : []))).toEqual([
@@ -66,7 +81,11 @@ describe('spawn_thread', () => {
       // The model sees receive_event__injected with the original spawn call's name and arguments.
       expect(mine[0]!.kind === 'subscription_event' && mine[0]!.invocation).toMatchObject({
         name: 'receive_event__injected',
-        args: { original_tool_name: 'spawn_thread', original_tool_call_id: spawnCalls[n], original_args: { instructions: `report:${'ABC'[n]} done` } },
+        args: {
+          original_tool_name: 'spawn_thread',
+          original_tool_call_id: spawnCalls[n],
+          original_args: { instructions: `report:${'ABC'[n]} done` },
+        },
       });
     }
     expect(status.status).toBe('idle');
@@ -74,7 +93,9 @@ describe('spawn_thread', () => {
     // A child's own history starts with the seed that answers the inherited spawn call.
     const child = sys.client.thread(children[0]!);
     expect((await child.status()).status).toBe('closed');
-    await expect(historyFile(await child.history(), { [children[0]!]: '<child A>' })).toMatchFileSnapshot('__snapshots__/threads/child-report-close.txt');
+    await expect(historyFile(await child.history(), { [children[0]!]: '<child A>' })).toMatchFileSnapshot(
+      '__snapshots__/threads/child-report-close.txt',
+    );
     // The child's first request was the parent's history through the spawn call, then the seed.
     const firstChildRequest = model.requests.find((r) => r.system.includes(`current thread ID is \`${children[0]}\``))!;
     expect(firstChildRequest.messages.map((m) => m.role)).toEqual(['user', 'tool_call', 'tool_result']);
@@ -98,7 +119,9 @@ describe('spawn_thread', () => {
     const root = await sys.client.startThread({ threadId: uid('rootclose') });
     await root.sendUserText('close me');
     const status = await root.waitForIdle({ settled: true });
-    expect(render(await root.history())[2]).toBe('result #1: Error: cannot close the root thread. Only child threads can be closed.');
+    expect(render(await root.history())[2]).toBe(
+      'result #1: Error: cannot close the root thread. Only child threads can be closed.',
+    );
     expect(status.status).toBe('idle');
   });
 
@@ -109,10 +132,17 @@ describe('spawn_thread', () => {
     const child = sys.client.thread(childId!);
     await eventually(async () => (await child.status()).status === 'closed', 30_000, 'child closed');
     const before = await child.history();
-    expect(await child.deliver(resultInput(childId!, 'whatever', 'late'))).toEqual({ delivered: false, reason: 'closed' });
+    expect(await child.deliver(resultInput(childId!, 'whatever', 'late'))).toEqual({
+      delivered: false,
+      reason: 'closed',
+    });
     await expect(child.sendUserText('hello?')).rejects.toBeInstanceOf(ThreadClosedError);
     expect(await child.history()).toEqual(before);
-    await eventually(async () => (await root.history()).some((i) => i.kind === 'subscription_event'), 30_000, 'close report');
+    await eventually(
+      async () => (await root.history()).some((i) => i.kind === 'subscription_event'),
+      30_000,
+      'close report',
+    );
     await root.waitForIdle({ settled: true });
     const report = (await root.history()).find((i) => i.kind === 'subscription_event');
     expect(report?.kind === 'subscription_event' && report.result.content[0]).toEqual({
@@ -126,11 +156,16 @@ describe('spawn_thread', () => {
     await root.sendUserText('spawn idle;idle');
     const { children } = await root.waitForIdle({ settled: true });
     await settleAll(children);
-    const found = await eventually(async () => {
-      const list = [];
-      for await (const t of sys.client.listThreads({ parentThreadId: root.threadId, kind: 'child', status: 'idle' })) list.push(t);
-      return list.length === 2 ? list : undefined;
-    }, 30_000, 'visibility');
+    const found = await eventually(
+      async () => {
+        const list = [];
+        for await (const t of sys.client.listThreads({ parentThreadId: root.threadId, kind: 'child', status: 'idle' }))
+          list.push(t);
+        return list.length === 2 ? list : undefined;
+      },
+      30_000,
+      'visibility',
+    );
     expect(found.map((t) => t.threadId).sort()).toEqual([...children].sort());
     expect(found[0]).toMatchObject({ status: 'idle', kind: 'child', parentThreadId: root.threadId, running: true });
     const roots = [];
@@ -141,17 +176,25 @@ describe('spawn_thread', () => {
 
 describe('status search attribute', () => {
   it('is kept current by default and not written when turned off', async () => {
-    const quiet = new AgentClient({ client: sys.temporal, taskQueue: sys.taskQueue, store: sys.store, threadOptions: { statusSearchAttribute: false } });
+    const quiet = new AgentClient({
+      client: sys.temporal,
+      taskQueue: sys.taskQueue,
+      store: sys.store,
+      threadOptions: { statusSearchAttribute: false },
+    });
     const loud = await sys.client.startThread({ threadId: uid('loud') });
     const silent = await quiet.startThread({ threadId: uid('silent') });
     for (const t of [loud, silent]) await t.sendUserText('call manual {}');
     for (const t of [loud, silent]) expect((await t.waitForIdle()).status).toBe('waiting_tool');
-    const attr = async (t: typeof loud) => (await t.workflow.describe()).typedSearchAttributes.get(searchAttributes.AgentStatus);
+    const attr = async (t: typeof loud) =>
+      (await t.workflow.describe()).typedSearchAttributes.get(searchAttributes.AgentStatus);
     expect(await attr(loud)).toBe('waiting_tool');
     expect(await attr(silent)).toBe('idle');
     const events = (await silent.workflow.fetchHistory()).events ?? [];
     // The one upsert there is the SDK's `TemporalChangeVersion` that goes with a patch marker (docs/upgrading.md).
-    const upserts = events.map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields).filter(Boolean);
+    const upserts = events
+      .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields)
+      .filter(Boolean);
     expect(upserts.filter((f) => f && 'AgentStatus' in f)).toHaveLength(0);
     expect(upserts.length).toBeLessThanOrEqual(1);
   });
@@ -162,10 +205,14 @@ describe('deferral', () => {
     const root = await sys.client.startThread({ threadId: uid('defer') });
     await root.sendUserText('spawn wait:first;wait:second');
     const { children } = await root.waitForIdle({ settled: true });
-    const childWaits = await eventually(() => {
-      const w = children.map((c) => waits.find((x) => x.threadId === c));
-      return w.every(Boolean) ? (w as ToolContext[]) : undefined;
-    }, 30_000, 'children waiting');
+    const childWaits = await eventually(
+      () => {
+        const w = children.map((c) => waits.find((x) => x.threadId === c));
+        return w.every(Boolean) ? (w as ToolContext[]) : undefined;
+      },
+      30_000,
+      'children waiting',
+    );
     await root.sendUserText('call manual {}');
     const pending = await root.waitForIdle();
     expect(pending.pendingCall?.name).toBe('manual');

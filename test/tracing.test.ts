@@ -53,14 +53,34 @@ beforeAll(async () => {
   collector = await startCollector();
   tracing = installTracing({ endpoint: `${collector.url}/v1/traces`, serviceName: 'tracing-test' });
   // A prebuilt bundle, as deployments use: the tracing workflow module must be bundled in.
-  tracedBundle = (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), workflowInterceptorModules: tracingWorkflowModules(), logger: new DefaultLogger('WARN') })).code;
+  tracedBundle = (
+    await bundleWorkflowCode({
+      workflowsPath: threadWorkflowsPath(),
+      workflowInterceptorModules: tracingWorkflowModules(),
+      logger: new DefaultLogger('WARN'),
+    })
+  ).code;
   connection = await NativeConnection.connect({ address: inject('temporalAddress') });
   store = new SqliteConversationStore(join(inject('scratchDir'), `store-${randomUUID()}.sqlite`));
   taskQueue = `test-${randomUUID()}`;
-  client = new AgentClient({ client: new Client({ connection, interceptors: tracingClientInterceptors() }), taskQueue, store });
-  gateway = await startRapGateway({ tokens: new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } }), deliver: (m) => client.deliver(m) });
+  client = new AgentClient({
+    client: new Client({ connection, interceptors: tracingClientInterceptors() }),
+    taskQueue,
+    store,
+  });
+  gateway = await startRapGateway({
+    tokens: new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } }),
+    deliver: (m) => client.deliver(m),
+  });
   peer = await startPeer(
-    manifestRoute((url) => ({ name: 'ci', endpoint: `${url}/invoke`, tools: [{ name: 'run_build', description: 'Runs a CI build', inputSchema: { type: 'object' } }] }), ciServer),
+    manifestRoute(
+      (url) => ({
+        name: 'ci',
+        endpoint: `${url}/invoke`,
+        tools: [{ name: 'run_build', description: 'Runs a CI build', inputSchema: { type: 'object' } }],
+      }),
+      ciServer,
+    ),
   );
   const rap = await loadRapToolsets({ servers: [{ url: peer.url }], gateway });
   expect(rap.errors).toEqual([]);
@@ -87,14 +107,21 @@ afterAll(async () => {
   await collector?.close();
 });
 
-const slicesOf = (threadId: string) => collector.spans.filter((s) => s.name.startsWith('Slice:') && s.attributes[A.threadId] === threadId);
+const slicesOf = (threadId: string) =>
+  collector.spans.filter((s) => s.name.startsWith('Slice:') && s.attributes[A.threadId] === threadId);
 
 /** Flushes until every slice the threads ran has its span at the collector (and `more` holds). */
-async function exported(threads: { threadId: string; slices: number }[], more: () => boolean = () => true): Promise<void> {
+async function exported(
+  threads: { threadId: string; slices: number }[],
+  more: () => boolean = () => true,
+): Promise<void> {
   await eventually(
     async () => {
       await tracing.flush();
-      return threads.every((t) => new Set(slicesOf(t.threadId).map((s) => s.attributes[A.sliceId])).size >= t.slices) && more();
+      return (
+        threads.every((t) => new Set(slicesOf(t.threadId).map((s) => s.attributes[A.sliceId])).size >= t.slices) &&
+        more()
+      );
     },
     30_000,
     'the spans of every slice',
@@ -107,7 +134,13 @@ function label(names: Record<string, string>) {
   return (s: CollectedSpan) => {
     const a = s.attributes;
     if (s.name.startsWith('Slice:')) {
-      const facts = [named(a[A.threadId]), a[A.outcome], a[A.tool] && `tool=${String(a[A.tool])}`, a[A.action] && `action=${String(a[A.action])}`, `tokens=${String(a[A.tokensInput])}/${String(a[A.tokensOutput])}`];
+      const facts = [
+        named(a[A.threadId]),
+        a[A.outcome],
+        a[A.tool] && `tool=${String(a[A.tool])}`,
+        a[A.action] && `action=${String(a[A.action])}`,
+        `tokens=${String(a[A.tokensInput])}/${String(a[A.tokensOutput])}`,
+      ];
       return `${s.name} [${facts.filter(Boolean).join(' ')}]`;
     }
     const wf = a.temporalWorkflowId ?? a.workflowId ?? a['infinity.thread_id'];
@@ -116,16 +149,27 @@ function label(names: Record<string, string>) {
 }
 
 describe('traces', () => {
-  it('reads a spawn → report turn as one trace, from the client span down to the report\'s slice', async () => {
+  it("reads a spawn → report turn as one trace, from the client span down to the report's slice", async () => {
     const root = client.thread(uid('traced'));
     await root.sendUserText('spawn report:A done');
     // The child reports, then closes: both reach the root's history.
-    await eventually(async () => (await root.history()).filter((i) => i.kind === 'subscription_event').length === 2, 60_000, 'report and shutdown');
+    await eventually(
+      async () => (await root.history()).filter((i) => i.kind === 'subscription_event').length === 2,
+      60_000,
+      'report and shutdown',
+    );
     const rootStatus = await root.waitForIdle({ settled: true });
     const childId = rootStatus.children[0]!;
     const childStatus = await client.thread(childId).status();
-    const childRun = () => collector.spans.some((s) => s.name === 'RunWorkflow:agentThread' && s.attributes.workflowId === childId);
-    await exported([{ threadId: root.threadId, slices: rootStatus.slices }, { threadId: childId, slices: childStatus.slices }], childRun);
+    const childRun = () =>
+      collector.spans.some((s) => s.name === 'RunWorkflow:agentThread' && s.attributes.workflowId === childId);
+    await exported(
+      [
+        { threadId: root.threadId, slices: rootStatus.slices },
+        { threadId: childId, slices: childStatus.slices },
+      ],
+      childRun,
+    );
 
     const traceId = slicesOf(root.threadId)[0]!.traceId;
     const t = new Trace(collector.spans, traceId);
@@ -145,18 +189,32 @@ describe('traces', () => {
       expect(s.attributes[A.sliceId]).toEqual(expect.any(String));
     }
     const [spawnSlice] = slicesOf(root.threadId);
-    expect(spawnSlice!.attributes).toMatchObject({ [A.threadKind]: 'root', [A.outcome]: 'committed', [A.tool]: 'spawn_thread', [A.action]: 'spawn' });
+    expect(spawnSlice!.attributes).toMatchObject({
+      [A.threadKind]: 'root',
+      [A.outcome]: 'committed',
+      [A.tool]: 'spawn_thread',
+      [A.action]: 'spawn',
+    });
     // The user's signal is the turn: the first slice descends from its HandleSignal span.
     expect(t.ancestors(spawnSlice!).map((s) => s.name)).toContainEqual(expect.stringMatching(/^HandleSignal:/));
 
     // The child's run hangs under the parent's StartChildWorkflow; its slices under its run.
-    const childRunSpan = t.spans.find((s) => s.name === 'RunWorkflow:agentThread' && s.attributes.workflowId === childId)!;
+    const childRunSpan = t.spans.find(
+      (s) => s.name === 'RunWorkflow:agentThread' && s.attributes.workflowId === childId,
+    )!;
     expect(childRunSpan).toBeDefined();
     expect(t.parent(childRunSpan)?.name).toBe('StartChildWorkflow:agentThread');
     expect(t.parent(childRunSpan)?.attributes.workflowId).toBe(root.threadId);
     const childSlices = slicesOf(childId);
     for (const s of childSlices) expect(t.ancestors(s)).toContain(childRunSpan);
-    expect(childSlices.map((s) => [s.attributes[A.threadKind], s.attributes[A.tool], s.attributes[A.action], s.attributes[A.outcome]])).toEqual([
+    expect(
+      childSlices.map((s) => [
+        s.attributes[A.threadKind],
+        s.attributes[A.tool],
+        s.attributes[A.action],
+        s.attributes[A.outcome],
+      ]),
+    ).toEqual([
       ['child', 'report_to_parent', 'report', 'committed'],
       ['child', 'close_thread', 'close', 'committed'],
     ]);
@@ -164,15 +222,25 @@ describe('traces', () => {
     // The report comes back as the child's signal: the root's slice that reads it descends from the child's run.
     const fromChild = slicesOf(root.threadId).filter((s) => t.ancestors(s).includes(childRunSpan));
     expect(fromChild.length).toBeGreaterThan(0);
-    expect(t.ancestors(fromChild[0]!).map((s) => s.name)).toEqual(expect.arrayContaining([expect.stringMatching(/^HandleSignal:/), expect.stringMatching(/^SignalWorkflow:/)]));
+    expect(t.ancestors(fromChild[0]!).map((s) => s.name)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^HandleSignal:/), expect.stringMatching(/^SignalWorkflow:/)]),
+    );
   });
 
-  it('carries a RAP dispatch\'s trace through the callback URL into the slice that reads the result', async () => {
+  it("carries a RAP dispatch's trace through the callback URL into the slice that reads the result", async () => {
     const root = client.thread(uid('traced-rap'));
     await root.sendUserText('call run_build {"ref":"main"}');
-    await eventually(async () => render(await root.history()).includes('assistant: ok: build green'), 30_000, 'the result read');
+    await eventually(
+      async () => render(await root.history()).includes('assistant: ok: build green'),
+      30_000,
+      'the result read',
+    );
     const status = await root.waitForIdle({ settled: true });
-    await exported([{ threadId: root.threadId, slices: status.slices }], () => collector.spans.some((s) => s.name === 'RapCallback:tool_result' && s.attributes['infinity.thread_id'] === root.threadId));
+    await exported([{ threadId: root.threadId, slices: status.slices }], () =>
+      collector.spans.some(
+        (s) => s.name === 'RapCallback:tool_result' && s.attributes['infinity.thread_id'] === root.threadId,
+      ),
+    );
 
     const dispatch = slicesOf(root.threadId).find((s) => s.attributes[A.tool] === 'run_build')!;
     expect(dispatch.attributes[A.outcome]).toBe('committed');
@@ -186,21 +254,33 @@ describe('traces', () => {
     const callback = t.spans.find((s) => s.name === 'RapCallback:tool_result')!;
     expect(callback).toBeDefined();
     expect(t.parent(callback)).toBe(dispatch);
-    expect(callback.attributes).toMatchObject({ 'infinity.thread_id': root.threadId, 'rap.callback_type': 'tool_result' });
+    expect(callback.attributes).toMatchObject({
+      'infinity.thread_id': root.threadId,
+      'rap.callback_type': 'tool_result',
+    });
 
     // The result's signal continues the trace: the next slice descends from the gateway's span.
     const next = slicesOf(root.threadId).filter((s) => s !== dispatch && t.ancestors(s).includes(callback));
     expect(next).toHaveLength(1);
     expect(next[0]!.traceId).toBe(dispatch.traceId);
-    expect(t.ancestors(next[0]!).map((s) => s.name)).toEqual(expect.arrayContaining([expect.stringMatching(/^HandleSignal:/), expect.stringMatching(/^SignalWorkflow:/), 'RapCallback:tool_result']));
+    expect(t.ancestors(next[0]!).map((s) => s.name)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^HandleSignal:/),
+        expect.stringMatching(/^SignalWorkflow:/),
+        'RapCallback:tool_result',
+      ]),
+    );
     expect(next[0]!.attributes[A.outcome]).toBe('committed');
     expect(next[0]!.attributes[A.tool]).toBeUndefined();
     expect(collector.rejected).toEqual([]);
   });
 
-  it('starts the turn\'s trace in another process: the CLI traced by the OTEL_* variables alone', async () => {
+  it("starts the turn's trace in another process: the CLI traced by the OTEL_* variables alone", async () => {
     const threadId = uid('traced-cli');
-    const cli = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue], { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: 'cli-test' });
+    const cli = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_SERVICE_NAME: 'cli-test',
+    });
     const sent = await cli.run('send', threadId, 'hello from a shell');
     expect(sent.stderr).toBe('');
     expect(sent.code).toBe(0);
@@ -224,12 +304,22 @@ const recorded = readdirSync(HISTORIES).flatMap((release) =>
 );
 
 /** Replays `histories` against `code` in one replay worker; the names of those that failed, with the error's name. */
-async function replayAll(code: string, histories: { name: string; history: unknown; workflowId: string }[]): Promise<string[]> {
+async function replayAll(
+  code: string,
+  histories: { name: string; history: unknown; workflowId: string }[],
+): Promise<string[]> {
   const names = new Map(histories.map((h) => [h.workflowId, h.name]));
   expect(names.size).toBe(histories.length); // results come back by workflow id
   const failed: string[] = [];
-  const options = { workflowBundle: { code }, replayName: 'tracing', sinks: tracingWorkerOptions(tracing, false).sinks };
-  for await (const result of Worker.runReplayHistories(options, histories.map(({ workflowId, history }) => ({ workflowId, history })))) {
+  const options = {
+    workflowBundle: { code },
+    replayName: 'tracing',
+    sinks: tracingWorkerOptions(tracing, false).sinks,
+  };
+  for await (const result of Worker.runReplayHistories(
+    options,
+    histories.map(({ workflowId, history }) => ({ workflowId, history })),
+  )) {
     if (result.error) failed.push(`${names.get(result.workflowId)}: ${result.error.name}`);
   }
   return failed.sort();
@@ -241,13 +331,21 @@ describe('replay with tracing', () => {
     expect(await replayAll(tracedBundle, recorded)).toEqual([]);
   }, 300_000);
 
-  it('replays a traced thread\'s history with tracing and without it', async () => {
+  it("replays a traced thread's history with tracing and without it", async () => {
     const root = client.thread(uid('traced-replay'));
     await root.sendUserText('spawn report:B done');
-    await eventually(async () => (await root.history()).filter((i) => i.kind === 'subscription_event').length === 2, 60_000, 'report and shutdown');
+    await eventually(
+      async () => (await root.history()).filter((i) => i.kind === 'subscription_event').length === 2,
+      60_000,
+      'report and shutdown',
+    );
     const { children } = await root.waitForIdle({ settled: true });
     const histories = await Promise.all(
-      [root.threadId, children[0]!].map(async (id) => ({ name: id, workflowId: id, history: await client.thread(id).workflow.fetchHistory() })),
+      [root.threadId, children[0]!].map(async (id) => ({
+        name: id,
+        workflowId: id,
+        history: await client.thread(id).workflow.fetchHistory(),
+      })),
     );
     // The traced run's headers are in its history; the untraced bundle ignores them, the traced one reads them.
     expect(JSON.stringify(histories[0]!.history)).toContain('_tracer-data');
@@ -260,15 +358,19 @@ describe('replay with tracing', () => {
    * The negative control: Temporal's interceptors as they come draw span ids from the workflow's own random stream, so
    * a thread picks other child ids with tracing than without, and spawn histories recorded without it do not replay.
    */
-  it('catches interceptors that draw span ids from the workflow\'s random stream', async () => {
+  it("catches interceptors that draw span ids from the workflow's random stream", async () => {
     const plain = (
       await bundleWorkflowCode({
         workflowsPath: threadWorkflowsPath(),
-        workflowInterceptorModules: [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')],
+        workflowInterceptorModules: [
+          require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+        ],
         logger: new DefaultLogger('WARN'),
       })
     ).code;
-    const spawns = recorded.filter((h) => JSON.stringify(h.history).includes('startChildWorkflowExecutionInitiatedEventAttributes'));
+    const spawns = recorded.filter((h) =>
+      JSON.stringify(h.history).includes('startChildWorkflowExecutionInitiatedEventAttributes'),
+    );
     expect(spawns.length).toBeGreaterThan(0);
     const failed = await replayAll(plain, spawns);
     expect(failed).toContain('v0.4/tree-three-children.json: DeterminismViolationError');

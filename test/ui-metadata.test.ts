@@ -12,7 +12,8 @@ import { eventually, greenBuildTool, recordingTool, startTestSystem, uid } from 
 import type { ToolContext } from '../src/tools/tool';
 import { toolResult } from '../src/tools/messages';
 
-const decode = (p: temporal.api.common.v1.IPayload | null | undefined) => (p ? defaultPayloadConverter.fromPayload<string>(p) : undefined);
+const decode = (p: temporal.api.common.v1.IPayload | null | undefined) =>
+  p ? defaultPayloadConverter.fromPayload<string>(p) : undefined;
 
 describe('Temporal UI metadata', () => {
   it('titles the thread, summarizes each slice, and shows the pending call in the current details', async () => {
@@ -20,11 +21,21 @@ describe('Temporal UI metadata', () => {
     const reply = `Build 42 is green.\n${'All 314 tests passed. '.repeat(20)}The end.`;
     const model = new ScriptedModel((req) => {
       const last = req.messages[req.messages.length - 1]!;
-      if (last.role === 'user' && last.text.startsWith('Is build')) return { toolCall: { name: 'get_build_status', args: { build_id: '42' } } };
+      if (last.role === 'user' && last.text.startsWith('Is build'))
+        return { toolCall: { name: 'get_build_status', args: { build_id: '42' } } };
       if (last.role === 'user') {
-        return { toolCall: { name: 'spawn_thread', args: { instructions: 'Collect the flaky tests of build 42\nand report them', child_of: [/`([^`]+)`/.exec(req.system)![1]] } } };
+        return {
+          toolCall: {
+            name: 'spawn_thread',
+            args: {
+              instructions: 'Collect the flaky tests of build 42\nand report them',
+              child_of: [/`([^`]+)`/.exec(req.system)![1]],
+            },
+          },
+        };
       }
-      if (last.role === 'tool_result' && last.name === 'spawn_thread') return { toolCall: { name: 'wait_here', args: {} } };
+      if (last.role === 'tool_result' && last.name === 'spawn_thread')
+        return { toolCall: { name: 'wait_here', args: {} } };
       return { text: reply };
     });
     const sys = await startTestSystem({ model, tools: [greenBuildTool(), recordingTool('wait_here', waits)] });
@@ -42,7 +53,11 @@ describe('Temporal UI metadata', () => {
       const history = await thread.workflow.fetchHistory();
       const summaries = (history.events ?? [])
         // A slice is a local activity (its marker) unless it outran its budget: then also the adopting activity.
-        .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' || e.activityTaskScheduledEventAttributes)
+        .filter(
+          (e) =>
+            e.markerRecordedEventAttributes?.markerName === 'core_local_activity' ||
+            e.activityTaskScheduledEventAttributes,
+        )
         .map((e) => decode(e.userMetadata?.summary));
       expect(summaries.slice(0, 3)).toEqual([
         'slice 1: user "Is build 42 green? Please check."',
@@ -53,7 +68,9 @@ describe('Temporal UI metadata', () => {
         'slice 4: spawn_thread {"instructions":"Collect the flaky tests of build 42\\nand report them","chil… → "Child thread is successfully spawned and has ID: …"',
       );
 
-      const details = async () => ((await thread.workflow.query('__temporal_workflow_metadata')) as { currentDetails?: string }).currentDetails ?? '';
+      const details = async () =>
+        ((await thread.workflow.query('__temporal_workflow_metadata')) as { currentDetails?: string }).currentDetails ??
+        '';
       expect(await details()).toMatch(/^\*\*waiting_tool\*\* · \d+ items · 4 slices/);
       expect(await details()).toContain('waiting for `wait_here`');
       expect(await details()).toContain('slice 4 called `wait_here {}`');
@@ -61,8 +78,20 @@ describe('Temporal UI metadata', () => {
 
       // A tool asks the user to choose: the details name the choice and the exact command that answers it.
       const call = waits.find((w) => w.threadId === thread.threadId)!;
-      const prompt = { kind: 'user_choice' as const, id: 'deploy-42', prompt: 'Deploy build 42?', choices: ['yes', 'no'], default: 1, responseUrl: 'http://127.0.0.1:9/answer' };
-      await thread.deliver({ id: 'p1', threadId: thread.threadId, content: { type: 'text', text: '' }, synthetic: { type: 'prompt', toolCallId: call.toolCallId, prompt } });
+      const prompt = {
+        kind: 'user_choice' as const,
+        id: 'deploy-42',
+        prompt: 'Deploy build 42?',
+        choices: ['yes', 'no'],
+        default: 1,
+        responseUrl: 'http://127.0.0.1:9/answer',
+      };
+      await thread.deliver({
+        id: 'p1',
+        threadId: thread.threadId,
+        content: { type: 'text', text: '' },
+        synthetic: { type: 'prompt', toolCallId: call.toolCallId, prompt },
+      });
       await eventually(async () => (await details()).includes('choice `deploy-42`') || undefined);
       expect(await details()).toContain(
         `asks the user: Deploy build 42? [yes / no] — choice \`deploy-42\`: answer with \`infinity-temporal answer ${thread.threadId} deploy-42 <index>\` (0 = yes, 1 = no; without an index: 1, the default)`,
@@ -77,7 +106,9 @@ describe('Temporal UI metadata', () => {
       const childDescription = await sys.temporal.workflow.getHandle(child!).describe();
       expect(childDescription.memo?.title).toBe('Collect the flaky tests of build 42 and report them');
       expect(await childDescription.staticSummary()).toBe('Collect the flaky tests of build 42');
-      expect(await childDescription.staticDetails()).toBe(`child thread of \`${thread.threadId}\`\n\nCollect the flaky tests of build 42\nand report them`);
+      expect(await childDescription.staticDetails()).toBe(
+        `child thread of \`${thread.threadId}\`\n\nCollect the flaky tests of build 42\nand report them`,
+      );
     } finally {
       await sys.shutdown();
     }

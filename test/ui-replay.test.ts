@@ -48,7 +48,11 @@ it('replays every recorded set with other activity summaries and child static su
           summaries += 1;
         }
       }
-      await Worker.runReplayHistory({ workflowBundle: { code }, replayName: `${release}/${file}` }, history, workflowIdOfHistory(history));
+      await Worker.runReplayHistory(
+        { workflowBundle: { code }, replayName: `${release}/${file}` },
+        history,
+        workflowIdOfHistory(history),
+      );
     }
   }
   expect(summaries).toBeGreaterThan(100);

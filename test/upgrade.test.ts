@@ -63,7 +63,14 @@ interface Build {
 /** Starts a worker process of build `name` running `bundle`; resolves once it polls the task queue. */
 async function startBuild(name: 'A' | 'B', bundle: string): Promise<Build> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures', 'upgrade-worker.ts')], {
-    env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TASK_QUEUE: sys.taskQueue, STORE_PATH: sys.storePath, BUNDLE_PATH: bundle, BUILD: name },
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TASK_QUEUE: sys.taskQueue,
+      STORE_PATH: sys.storePath,
+      BUNDLE_PATH: bundle,
+      BUILD: name,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   procs.push(child);
@@ -96,7 +103,9 @@ async function runsOf(client: Client, workflowId: string): Promise<{ runId: stri
       const runs = [];
       for await (const w of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(w);
       runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
-      return runs.some((r) => r.runId === current) ? runs.map((r) => ({ runId: r.runId, status: r.status.name })) : undefined;
+      return runs.some((r) => r.runId === current)
+        ? runs.map((r) => ({ runId: r.runId, status: r.status.name }))
+        : undefined;
     },
     30_000,
     `the runs of ${workflowId} in visibility`,
@@ -113,7 +122,11 @@ interface Run {
 async function historiesOf(client: Client, workflowId: string): Promise<Run[]> {
   const runs = await runsOf(client, workflowId);
   return Promise.all(
-    runs.map(async (r) => ({ workflowId, ...r, events: (await client.workflow.getHandle(workflowId, r.runId).fetchHistory()).events ?? [] })),
+    runs.map(async (r) => ({
+      workflowId,
+      ...r,
+      events: (await client.workflow.getHandle(workflowId, r.runId).fetchHistory()).events ?? [],
+    })),
   );
 }
 
@@ -131,14 +144,14 @@ function patchId(e: HistoryEvent): string | undefined {
 const isCommandEvent = (e: HistoryEvent) =>
   Boolean(
     e.markerRecordedEventAttributes ||
-      e.activityTaskScheduledEventAttributes ||
-      e.timerStartedEventAttributes ||
-      e.startChildWorkflowExecutionInitiatedEventAttributes ||
-      e.signalExternalWorkflowExecutionInitiatedEventAttributes ||
-      e.upsertWorkflowSearchAttributesEventAttributes ||
-      e.workflowPropertiesModifiedEventAttributes ||
-      e.workflowExecutionCompletedEventAttributes ||
-      e.workflowExecutionContinuedAsNewEventAttributes,
+    e.activityTaskScheduledEventAttributes ||
+    e.timerStartedEventAttributes ||
+    e.startChildWorkflowExecutionInitiatedEventAttributes ||
+    e.signalExternalWorkflowExecutionInitiatedEventAttributes ||
+    e.upsertWorkflowSearchAttributesEventAttributes ||
+    e.workflowPropertiesModifiedEventAttributes ||
+    e.workflowExecutionCompletedEventAttributes ||
+    e.workflowExecutionContinuedAsNewEventAttributes,
   );
 
 /** Every workflow task failure of the runs, one readable line each. */
@@ -146,7 +159,10 @@ const taskFailures = (runs: Run[]) =>
   runs.flatMap((r) =>
     r.events
       .filter((e) => e.workflowTaskFailedEventAttributes)
-      .map((e) => `${r.workflowId}/${r.runId} event ${String(e.eventId)}: ${e.workflowTaskFailedEventAttributes!.failure?.message ?? ''}`),
+      .map(
+        (e) =>
+          `${r.workflowId}/${r.runId} event ${String(e.eventId)}: ${e.workflowTaskFailedEventAttributes!.failure?.message ?? ''}`,
+      ),
   );
 
 /**
@@ -157,8 +173,12 @@ function switchedToCurrent(run: Run, aPatches: readonly string[]): string | unde
   const tasks = run.events.map((e, i) => ({ i, who: identity(e) })).filter((t) => t.who !== undefined);
   const firstB = tasks.find((t) => t.who === 'build-B');
   if (!firstB) return `${run.workflowId}: no workflow task ran on build B (woke on A?)`;
-  if (tasks.some((t) => (t.i < firstB.i ? t.who !== 'build-A' : t.who !== 'build-B'))) return `${run.workflowId}: builds interleave: ${tasks.map((t) => t.who).join(',')}`;
-  const foreign = run.events.slice(0, firstB.i).map(patchId).find((id) => id !== undefined && !aPatches.includes(id));
+  if (tasks.some((t) => (t.i < firstB.i ? t.who !== 'build-A' : t.who !== 'build-B')))
+    return `${run.workflowId}: builds interleave: ${tasks.map((t) => t.who).join(',')}`;
+  const foreign = run.events
+    .slice(0, firstB.i)
+    .map(patchId)
+    .find((id) => id !== undefined && !aPatches.includes(id));
   if (foreign) return `${run.workflowId}: a patch marker build A does not know in A's part: ${foreign}`;
   const first = run.events.slice(firstB.i + 1).find(isCommandEvent);
   if (!first || patchId(first) !== V03) return `${run.workflowId}: B's first command is not the ${V03} marker`;
@@ -217,7 +237,10 @@ function parkedLines(p: Parked): string[] {
   }
 }
 
-const childLines = (p: Parked) => [`result #1: ${Threads.childSeed(p.childId!, `wait:done ${p.n}`)}`, 'call #2 child_wait {}'];
+const childLines = (p: Parked) => [
+  `result #1: ${Threads.childSeed(p.childId!, `wait:done ${p.n}`)}`,
+  'call #2 child_wait {}',
+];
 
 /**
  * The deploy: build A (`aBundle`) parks 50 threads in every kind of wait, plus the two of the rollback half, and goes;
@@ -227,7 +250,12 @@ const childLines = (p: Parked) => [`result #1: ${Threads.childSeed(p.childId!, `
 async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
   const temporal = sys.temporal;
   // Threads for the rollback half: `viaCan` continues-as-new early under 0.2 rules (v0.1 ignores maxRunEvents).
-  const canClient = new AgentClient({ client: temporal, taskQueue: sys.taskQueue, store: sys.store, threadOptions: { maxRunEvents: 30 } });
+  const canClient = new AgentClient({
+    client: temporal,
+    taskQueue: sys.taskQueue,
+    store: sys.store,
+    threadOptions: { maxRunEvents: 30 },
+  });
 
   // ---- Build A parks 50 threads, and first the two of the rollback half (waiting on a tool too).
   const a = await startBuild('A', aBundle);
@@ -260,7 +288,11 @@ async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
       expect(Object.values(status.subscriptions)).toEqual(['watch']);
       p.callId = Object.keys(status.subscriptions)[0]!;
     } else {
-      const call = { tool: { name: 'wait_for_ci', passive: false }, sleep: { name: 'sleep', passive: true }, 'sleep-until-input': { name: 'sleep_until_event_or_input', passive: true } }[p.kind];
+      const call = {
+        tool: { name: 'wait_for_ci', passive: false },
+        sleep: { name: 'sleep', passive: true },
+        'sleep-until-input': { name: 'sleep_until_event_or_input', passive: true },
+      }[p.kind];
       expect(status).toMatchObject({ status: 'waiting_tool', pendingCall: call });
       p.callId = status.pendingCall!.id;
     }
@@ -277,12 +309,20 @@ async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
   await a.stop();
   // The tool results arrive while no worker runs at all: they wait in Temporal. The rest once B polls.
   const tools = parked.filter((p) => p.kind === 'tool');
-  await Promise.all(tools.map((p) => p.thread.deliver(toolResult({ threadId: p.thread.threadId, toolCallId: p.callId! }, `Build ${p.n}: green`))));
+  await Promise.all(
+    tools.map((p) =>
+      p.thread.deliver(toolResult({ threadId: p.thread.threadId, toolCallId: p.callId! }, `Build ${p.n}: green`)),
+    ),
+  );
   const b = await startBuild('B', inject('workflowBundlePath'));
   await Promise.all(
     parked.map(async (p) => {
-      if (p.kind === 'parent') await sys.client.deliver(toolResult({ threadId: p.childId!, toolCallId: p.callId! }, 'ci passed'));
-      if (p.kind === 'subscribed') await p.thread.deliver(subscriptionEvent({ threadId: p.thread.threadId, toolCallId: p.callId! }, `tick ${p.n}`));
+      if (p.kind === 'parent')
+        await sys.client.deliver(toolResult({ threadId: p.childId!, toolCallId: p.callId! }, 'ci passed'));
+      if (p.kind === 'subscribed')
+        await p.thread.deliver(
+          subscriptionEvent({ threadId: p.thread.threadId, toolCallId: p.callId! }, `tick ${p.n}`),
+        );
       if (p.kind === 'sleep-until-input') await p.thread.sendUserText(`wake up ${p.n}`);
     }),
   );
@@ -318,7 +358,11 @@ async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
     parked.map(async (p) => {
       // Parents and subscribers hear from a child first: wait for their last line, then for the thread to settle.
       const finalLength = parkedLines(p).length + (p.kind === 'sleep-until-input' ? 3 : 2);
-      await eventually(async () => (await p.thread.history()).length >= finalLength, 60_000, `${p.thread.threadId} to finish`);
+      await eventually(
+        async () => (await p.thread.history()).length >= finalLength,
+        60_000,
+        `${p.thread.threadId} to finish`,
+      );
       await p.thread.waitForIdle({ settled: true });
       expect(render(await p.thread.history()), p.thread.threadId).toEqual(await finishedLines(p));
     }),
@@ -346,7 +390,10 @@ async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
   }
 
   // ---- Temporal's record: every run of every thread (roots, children, event children).
-  const bornOnA = [...parked.map((p) => p.thread.threadId), ...parked.filter((p) => p.kind === 'parent').map((p) => p.childId!)];
+  const bornOnA = [
+    ...parked.map((p) => p.thread.threadId),
+    ...parked.filter((p) => p.kind === 'parent').map((p) => p.childId!),
+  ];
   const bornOnB = eventChildren.map((e) => e.childId);
   const runs = (await Promise.all([...bornOnA, ...bornOnB].map((id) => historiesOf(temporal, id)))).flat();
   expect(runs.length).toBeGreaterThanOrEqual(bornOnA.length + bornOnB.length);
@@ -354,8 +401,17 @@ async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
   // shared queue. That is how Temporal notices a lost worker, and nothing the workflow code did.
   expect(taskFailures(runs)).toEqual([]);
   // Only these ends are normal: still waiting (roots, open children), closed children, or continued.
-  expect(runs.filter((r) => !['RUNNING', 'COMPLETED', 'CONTINUED_AS_NEW'].includes(r.status)).map((r) => `${r.workflowId}: ${r.status}`)).toEqual([]);
-  expect(runs.filter((r) => bornOnA.includes(r.workflowId)).map((r) => switchedToCurrent(r, aPatches)).filter(Boolean)).toEqual([]);
+  expect(
+    runs
+      .filter((r) => !['RUNNING', 'COMPLETED', 'CONTINUED_AS_NEW'].includes(r.status))
+      .map((r) => `${r.workflowId}: ${r.status}`),
+  ).toEqual([]);
+  expect(
+    runs
+      .filter((r) => bornOnA.includes(r.workflowId))
+      .map((r) => switchedToCurrent(r, aPatches))
+      .filter(Boolean),
+  ).toEqual([]);
   for (const r of runs.filter((r) => bornOnB.includes(r.workflowId))) {
     expect(r.events.filter(identity).every((e) => identity(e) === 'build-B')).toBe(true);
     expect(r.events.some((e) => patchId(e) === V03)).toBe(true);
@@ -383,7 +439,12 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (this release),
 
   // ---- Rollback, prepared on B. `viaCan` gets texts until B continues its run as new (0.2: maxRunEvents).
   await viaCan.waitForIdle({ settled: true });
-  const canLines = ['user: call wait_for_ci {"build":101}', 'call #1 wait_for_ci {"build":101}', 'result #1: Build 101: green', 'assistant: ok: Build 101: green'];
+  const canLines = [
+    'user: call wait_for_ci {"build":101}',
+    'call #1 wait_for_ci {"build":101}',
+    'result #1: Build 101: green',
+    'assistant: ok: Build 101: green',
+  ];
   for (let i = 1; (await viaCan.status()).runs < 2; i++) {
     expect(i, 'turns before B continues the run as new').toBeLessThan(10);
     await viaCan.sendUserText(`more ${i}`);
@@ -403,13 +464,22 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (this release),
   expect(run2.events.some((e) => patchId(e) !== undefined)).toBe(false);
   // `touched` was woken by B in its first run: the marker is in the run A would have to replay.
   await touched.waitForIdle({ settled: true });
-  const touchedLines = ['user: call wait_for_ci {"build":102}', 'call #1 wait_for_ci {"build":102}', 'result #1: Build 102: green', 'assistant: ok: Build 102: green'];
+  const touchedLines = [
+    'user: call wait_for_ci {"build":102}',
+    'call #1 wait_for_ci {"build":102}',
+    'result #1: Build 102: green',
+    'assistant: ok: Build 102: green',
+  ];
   expect(render(await touched.history())).toEqual(touchedLines);
   const touchedRun = (await historiesOf(temporal, touched.threadId))[0]!;
   expect(touchedRun.events.some((e) => patchId(e) === V03)).toBe(true);
 
   // The SDK's own verdict, in this process: v0.1 code replays the continued run, and fails on the marked one.
-  await Worker.runReplayHistory({ workflowBundle: { codePath: V01_BUNDLE }, replayName: 'v0.1 on a run B continued' }, { events: run2.events }, viaCan.threadId);
+  await Worker.runReplayHistory(
+    { workflowBundle: { codePath: V01_BUNDLE }, replayName: 'v0.1 on a run B continued' },
+    { events: run2.events },
+    viaCan.threadId,
+  );
   const v01OnMarked = await Worker.runReplayHistory(
     { workflowBundle: { codePath: V01_BUNDLE }, replayName: 'v0.1 on a run B marked' },
     { events: touchedRun.events },
@@ -439,18 +509,26 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (this release),
   // The marked run: A's workflow task fails as nondeterministic on the marker; nothing is committed, the input waits.
   await touched.sendUserText('after rollback');
   const failure = await eventually(
-    async () => (await historiesOf(temporal, touched.threadId))[0]!.events.find((e) => e.workflowTaskFailedEventAttributes)?.workflowTaskFailedEventAttributes,
+    async () =>
+      (await historiesOf(temporal, touched.threadId))[0]!.events.find((e) => e.workflowTaskFailedEventAttributes)
+        ?.workflowTaskFailedEventAttributes,
     30_000,
     'build A to fail the marked run',
   );
-  expect(failure.cause).toBe(proto.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR);
+  expect(failure.cause).toBe(
+    proto.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR,
+  );
   expect(failure.failure?.message).toContain(`Non-deprecated patch marker encountered for change ${V03}`);
   expect(failure.identity).toBe('build-A');
   // What an operator sees: the client reports the thread failed, with Temporal's reason.
-  const stuck = await eventually(async () => {
-    const s = await touched.status();
-    return s.status === 'failed' ? s : undefined;
-  }, 30_000, 'the thread to show failed');
+  const stuck = await eventually(
+    async () => {
+      const s = await touched.status();
+      return s.status === 'failed' ? s : undefined;
+    },
+    30_000,
+    'the thread to show failed',
+  );
   expect(stuck.lastError).toContain(V03);
   expect(render(await touched.history())).toEqual(touchedLines);
 
@@ -458,11 +536,17 @@ it('parks 50 threads on build A (v0.1), finishes them on build B (this release),
   await a.stop();
   b = await startBuild('B', inject('workflowBundlePath'));
   await touched.waitForIdle({ settled: true, timeoutMs: 60_000 });
-  expect(render(await touched.history())).toEqual([...touchedLines, 'user: after rollback', 'assistant: ok: after rollback']);
+  expect(render(await touched.history())).toEqual([
+    ...touchedLines,
+    'user: after rollback',
+    'assistant: ok: after rollback',
+  ]);
   // Its only failures are A's, on the marker; B completed the task after them.
   const touchedFailures = taskFailures(await historiesOf(temporal, touched.threadId));
   expect(touchedFailures.length).toBeGreaterThan(0);
-  expect(touchedFailures.every((f) => f.includes(`Non-deprecated patch marker encountered for change ${V03}`))).toBe(true);
+  expect(touchedFailures.every((f) => f.includes(`Non-deprecated patch marker encountered for change ${V03}`))).toBe(
+    true,
+  );
   expect((await touched.status()).status).toBe('idle');
   await viaCan.sendUserText('forward again');
   await viaCan.waitForIdle({ settled: true });

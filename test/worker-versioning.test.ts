@@ -39,7 +39,15 @@ afterAll(async () => {
 
 /** What an operator runs to switch builds. It fails until a worker of the build has polled; hence the retries. */
 async function setCurrentVersion(deploymentName: string, buildId: string): Promise<void> {
-  const args = ['worker', 'deployment', 'set-current-version', '--deployment-name', deploymentName, '--build-id', buildId];
+  const args = [
+    'worker',
+    'deployment',
+    'set-current-version',
+    '--deployment-name',
+    deploymentName,
+    '--build-id',
+    buildId,
+  ];
   await eventually(
     () =>
       run(findTemporalCli({ install: false }), [...args, '--yes', '--address', inject('temporalAddress')]).then(
@@ -52,11 +60,17 @@ async function setCurrentVersion(deploymentName: string, buildId: string): Promi
 }
 
 /** The build that completed each workflow task of the thread, by event id. */
-async function buildsByTask(temporal: Client, threadId: string): Promise<{ eventId: number; buildId: string | undefined }[]> {
+async function buildsByTask(
+  temporal: Client,
+  threadId: string,
+): Promise<{ eventId: number; buildId: string | undefined }[]> {
   const history = await temporal.workflow.getHandle(threadId).fetchHistory();
   return (history.events ?? [])
     .filter((e) => e.workflowTaskCompletedEventAttributes)
-    .map((e) => ({ eventId: Number(e.eventId), buildId: e.workflowTaskCompletedEventAttributes!.deploymentVersion?.buildId ?? undefined }));
+    .map((e) => ({
+      eventId: Number(e.eventId),
+      buildId: e.workflowTaskCompletedEventAttributes!.deploymentVersion?.buildId ?? undefined,
+    }));
 }
 
 describe.each<{ behavior: VersioningBehavior; finishesOn: 'A' | 'B' }>([
@@ -78,7 +92,9 @@ describe.each<{ behavior: VersioningBehavior; finishesOn: 'A' | 'B' }>([
       // Each build signs its answer, so the history says which build's slice answered.
       model: new ScriptedModel((req) => {
         const last = req.messages[req.messages.length - 1]!;
-        return last.role === 'tool_result' ? { text: `finished on build ${buildId}` } : { toolCall: { name: 'wait_for_ci', args: {} } };
+        return last.role === 'tool_result'
+          ? { text: `finished on build ${buildId}` }
+          : { toolCall: { name: 'wait_for_ci', args: {} } };
       }),
       tools: [recordingTool('wait_for_ci', calls)],
       workflowBundle: { codePath: inject('workflowBundlePath') },
@@ -118,7 +134,12 @@ describe.each<{ behavior: VersioningBehavior; finishesOn: 'A' | 'B' }>([
 
     for (const t of threads) {
       expect(await t.waitForIdle({ settled: true })).toMatchObject({ status: 'idle', pendingCall: null });
-      expect(render(await t.history())).toEqual(['user: Is CI green?', 'call #1 wait_for_ci {}', 'result #1: CI green', `assistant: finished on build ${finishesOn}`]);
+      expect(render(await t.history())).toEqual([
+        'user: Is CI green?',
+        'call #1 wait_for_ci {}',
+        'result #1: CI green',
+        `assistant: finished on build ${finishesOn}`,
+      ]);
       const after = (await buildsByTask(temporal, t.threadId)).filter((x) => x.eventId > parkedAt.get(t.threadId)!);
       expect(after.length).toBeGreaterThan(0);
       expect(after.map((x) => x.buildId)).toEqual(after.map(() => finishesOn));
@@ -134,16 +155,28 @@ describe('the CLI worker', () => {
     const deploymentName = uid('cli-agents');
     const taskQueue = uid('cli-versioning');
     const storePath = join(inject('scratchDir'), `${taskQueue}.sqlite`);
-    const runner = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', storePath], {});
+    const runner = cliRunner(
+      () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', storePath],
+      {},
+    );
     const usage = await runner.run('worker', '--build-id', 'C');
-    expect(usage).toMatchObject({ code: 2, stderr: expect.stringContaining('needs both --deployment-name and --build-id') });
+    expect(usage).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('needs both --deployment-name and --build-id'),
+    });
 
-    const worker = runner.start(['worker', '--model', 'simulated', '--no-events', '--build-id', 'C'], { INFINITY_DEPLOYMENT_NAME: deploymentName });
+    const worker = runner.start(['worker', '--model', 'simulated', '--no-events', '--build-id', 'C'], {
+      INFINITY_DEPLOYMENT_NAME: deploymentName,
+    });
     try {
-      expect(await waitForLine(worker, /^(deployment .*)$/)).toBe(`deployment ${deploymentName} · build C · AUTO_UPGRADE`);
+      expect(await waitForLine(worker, /^(deployment .*)$/)).toBe(
+        `deployment ${deploymentName} · build C · AUTO_UPGRADE`,
+      );
       await setCurrentVersion(deploymentName, 'C');
       const temporal = new Client({ connection });
-      const thread = await new AgentClient({ client: temporal, taskQueue }).startThread({ threadId: uid('cli-thread') });
+      const thread = await new AgentClient({ client: temporal, taskQueue }).startThread({
+        threadId: uid('cli-thread'),
+      });
       expect(await thread.waitForIdle()).toMatchObject({ status: 'idle' });
       const tasks = await buildsByTask(temporal, thread.threadId);
       expect(tasks.length).toBeGreaterThan(0);

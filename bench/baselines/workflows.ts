@@ -8,7 +8,14 @@
  * - `blockingAgent`: the common pattern — the transcript lives in workflow state and is passed to each completion
  *   activity, and a tool call is an activity that waits for its result, holding a worker slot.
  */
-import { condition, defineSignal, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  condition,
+  defineSignal,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import { searchAttributes } from '../../src/workflows/definitions';
 
 export const userSignal = defineSignal<[string]>('user');
@@ -28,12 +35,18 @@ export interface BaselineActivities {
  * the completion that calls the tool, `idle` after the one that ends the turn), so the baseline keeps performing the
  * same Temporal operations per turn.
  */
-async function emptyBodiedAgent(complete: BaselineActivities['emptyCompletion'], threadId: string, turns: number, statusUpserts: boolean): Promise<void> {
+async function emptyBodiedAgent(
+  complete: BaselineActivities['emptyCompletion'],
+  threadId: string,
+  turns: number,
+  statusUpserts: boolean,
+): Promise<void> {
   let users = 0;
   let results = 0;
   setHandler(userSignal, () => void users++);
   setHandler(resultSignal, () => void results++);
-  const show = (value: string) => statusUpserts && upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value }]);
+  const show = (value: string) =>
+    statusUpserts && upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value }]);
   for (let turn = 0; turn < turns; turn++) {
     await condition(() => users > turn);
     await complete({ threadId, phase: 'call' });

@@ -66,7 +66,9 @@ export function groupedBarPanel(p: Panel, groups: BarGroup[], legend: { name: st
     const x0 = p.x + slot * bw;
     g.bars.forEach((b, i) => out.push(...bar(b, x0 + i * bw + bw * 0.1, bw * 0.8, p, scale)));
     g.name.split('\n').forEach((line, i) => {
-      out.push(`<text x="${x0 + (g.bars.length * bw) / 2}" y="${p.y + p.h + 30 + i * 14}" text-anchor="middle" font-size="12">${esc(line)}</text>`);
+      out.push(
+        `<text x="${x0 + (g.bars.length * bw) / 2}" y="${p.y + p.h + 30 + i * 14}" text-anchor="middle" font-size="12">${esc(line)}</text>`,
+      );
     });
     slot += g.bars.length + 1;
   }
@@ -79,6 +81,8 @@ export function groupedBarPanel(p: Panel, groups: BarGroup[], legend: { name: st
     lx += 24 + 6.5 * l.name.length;
   }
   const mid = p.y + p.h / 2;
-  out.push(`<text x="${p.x - 44}" y="${mid}" text-anchor="middle" font-size="12" transform="rotate(-90 ${p.x - 44} ${mid})">${esc(p.yLabel)}</text>`);
+  out.push(
+    `<text x="${p.x - 44}" y="${mid}" text-anchor="middle" font-size="12" transform="rotate(-90 ${p.x - 44} ${mid})">${esc(p.yLabel)}</text>`,
+  );
   return out.join('\n');
 }

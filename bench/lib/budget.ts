@@ -5,7 +5,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export type Budget = { mode: 'cgroup'; path: string; bytes: number } | { mode: 'measured'; bytes: number; why: string } | { mode: 'none' };
+export type Budget =
+  { mode: 'cgroup'; path: string; bytes: number } | { mode: 'measured'; bytes: number; why: string } | { mode: 'none' };
 
 export function enterMemoryBudget(bytes: number): Budget {
   const root = '/sys/fs/cgroup';

@@ -14,7 +14,16 @@ function niceMax(v: number): number {
   return Math.ceil(v / p) * p;
 }
 
-function linePanel(x0: number, y0: number, w: number, h: number, title: string, xLabel: string, yLabel: string, series: Series[]): string {
+function linePanel(
+  x0: number,
+  y0: number,
+  w: number,
+  h: number,
+  title: string,
+  xLabel: string,
+  yLabel: string,
+  series: Series[],
+): string {
   const all = series.flatMap((s) => s.points);
   const xMax = niceMax(Math.max(1, ...all.map((p) => p.x)));
   const yMax = niceMax(Math.max(1, ...all.map((p) => p.y)));
@@ -32,10 +41,15 @@ function linePanel(x0: number, y0: number, w: number, h: number, title: string, 
     out.push(`<text x="${sx(xv)}" y="${y0 + h + 16}" text-anchor="middle" font-size="11">${+xv.toPrecision(3)}</text>`);
   }
   out.push(`<text x="${x0 + w / 2}" y="${y0 + h + 34}" text-anchor="middle" font-size="12">${esc(xLabel)}</text>`);
-  out.push(`<text x="${x0 - 48}" y="${y0 + h / 2}" text-anchor="middle" font-size="12" transform="rotate(-90 ${x0 - 48} ${y0 + h / 2})">${esc(yLabel)}</text>`);
+  out.push(
+    `<text x="${x0 - 48}" y="${y0 + h / 2}" text-anchor="middle" font-size="12" transform="rotate(-90 ${x0 - 48} ${y0 + h / 2})">${esc(yLabel)}</text>`,
+  );
   series.forEach((s, i) => {
     const pts = [...s.points].sort((a, b) => a.x - b.x);
-    if (pts.length > 1) out.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2" points="${pts.map((p) => `${sx(p.x)},${sy(p.y)}`).join(' ')}"/>`);
+    if (pts.length > 1)
+      out.push(
+        `<polyline fill="none" stroke="${s.color}" stroke-width="2" points="${pts.map((p) => `${sx(p.x)},${sy(p.y)}`).join(' ')}"/>`,
+      );
     for (const p of pts) out.push(`<circle cx="${sx(p.x)}" cy="${sy(p.y)}" r="3" fill="${s.color}"/>`);
     out.push(`<rect x="${x0 + 10}" y="${y0 + 10 + i * 18}" width="10" height="10" fill="${s.color}"/>`);
     out.push(`<text x="${x0 + 26}" y="${y0 + 19 + i * 18}" font-size="12">${esc(s.name)}</text>`);
@@ -43,18 +57,33 @@ function linePanel(x0: number, y0: number, w: number, h: number, title: string, 
   return out.join('\n');
 }
 
-function barPanel(x0: number, y0: number, w: number, h: number, title: string, yLabel: string, bars: { name: string; value: number; color: string }[]): string {
+function barPanel(
+  x0: number,
+  y0: number,
+  w: number,
+  h: number,
+  title: string,
+  yLabel: string,
+  bars: { name: string; value: number; color: string }[],
+): string {
   const yMax = niceMax(Math.max(1, ...bars.map((b) => b.value)));
-  const out = [`<text x="${x0}" y="${y0 - 12}" font-weight="bold">${esc(title)}</text>`, `<rect x="${x0}" y="${y0}" width="${w}" height="${h}" fill="none" stroke="#999"/>`];
+  const out = [
+    `<text x="${x0}" y="${y0 - 12}" font-weight="bold">${esc(title)}</text>`,
+    `<rect x="${x0}" y="${y0}" width="${w}" height="${h}" fill="none" stroke="#999"/>`,
+  ];
   const bw = w / (bars.length * 2 + 1);
   bars.forEach((b, i) => {
     const bh = (b.value / yMax) * h;
     const x = x0 + bw * (1 + i * 2);
     out.push(`<rect x="${x}" y="${y0 + h - bh}" width="${bw}" height="${bh}" fill="${b.color}"/>`);
-    out.push(`<text x="${x + bw / 2}" y="${y0 + h - bh - 4}" text-anchor="middle" font-size="11">${b.value.toFixed(1)}</text>`);
+    out.push(
+      `<text x="${x + bw / 2}" y="${y0 + h - bh - 4}" text-anchor="middle" font-size="11">${b.value.toFixed(1)}</text>`,
+    );
     out.push(`<text x="${x + bw / 2}" y="${y0 + h + 16}" text-anchor="middle" font-size="12">${esc(b.name)}</text>`);
   });
-  out.push(`<text x="${x0 - 48}" y="${y0 + h / 2}" text-anchor="middle" font-size="12" transform="rotate(-90 ${x0 - 48} ${y0 + h / 2})">${esc(yLabel)}</text>`);
+  out.push(
+    `<text x="${x0 - 48}" y="${y0 + h / 2}" text-anchor="middle" font-size="12" transform="rotate(-90 ${x0 - 48} ${y0 + h / 2})">${esc(yLabel)}</text>`,
+  );
   return out.join('\n');
 }
 

@@ -19,7 +19,11 @@ export type Design = 'ours' | 'v01' | 'ceiling' | 'blocking';
 export const DESIGNS: readonly Design[] = ['ours', 'v01', 'ceiling', 'blocking'];
 
 /** The baselines' workflow per design (see `bench/baselines/workflows.ts`). */
-const BASELINE_WORKFLOW: Record<Exclude<Design, 'ours'>, string> = { v01: 'v01Agent', ceiling: 'ceilingAgent', blocking: 'blockingAgent' };
+const BASELINE_WORKFLOW: Record<Exclude<Design, 'ours'>, string> = {
+  v01: 'v01Agent',
+  ceiling: 'ceilingAgent',
+  blocking: 'blockingAgent',
+};
 
 export interface FleetOptions {
   design: Design;
@@ -42,7 +46,10 @@ export interface FleetOptions {
  * What the driver does with an agent: `turns` runs it through `turns` turns, each tool answering after `toolDelayMs`;
  * `turns-then-park` runs `turns` full turns (each tool answered at once) and parks it on the tool call of the next.
  */
-type AgentMode = { kind: 'turns'; turns: number; toolDelayMs: number } | { kind: 'turns-then-park'; turns: number } | { kind: 'subscribe' };
+type AgentMode =
+  | { kind: 'turns'; turns: number; toolDelayMs: number }
+  | { kind: 'turns-then-park'; turns: number }
+  | { kind: 'subscribe' };
 
 interface AgentState {
   id: string;
@@ -75,7 +82,8 @@ export class Fleet {
 
   constructor(readonly opts: FleetOptions) {
     this.taskQueue = `bench-${opts.design}-${Date.now()}`;
-    if ((opts.workers ?? 1) !== 1 && opts.design !== 'ours') throw new Error(`only ours runs several worker processes, not ${opts.design}`);
+    if ((opts.workers ?? 1) !== 1 && opts.design !== 'ours')
+      throw new Error(`only ours runs several worker processes, not ${opts.design}`);
     this.processes = new WorkerProcesses(opts.design, (m) => this.onMessage(m));
   }
 
@@ -92,7 +100,11 @@ export class Fleet {
   async start(): Promise<void> {
     const connection = await Connection.connect({ address: this.opts.address });
     this.client = new Client({ connection });
-    this.agentClient = new AgentClient({ client: this.client, taskQueue: this.taskQueue, threadOptions: this.opts.threadOptions });
+    this.agentClient = new AgentClient({
+      client: this.client,
+      taskQueue: this.taskQueue,
+      threadOptions: this.opts.threadOptions,
+    });
     await this.processes.start(this.opts.workers ?? 1, {
       DESIGN: this.opts.design,
       TEMPORAL_ADDRESS: this.opts.address,
@@ -139,14 +151,18 @@ export class Fleet {
     const text = `Turn ${a.turn}: is build ${a.turn + 1} green?`;
     try {
       if (this.opts.design === 'ours') {
-        await this.agentClient.sendUserText(a.id, text, { id: `${a.id}-u${a.turn}`, ...(a.priority && { priority: a.priority }) });
+        await this.agentClient.sendUserText(a.id, text, {
+          id: `${a.id}-u${a.turn}`,
+          ...(a.priority && { priority: a.priority }),
+        });
       } else {
         const workflow = BASELINE_WORKFLOW[this.opts.design];
         // The workflow's turns: a parking agent's last turn is the one it parks in.
         if (a.mode.kind === 'subscribe') throw new Error('only ours subscribes');
         const turns = a.mode.kind === 'turns' ? a.mode.turns : a.mode.turns + 1;
         // The empty-bodied baselines write the status attribute exactly when ours does.
-        const statusUpserts = this.opts.design !== 'blocking' && this.opts.threadOptions?.statusSearchAttribute !== false;
+        const statusUpserts =
+          this.opts.design !== 'blocking' && this.opts.threadOptions?.statusSearchAttribute !== false;
         await this.client.workflow.signalWithStart(workflow, {
           workflowId: a.id,
           taskQueue: this.taskQueue,
@@ -168,7 +184,9 @@ export class Fleet {
     a.resultSentAt = now();
     try {
       if (this.opts.design === 'ours') {
-        await this.agentClient.deliver(toolResult({ threadId: a.id, toolCallId: call }, `Build status for ${call}: green`));
+        await this.agentClient.deliver(
+          toolResult({ threadId: a.id, toolCallId: call }, `Build status for ${call}: green`),
+        );
       } else if (this.opts.design === 'blocking') {
         this.processes.sendFirst({ k: 'result', id: a.id, call });
       } else {
@@ -184,7 +202,9 @@ export class Fleet {
     a.subscription = a.pendingCall;
     a.pendingCall = undefined;
     try {
-      await this.agentClient.deliver(toolResult({ threadId: a.id, toolCallId: a.subscription! }, 'Watching the pipeline.', { subscription: true }));
+      await this.agentClient.deliver(
+        toolResult({ threadId: a.id, toolCallId: a.subscription! }, 'Watching the pipeline.', { subscription: true }),
+      );
     } catch (e) {
       this.fail(e);
     }
@@ -199,7 +219,14 @@ export class Fleet {
     const states = ids.map((id) => {
       let resolve!: () => void;
       done.push(new Promise<void>((r) => (resolve = r)));
-      const a: AgentState = { id, mode: { kind: 'subscribe' }, turn: 0, done: resolve, parked: () => {}, ...(priority && { priority }) };
+      const a: AgentState = {
+        id,
+        mode: { kind: 'subscribe' },
+        turn: 0,
+        done: resolve,
+        parked: () => {},
+        ...(priority && { priority }),
+      };
       this.agents.set(id, a);
       return a;
     });
@@ -212,20 +239,36 @@ export class Fleet {
     const a = this.agents.get(id);
     if (!a?.subscription) throw new Error(`agent ${id} has no subscription`);
     try {
-      await this.agentClient.deliver(subscriptionEvent({ threadId: id, toolCallId: a.subscription }, text, { associative: true }));
+      await this.agentClient.deliver(
+        subscriptionEvent({ threadId: id, toolCallId: a.subscription }, text, { associative: true }),
+      );
     } catch (e) {
       this.fail(e);
     }
   }
 
   /** Runs agents through `turns` turns each; resolves when all are done. */
-  async runTurns(ids: string[], turns: number, toolDelayMs: number, concurrency = 200, staggerMs = 0, priority?: ThreadPriority): Promise<void> {
+  async runTurns(
+    ids: string[],
+    turns: number,
+    toolDelayMs: number,
+    concurrency = 200,
+    staggerMs = 0,
+    priority?: ThreadPriority,
+  ): Promise<void> {
     const done: Promise<void>[] = [];
     const starts: AgentState[] = [];
     for (const id of ids) {
       let resolveDone!: () => void;
       done.push(new Promise<void>((r) => (resolveDone = r)));
-      const a: AgentState = { id, mode: { kind: 'turns', turns, toolDelayMs }, turn: 0, done: resolveDone, parked: () => {}, ...(priority && { priority }) };
+      const a: AgentState = {
+        id,
+        mode: { kind: 'turns', turns, toolDelayMs },
+        turn: 0,
+        done: resolveDone,
+        parked: () => {},
+        ...(priority && { priority }),
+      };
       this.agents.set(id, a);
       starts.push(a);
     }

@@ -5,7 +5,9 @@ import { median } from './stats';
 
 /** A history event's type as a short name: `EVENT_TYPE_MARKER_RECORDED` (or its number) → `marker_recorded`. */
 export const eventTypeName = (t: unknown): string =>
-  ((typeof t === 'number' ? proto.api.enums.v1.EventType[t] : undefined) ?? String(t)).replace(/^EVENT_TYPE_/, '').toLowerCase();
+  ((typeof t === 'number' ? proto.api.enums.v1.EventType[t] : undefined) ?? String(t))
+    .replace(/^EVENT_TYPE_/, '')
+    .toLowerCase();
 
 export interface HistoryCost {
   eventsPerTurn: number;

@@ -44,7 +44,11 @@ export function cpuSeconds(pid: number, reaped = false): number {
 export function processTree(pid: number): number[] {
   const out = [pid];
   try {
-    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
     for (const c of children) out.push(...processTree(c));
   } catch {
     // no children file or process gone
@@ -123,7 +127,9 @@ export class RssSampler {
       const reaped = this.opts.reaped?.includes(role) ?? false;
       const pss = this.opts.pss?.includes(role) ?? false;
       rss[role] = self ? process.memoryUsage.rss() : roots.reduce((sum, p) => sum + treeRss(p, pss), 0);
-      cpu[role] = self ? (process.cpuUsage().user + process.cpuUsage().system) / 1e6 : roots.reduce((sum, p) => sum + treeCpu(p, reaped), 0);
+      cpu[role] = self
+        ? (process.cpuUsage().user + process.cpuUsage().system) / 1e6
+        : roots.reduce((sum, p) => sum + treeCpu(p, reaped), 0);
     }
     const s: RssSample = { t: Date.now(), rss, cpu, phase: this.phase };
     if (this.idleAgents !== undefined) s.idleAgents = this.idleAgents;

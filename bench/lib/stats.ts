@@ -10,7 +10,11 @@ export function percentile(values: readonly number[], p: number): number {
 export const median = (values: readonly number[]) => percentile(values, 50);
 
 /** Least-squares line y = slope·x + intercept. */
-export function linearFit(points: readonly { x: number; y: number }[]): { slope: number; intercept: number; r2: number } {
+export function linearFit(points: readonly { x: number; y: number }[]): {
+  slope: number;
+  intercept: number;
+  r2: number;
+} {
   const n = points.length;
   if (n < 2) return { slope: NaN, intercept: NaN, r2: NaN };
   const mx = points.reduce((s, p) => s + p.x, 0) / n;
@@ -29,4 +33,5 @@ export function linearFit(points: readonly { x: number; y: number }[]): { slope:
 }
 
 export const MiB = 1024 * 1024;
-export const fmtBytes = (b: number) => (Math.abs(b) >= MiB ? `${(b / MiB).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
+export const fmtBytes = (b: number) =>
+  Math.abs(b) >= MiB ? `${(b / MiB).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`;

@@ -24,10 +24,16 @@ export interface Bench {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Whether total RSS has passed the run's memory budget at any sample so far. */
-export const budgetExceeded = (b: Bench) => b.cfg.budgetBytes !== undefined && b.sampler.samples.some((s) => total(s) > b.cfg.budgetBytes!);
+export const budgetExceeded = (b: Bench) =>
+  b.cfg.budgetBytes !== undefined && b.sampler.samples.some((s) => total(s) > b.cfg.budgetBytes!);
 
 /** Starts `design`'s worker process as the measured one. */
-export async function startFleet(b: Bench, design: Design, activitySlots: number, workflowSlots?: number): Promise<Fleet> {
+export async function startFleet(
+  b: Bench,
+  design: Design,
+  activitySlots: number,
+  workflowSlots?: number,
+): Promise<Fleet> {
   const fleet = new Fleet({
     design,
     address: b.address,

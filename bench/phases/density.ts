@@ -26,15 +26,34 @@ export async function densityPhase(b: Bench): Promise<DensityResult | undefined>
     // Excluding the empty start: the worker's workflow cache and the server's history cache fill with the first
     // few thousand agents and then stay flat, so the marginal cost is the slope over the parked points only.
     const marginal = linearFit(points.slice(1).map((p) => ({ x: p.agents, y: p.total })));
-    const runtimeMarginal = linearFit(points.slice(1).map((p) => ({ x: p.agents, y: (p.rss.server ?? 0) + (p.rss.worker ?? 0) })));
-    b.memorySeries.push({ name: 'ours: agents parked mid-conversation', color: '#9467bd', points: points.map((p) => ({ x: p.agents, y: p.total / MiB })) });
+    const runtimeMarginal = linearFit(
+      points.slice(1).map((p) => ({ x: p.agents, y: (p.rss.server ?? 0) + (p.rss.worker ?? 0) })),
+    );
+    b.memorySeries.push({
+      name: 'ours: agents parked mid-conversation',
+      color: '#9467bd',
+      points: points.map((p) => ({ x: p.agents, y: p.total / MiB })),
+    });
 
     let long: DensityResult['long'];
     if (cfg.longDensity.length > 0) {
       b.sampler.phase = 'density long';
       // Agents busy with their turns are bounded by the workflow cache, so that they do not evict each other.
-      const series = await parkSeries(b, fleet, cfg.longDensity, 'density-long', LONG_TURNS, Math.min(300, cfg.maxCachedWorkflows), short.ids.length);
-      long = { historyTurns: LONG_TURNS + 1, ...series.result, parkSeconds: series.seconds, agentsParkedPerSecond: series.ids.length / series.seconds };
+      const series = await parkSeries(
+        b,
+        fleet,
+        cfg.longDensity,
+        'density-long',
+        LONG_TURNS,
+        Math.min(300, cfg.maxCachedWorkflows),
+        short.ids.length,
+      );
+      long = {
+        historyTurns: LONG_TURNS + 1,
+        ...series.result,
+        parkSeconds: series.seconds,
+        agentsParkedPerSecond: series.ids.length / series.seconds,
+      };
       b.memorySeries.push({
         name: `ours: parked on turn ${LONG_TURNS + 1} (x: agents of that series)`,
         color: '#8c564b',
@@ -71,7 +90,15 @@ export async function densityPhase(b: Bench): Promise<DensityResult | undefined>
  * point is the settled RSS right before the series. Disk per agent is the growth of the Temporal database and the
  * conversation store over the series.
  */
-async function parkSeries(b: Bench, fleet: Fleet, sizes: number[], prefix: string, turns: number, concurrency: number, idleBefore = 0) {
+async function parkSeries(
+  b: Bench,
+  fleet: Fleet,
+  sizes: number[],
+  prefix: string,
+  turns: number,
+  concurrency: number,
+  idleBefore = 0,
+) {
   const dbBefore = sqliteBytes(b.dbFile);
   const storeBefore = sqliteBytes(b.storeFile);
   const point = (s: RssSample, agents: number): DensityPoint => ({ agents, rss: s.rss, total: total(s) });
@@ -94,7 +121,10 @@ async function parkSeries(b: Bench, fleet: Fleet, sizes: number[], prefix: strin
     slopeBytesPerAgent: slope((p) => p.total),
     workerSlopeBytesPerAgent: slope((p) => p.rss.worker ?? 0),
     serverSlopeBytesPerAgent: slope((p) => p.rss.server ?? 0),
-    diskBytesPerAgent: { temporal: (sqliteBytes(b.dbFile) - dbBefore) / ids.length, store: (sqliteBytes(b.storeFile) - storeBefore) / ids.length },
+    diskBytesPerAgent: {
+      temporal: (sqliteBytes(b.dbFile) - dbBefore) / ids.length,
+      store: (sqliteBytes(b.storeFile) - storeBefore) / ids.length,
+    },
   };
   return { ids, seconds, result };
 }
@@ -130,5 +160,11 @@ async function wakeAndCheck(b: Bench, fleet: Fleet, ids: string[]): Promise<Dens
   } finally {
     await store.close();
   }
-  return { sample: sample.length, exact, failures, seconds, latencyMs: { p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99) } };
+  return {
+    sample: sample.length,
+    exact,
+    failures,
+    seconds,
+    latencyMs: { p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99) },
+  };
 }

@@ -17,5 +17,11 @@ export async function latencyPhase(b: Bench, design: Design, fleet: Fleet): Prom
   fleet.resetCounters();
   const ids = Array.from({ length: cfg.latencyAgents }, (_, i) => `${design}-lat-${i}-${Date.now()}`);
   await fleet.runTurns(ids, 1, cfg.latencyToolDelayMs, 200, cfg.latencyToolDelayMs);
-  return { agents: ids.length, toolDelayMs: cfg.latencyToolDelayMs, p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99), n: fleet.latencies.length };
+  return {
+    agents: ids.length,
+    toolDelayMs: cfg.latencyToolDelayMs,
+    p50: percentile(fleet.latencies, 50),
+    p99: percentile(fleet.latencies, 99),
+    n: fleet.latencies.length,
+  };
 }

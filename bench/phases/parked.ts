@@ -27,7 +27,11 @@ export async function parkedPhase(b: Bench, design: Design, fleet: Fleet): Promi
     samples.push(await settledSample(b, fleet, 1500));
   }
   const points = samples.map((s, i) => ({ agents: i * cfg.parked, worker: s.rss.worker ?? 0, total: total(s) }));
-  b.memorySeries.push({ name: `${design}: agents waiting on tools`, color: COLORS[design], points: points.map((p) => ({ x: p.agents, y: p.total / MiB })) });
+  b.memorySeries.push({
+    name: `${design}: agents waiting on tools`,
+    color: COLORS[design],
+    points: points.map((p) => ({ x: p.agents, y: p.total / MiB })),
+  });
   b.progress = `releasing ${all.length}`;
   await fleet.release(all);
   return {

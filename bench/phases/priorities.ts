@@ -23,7 +23,8 @@ async function run(b: Bench, mode: Mode): Promise<PriorityRun> {
   const stamp = Date.now();
   try {
     b.sampler.phase = `priorities (${mode})`;
-    const background = mode === 'alone' ? [] : Array.from({ length: cfg.priorityThreads }, (_, i) => `prio-bg-${mode}-${i}-${stamp}`);
+    const background =
+      mode === 'alone' ? [] : Array.from({ length: cfg.priorityThreads }, (_, i) => `prio-bg-${mode}-${i}-${stamp}`);
     b.progress = `subscribing ${background.length} background threads`;
     await fleet.subscribeAll(background, mode === 'with' ? { priorityKey: 4 } : FLAT);
     fleet.resetCounters();
@@ -33,10 +34,14 @@ async function run(b: Bench, mode: Mode): Promise<PriorityRun> {
     let userMs = 0;
     const events = mode === 'alone' ? 0 : cfg.priorityEvents;
     b.progress = `${events} events into ${background.length} threads while one user thread runs ${cfg.priorityTurns} turns`;
-    const flood = pool(Array.from({ length: events }, (_, i) => i), 20, (i) => fleet.event(background[i % background.length]!, `Pipeline event ${i}: stage passed.`)).then(
-      () => (floodMs = performance.now() - started),
-    );
-    const turns = fleet.runTurns([user], cfg.priorityTurns, cfg.toolDelayMs, 1, 0, mode === 'without' ? FLAT : undefined).then(() => (userMs = performance.now() - started));
+    const flood = pool(
+      Array.from({ length: events }, (_, i) => i),
+      20,
+      (i) => fleet.event(background[i % background.length]!, `Pipeline event ${i}: stage passed.`),
+    ).then(() => (floodMs = performance.now() - started));
+    const turns = fleet
+      .runTurns([user], cfg.priorityTurns, cfg.toolDelayMs, 1, 0, mode === 'without' ? FLAT : undefined)
+      .then(() => (userMs = performance.now() - started));
     await Promise.all([flood, turns]);
     return {
       p50: percentile(fleet.latencies, 50),

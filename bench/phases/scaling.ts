@@ -82,21 +82,38 @@ async function cellStore(b: ScalingBench, name: string, store: ScalingStore): Pr
 }
 
 /** Runs one cell on `target`, a server started for it (the caller stops it). */
-export async function runCell(b: ScalingBench, target: ScalingTarget, store: ScalingStore, workers: number): Promise<ScalingCell> {
+export async function runCell(
+  b: ScalingBench,
+  target: ScalingTarget,
+  store: ScalingStore,
+  workers: number,
+): Promise<ScalingCell> {
   const { cfg } = b;
   const serverRestRss = b.sampler.sample().rss.server ?? 0;
   const name = `store_${target.kind}_${store}_${workers}w_${Date.now()}`;
   const label = `${target.kind}/${store}/${workers}w`;
   b.sampler.phase = `${label} start`;
   const spec = await cellStore(b, name, store);
-  const fleet = new Fleet({ design: 'ours', address: target.address, store: spec, bundlePath: b.bundlePath, workers, maxCachedWorkflows: cfg.maxCachedWorkflows, activitySlots: 200 });
+  const fleet = new Fleet({
+    design: 'ours',
+    address: target.address,
+    store: spec,
+    bundlePath: b.bundlePath,
+    workers,
+    maxCachedWorkflows: cfg.maxCachedWorkflows,
+    activitySlots: 200,
+  });
   b.fleet = fleet;
   try {
     await fleet.start();
     b.sampler.phase = `${label} warm-up`;
     b.progress = `${label}: warm-up, ${b.sc.warmupAgents} agents × 1 turn`;
-    if (!(await within(fleet.runTurns(ids(`${label}-warm`, b.sc.warmupAgents), 1, cfg.toolDelayMs), b.sc.cellTimeoutMs))) {
-      throw new Error(`${label}: the warm-up did not finish within ${b.sc.cellTimeoutMs} ms (${fleet.errors.join('; ') || 'no error reported'})`);
+    if (
+      !(await within(fleet.runTurns(ids(`${label}-warm`, b.sc.warmupAgents), 1, cfg.toolDelayMs), b.sc.cellTimeoutMs))
+    ) {
+      throw new Error(
+        `${label}: the warm-up did not finish within ${b.sc.cellTimeoutMs} ms (${fleet.errors.join('; ') || 'no error reported'})`,
+      );
     }
     fleet.resetCounters();
     b.sampler.phase = label;
@@ -159,7 +176,9 @@ function cellResult(
   const cpu = (g: Group) => (m.c1.cpu[g] ?? 0) - (m.c0.cpu[g] ?? 0);
   const perCompletion = (seconds: number) => (seconds * 1000) / n;
   const cpuMsPerCompletion = Object.fromEntries(GROUPS.map((g) => [g, perCompletion(cpu(g))])) as Record<Group, number>;
-  const byDb = backendCpuDelta(m.pg0, m.pg1, (db) => (db === m.database ? 'store' : target.databases.includes(db) ? 'temporal' : 'other'));
+  const byDb = backendCpuDelta(m.pg0, m.pg1, (db) =>
+    db === m.database ? 'store' : target.databases.includes(db) ? 'temporal' : 'other',
+  );
   const pgTemporal = byDb.temporal ?? 0;
   const pgStore = byDb.store ?? 0;
   return {
@@ -173,7 +192,11 @@ function cellResult(
     completions: fleet.completions,
     seconds: m.seconds,
     completionsPerSecond: fleet.completions / m.seconds,
-    latencyMs: { p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99), n: fleet.latencies.length },
+    latencyMs: {
+      p50: percentile(fleet.latencies, 50),
+      p99: percentile(fleet.latencies, 99),
+      n: fleet.latencies.length,
+    },
     cpuMsPerCompletion,
     cores: Object.fromEntries(GROUPS.map((g) => [g, cpu(g) / m.seconds])) as Record<Group, number>,
     otherCores: Math.max(0, (m.machineBusy - GROUPS.reduce((s, g) => s + cpu(g), 0)) / m.seconds),
@@ -183,7 +206,10 @@ function cellResult(
       // Never below 0: the totals and the backends are read at slightly different moments, in ticks of 10 ms.
       other: Math.max(0, perCompletion(cpu('postgres') - pgTemporal - pgStore)),
     },
-    rss: Object.fromEntries(GROUPS.map((g) => [g, Math.max(0, ...m.samples.map((s) => s.rss[g] ?? 0))])) as Record<Group, number>,
+    rss: Object.fromEntries(GROUPS.map((g) => [g, Math.max(0, ...m.samples.map((s) => s.rss[g] ?? 0))])) as Record<
+      Group,
+      number
+    >,
     bottleneck: GROUPS.reduce((a, g) => (cpuMsPerCompletion[g] > cpuMsPerCompletion[a] ? g : a)),
     errors: [...fleet.errors],
   };

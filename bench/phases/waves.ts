@@ -53,7 +53,10 @@ export async function wavesPhase(b: Bench, runs: Map<Design, DesignRun>): Promis
       const seconds = (performance.now() - t0) / 1000;
       const c1 = b.sampler.sample();
       const cpuMsPerCompletion = Object.fromEntries(
-        Object.keys(c1.cpu).map((role) => [role, ((c1.cpu[role]! - (c0.cpu[role] ?? 0)) * 1000) / Math.max(1, fleet.completions)]),
+        Object.keys(c1.cpu).map((role) => [
+          role,
+          ((c1.cpu[role]! - (c0.cpu[role] ?? 0)) * 1000) / Math.max(1, fleet.completions),
+        ]),
       );
       run.idle += design === 'ours' ? ids.length : 0;
       b.sampler.idleAgents = run.idle;
@@ -66,7 +69,11 @@ export async function wavesPhase(b: Bench, runs: Map<Design, DesignRun>): Promis
         completions: fleet.completions,
         completionsPerSecond: fleet.completions / seconds,
         cpuMsPerCompletion,
-        latencyMs: { p50: percentile(fleet.latencies, 50), p99: percentile(fleet.latencies, 99), n: fleet.latencies.length },
+        latencyMs: {
+          p50: percentile(fleet.latencies, 50),
+          p99: percentile(fleet.latencies, 99),
+          n: fleet.latencies.length,
+        },
         ...cost,
         workflowTasksPerCompletion: cost.workflowTasksPerTurn / 2,
         idleAgentsAfter: run.idle,

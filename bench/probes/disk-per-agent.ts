@@ -24,19 +24,33 @@ function tableBytes(file: string): Map<string, number> {
   const db = new Database(file);
   try {
     db.pragma('wal_checkpoint(TRUNCATE)');
-    const rows = db.prepare('SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name').all() as { name: string; bytes: number }[];
+    const rows = db.prepare('SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name').all() as {
+      name: string;
+      bytes: number;
+    }[];
     return new Map(rows.map((r) => [r.name, r.bytes]));
   } finally {
     db.close();
   }
 }
 
-function printGrowth(label: string, before: Map<string, number>, after: Map<string, number>, agents: number, file: string): void {
-  const rows = [...after].map(([name, bytes]) => ({ name, per: (bytes - (before.get(name) ?? 0)) / agents })).filter((r) => r.per > 1);
+function printGrowth(
+  label: string,
+  before: Map<string, number>,
+  after: Map<string, number>,
+  agents: number,
+  file: string,
+): void {
+  const rows = [...after]
+    .map(([name, bytes]) => ({ name, per: (bytes - (before.get(name) ?? 0)) / agents }))
+    .filter((r) => r.per > 1);
   rows.sort((a, b) => b.per - a.per);
   const sum = rows.reduce((s, r) => s + r.per, 0);
-  console.log(`${label}: ${(sum / 1024).toFixed(2)} KiB per agent in pages (file ${(statSync(file).size / 1024 / 1024).toFixed(1)} MiB)`);
-  for (const r of rows.slice(0, Number(process.env.ROWS ?? 14))) console.log(`  ${r.name.padEnd(48)} ${(r.per / 1024).toFixed(2)} KiB`);
+  console.log(
+    `${label}: ${(sum / 1024).toFixed(2)} KiB per agent in pages (file ${(statSync(file).size / 1024 / 1024).toFixed(1)} MiB)`,
+  );
+  for (const r of rows.slice(0, Number(process.env.ROWS ?? 14)))
+    console.log(`  ${r.name.padEnd(48)} ${(r.per / 1024).toFixed(2)} KiB`);
 }
 
 async function main() {
@@ -49,11 +63,25 @@ async function main() {
   const store = new SqliteConversationStore(storePath);
   const connection = await NativeConnection.connect({ address: server.address });
   const parked = new Set<string>();
-  const tool = defineTool({ name: 'bench_tool', description: 'answers much later', parameters: { type: 'object' }, execute: (_a, ctx) => void parked.add(ctx.threadId) });
+  const tool = defineTool({
+    name: 'bench_tool',
+    description: 'answers much later',
+    parameters: { type: 'object' },
+    execute: (_a, ctx) => void parked.add(ctx.threadId),
+  });
   const taskQueue = `disk-${Date.now()}`;
-  const worker = await createAgentWorker({ connection, taskQueue, store, model: new SimulatedModel({ toolName: 'bench_tool' }), tools: [tool] });
+  const worker = await createAgentWorker({
+    connection,
+    taskQueue,
+    store,
+    model: new SimulatedModel({ toolName: 'bench_tool' }),
+    tools: [tool],
+  });
   const running = worker.run();
-  const client = new AgentClient({ client: new Client({ connection: await Connection.connect({ address: server.address }) }), taskQueue });
+  const client = new AgentClient({
+    client: new Client({ connection: await Connection.connect({ address: server.address }) }),
+    taskQueue,
+  });
   try {
     // One warm-up agent, so the namespace's and task queue's first rows are not counted.
     await client.sendUserText('warm-up', 'Is build 1 green?');
@@ -61,7 +89,8 @@ async function main() {
     const beforeT = tableBytes(dbFile);
     const beforeS = tableBytes(storePath);
     const ids = Array.from({ length: agents }, (_, i) => `disk-${i}`);
-    for (let i = 0; i < ids.length; i += 50) await Promise.all(ids.slice(i, i + 50).map((id) => client.sendUserText(id, 'Turn 0: is build 1 green?')));
+    for (let i = 0; i < ids.length; i += 50)
+      await Promise.all(ids.slice(i, i + 50).map((id) => client.sendUserText(id, 'Turn 0: is build 1 green?')));
     while (ids.some((id) => !parked.has(id))) await new Promise((r) => setTimeout(r, 100));
     await new Promise((r) => setTimeout(r, 2000));
     printGrowth('Temporal (dev server SQLite)', beforeT, tableBytes(dbFile), agents, dbFile);
@@ -73,7 +102,10 @@ async function main() {
       payload += bytes;
       console.log(`  ${eventTypeName(e.eventType).padEnd(40)} ~${bytes} B as JSON`);
     }
-    if (process.env.DUMP) console.log(JSON.stringify(events, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString() : v), 1));
+    if (process.env.DUMP)
+      console.log(
+        JSON.stringify(events, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString() : v), 1),
+      );
     console.log(`one agent: ${events.length} events, ~${(payload / 1024).toFixed(1)} KiB as JSON`);
   } finally {
     await worker.shutdown();

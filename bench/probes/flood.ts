@@ -23,7 +23,11 @@ async function main() {
     const last = [...req.messages].reverse().find((m) => m.role === 'user');
     return { text: `ok: ${last?.role === 'user' ? last.text.slice(0, 30) : ''}`, chunks: 3, delayMs: 5 };
   });
-  const sys = await startLocalSystem({ model, dataDir: mkdtempSync(join(tmpdir(), 'flood-')), devServer: { ui: false, dynamicConfig: JSON.parse(process.env.FLOOD_DC ?? '{}') } });
+  const sys = await startLocalSystem({
+    model,
+    dataDir: mkdtempSync(join(tmpdir(), 'flood-')),
+    devServer: { ui: false, dynamicConfig: JSON.parse(process.env.FLOOD_DC ?? '{}') },
+  });
   const thread = await sys.client.startThread({ threadId: 'flood' });
   const t0 = Date.now();
   let next = 0;
@@ -36,7 +40,14 @@ async function main() {
           await thread.sendUserText(`text ${i}`, `text-${i}`);
         } catch (e) {
           failedSends++;
-          if (failedSends < 3) console.error('send failed', (e as Error).name, (e as Error).message, String((e as Error).cause), JSON.stringify((e as { cause?: { code?: unknown; details?: unknown } }).cause?.code));
+          if (failedSends < 3)
+            console.error(
+              'send failed',
+              (e as Error).name,
+              (e as Error).message,
+              String((e as Error).cause),
+              JSON.stringify((e as { cause?: { code?: unknown; details?: unknown } }).cause?.code),
+            );
         }
       }
     }),
@@ -66,20 +77,47 @@ async function main() {
     console.error(`replayed run of ${h.events?.length} events in ${Date.now() - r0} ms`);
     const failures = (h.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes);
     wftFailed += failures.length;
-    for (const f of failures.slice(0, 3)) console.error('workflow task failed:', f.workflowTaskFailedEventAttributes?.cause, f.workflowTaskFailedEventAttributes?.failure?.message?.slice(0, 300));
+    for (const f of failures.slice(0, 3))
+      console.error(
+        'workflow task failed:',
+        f.workflowTaskFailedEventAttributes?.cause,
+        f.workflowTaskFailedEventAttributes?.failure?.message?.slice(0, 300),
+      );
     historyEvents += h.events?.length ?? 0;
     // How long each workflow task took on the worker (started → completed/failed), from the server's timestamps.
     let started: number | undefined;
     for (const e of h.events ?? []) {
       const t = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
       if (e.workflowTaskStartedEventAttributes) started = t;
-      else if ((e.workflowTaskCompletedEventAttributes || e.workflowTaskFailedEventAttributes) && started !== undefined) {
+      else if (
+        (e.workflowTaskCompletedEventAttributes || e.workflowTaskFailedEventAttributes) &&
+        started !== undefined
+      ) {
         taskMs.push(t - started);
         started = undefined;
       }
     }
   }
-  console.log(JSON.stringify({ total, concurrency, sentMs, idleMs: Date.now() - t0, runs: end.runs, historyEvents, slices: end.slices, failedSends, missing, doubled, wftFailed, workflowTasks: taskMs.length, taskMsMax: Math.max(...taskMs), taskMsP50: taskMs.sort((a, b) => a - b)[Math.floor(taskMs.length / 2)], dropped: end.dropped, rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20) }));
+  console.log(
+    JSON.stringify({
+      total,
+      concurrency,
+      sentMs,
+      idleMs: Date.now() - t0,
+      runs: end.runs,
+      historyEvents,
+      slices: end.slices,
+      failedSends,
+      missing,
+      doubled,
+      wftFailed,
+      workflowTasks: taskMs.length,
+      taskMsMax: Math.max(...taskMs),
+      taskMsP50: taskMs.sort((a, b) => a - b)[Math.floor(taskMs.length / 2)],
+      dropped: end.dropped,
+      rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
+    }),
+  );
   await sys.shutdown();
 }
 

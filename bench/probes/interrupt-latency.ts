@@ -27,7 +27,9 @@ async function main() {
   const finished = new Map<string, () => void>();
   const model = new ScriptedModel((req) => {
     const last = req.messages.at(-1)!;
-    return last.role === 'user' && last.text === 'write' ? { text: 'word '.repeat(200), chunks: 200, delayMs: 50 } : { text: 'ok' };
+    return last.role === 'user' && last.text === 'write'
+      ? { text: 'word '.repeat(200), chunks: 200, delayMs: 50 }
+      : { text: 'ok' };
   });
   const taskQueue = 'interrupt-probe';
   const worker = await createAgentWorker({
@@ -40,7 +42,11 @@ async function main() {
     },
   });
   const running = worker.run();
-  const client = new AgentClient({ client: new Client({ connection: await Connection.connect({ address: server.address }) }), taskQueue, threadOptions: { localSliceBudgetMs: budget } });
+  const client = new AgentClient({
+    client: new Client({ connection: await Connection.connect({ address: server.address }) }),
+    taskQueue,
+    threadOptions: { localSliceBudgetMs: budget },
+  });
   const latencies: number[] = [];
   try {
     for (let i = 0; i < samples; i++) {
@@ -55,7 +61,9 @@ async function main() {
       await thread.waitForIdle({ settled: true });
     }
     const f = (p: number) => percentile(latencies, p).toFixed(0);
-    console.log(`budget ${budget} ms, ${samples} samples: user text → interrupted slice committed p50 ${f(50)} ms, p90 ${f(90)} ms, max ${f(100)} ms`);
+    console.log(
+      `budget ${budget} ms, ${samples} samples: user text → interrupted slice committed p50 ${f(50)} ms, p90 ${f(90)} ms, max ${f(100)} ms`,
+    );
   } finally {
     await worker.shutdown();
     await running;

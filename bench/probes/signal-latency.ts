@@ -43,7 +43,13 @@ async function main() {
       latencies.push((await start) - t0);
     };
     const first = next();
-    await client.workflow.signalWithStart('v01Agent', { workflowId: id, taskQueue: 'probe', args: [id, turns], signal: userSignal, signalArgs: ['go'] });
+    await client.workflow.signalWithStart('v01Agent', {
+      workflowId: id,
+      taskQueue: 'probe',
+      args: [id, turns],
+      signal: userSignal,
+      signalArgs: ['go'],
+    });
     await first;
     for (let t = 0; t < turns; t++) {
       if (t > 0) await timed(() => client.workflow.getHandle(id).signal(userSignal, 'go'));
@@ -51,7 +57,9 @@ async function main() {
       await timed(() => client.workflow.getHandle(id).signal(resultSignal, 'result'));
     }
     const f = (n: number) => n.toFixed(1);
-    console.log(`signal → activity start over ${latencies.length}: p50 ${f(percentile(latencies, 50))} ms, p90 ${f(percentile(latencies, 90))} ms, min ${f(Math.min(...latencies))} ms`);
+    console.log(
+      `signal → activity start over ${latencies.length}: p50 ${f(percentile(latencies, 50))} ms, p90 ${f(percentile(latencies, 90))} ms, min ${f(Math.min(...latencies))} ms`,
+    );
     worker.shutdown();
     await running;
   } finally {

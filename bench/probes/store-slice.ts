@@ -40,16 +40,30 @@ async function main() {
               { messageId: `${sliceId}-c`, item: { kind: 'tool_call', id: `call-${s}`, name: 'bench_tool', args: {} } },
             ]
           : [
-              { messageId: `${sliceId}-r`, item: { kind: 'tool_result', id: `call-${s - 1}`, content: [{ type: 'text', text: 'green' }] } },
+              {
+                messageId: `${sliceId}-r`,
+                item: { kind: 'tool_result', id: `call-${s - 1}`, content: [{ type: 'text', text: 'green' }] },
+              },
               { messageId: `${sliceId}-a`, item: { kind: 'assistant', text: completion } },
             ];
-      const result = { sliceId, length: length + items.length, pendingCall: null, answeredCallIds: [], followUps: [], interrupted: false };
+      const result = {
+        sliceId,
+        length: length + items.length,
+        pendingCall: null,
+        answeredCallIds: [],
+        followUps: [],
+        interrupted: false,
+      };
       await time('commit', () => store.commit({ threadId, sliceId, expectedLength: length, items, result }));
     }
   }
   const n = threads * slices;
   const us = (ms: number) => ((ms * 1000) / n).toFixed(0);
-  console.log(`µs per slice: ${us(performance.now() - t0)} (${Object.entries(spent).map(([k, v]) => `${k} ${us(v)}`).join(', ')})`);
+  console.log(
+    `µs per slice: ${us(performance.now() - t0)} (${Object.entries(spent)
+      .map(([k, v]) => `${k} ${us(v)}`)
+      .join(', ')})`,
+  );
   await store.close();
 }
 

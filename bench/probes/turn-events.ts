@@ -23,10 +23,20 @@ async function main() {
   new SqliteConversationStore(storeFile).close();
   const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
   const bundlePath = join(work, 'bundle.js');
-  writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code);
+  writeFileSync(
+    bundlePath,
+    (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code,
+  );
   try {
     for (const design of designs) {
-      const fleet = new Fleet({ design, address: server.address, store: storeFile, bundlePath, maxCachedWorkflows: 100, activitySlots: 50 });
+      const fleet = new Fleet({
+        design,
+        address: server.address,
+        store: storeFile,
+        bundlePath,
+        maxCachedWorkflows: 100,
+        activitySlots: 50,
+      });
       await fleet.start();
       const ids = Array.from({ length: 5 }, (_, i) => `${design}-te-${i}-${Date.now()}`);
       await fleet.runTurns(ids, turns, 20);
@@ -43,7 +53,8 @@ async function main() {
       }
       const per = (n: number) => (n / ids.length / turns).toFixed(2);
       console.log(`${design}: ${per(total)} events per turn over ${turns} turns`);
-      for (const [k, n] of Object.entries(counts).sort((a, b) => b[1] - a[1])) console.log(`  ${k.padEnd(40)} ${per(n)}`);
+      for (const [k, n] of Object.entries(counts).sort((a, b) => b[1] - a[1]))
+        console.log(`  ${k.padEnd(40)} ${per(n)}`);
       await fleet.stop();
     }
   } finally {

@@ -21,7 +21,12 @@ async function main() {
       ...(env.MAX_CACHED && { maxCachedWorkflows: Number(env.MAX_CACHED) }),
     });
   } else {
-    worker = await Worker.create({ connection, taskQueue: `rss-${process.pid}`, workflowBundle: { codePath: env.BUNDLE_PATH! }, activities: {} });
+    worker = await Worker.create({
+      connection,
+      taskQueue: `rss-${process.pid}`,
+      workflowBundle: { codePath: env.BUNDLE_PATH! },
+      activities: {},
+    });
   }
   const running = worker.run();
   process.on('message', () => {

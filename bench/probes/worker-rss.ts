@@ -17,7 +17,10 @@ import { runMain } from '../lib/main';
 const root = join(__dirname, '..', '..');
 
 async function sample(label: string, args: string[], env: Record<string, string>): Promise<void> {
-  const child = spawn(process.execPath, ['--expose-gc', ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, ['--expose-gc', ...args], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, ...env },
+  });
   await new Promise((r) => child.once('message', r));
   await new Promise((r) => setTimeout(r, 10_000));
   const m = await new Promise<Record<string, number>>((resolve) => {
@@ -26,7 +29,11 @@ async function sample(label: string, args: string[], env: Record<string, string>
   });
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
-  console.log(`${label.padEnd(34)} ${Object.entries(m).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(' · ')}`);
+  console.log(
+    `${label.padEnd(34)} ${Object.entries(m)
+      .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+      .join(' · ')}`,
+  );
 }
 
 async function main() {
@@ -36,7 +43,10 @@ async function main() {
   new SqliteConversationStore(storePath).close();
   const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
   const bundlePath = join(work, 'bundle.js');
-  writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code);
+  writeFileSync(
+    bundlePath,
+    (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code,
+  );
   const env = { TEMPORAL_ADDRESS: server.address, STORE_PATH: storePath, BUNDLE_PATH: bundlePath };
   const child = join(__dirname, 'worker-rss-child.ts');
   const built = join(root, 'dist', 'bench', 'probes', 'worker-rss-child.js');

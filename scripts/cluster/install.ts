@@ -14,7 +14,9 @@ function checkCliServerVersion(): void {
     const out = execFileSync(findTemporalCli({ install: false }), ['--version'], { encoding: 'utf8' });
     const bundled = /Server (\d+\.\d+\.\d+)/.exec(out)?.[1];
     if (bundled && `v${bundled}` !== TEMPORAL_SERVER_VERSION) {
-      console.error(`warning: the Temporal CLI bundles server v${bundled}, the cluster is built at ${TEMPORAL_SERVER_VERSION}`);
+      console.error(
+        `warning: the Temporal CLI bundles server v${bundled}, the cluster is built at ${TEMPORAL_SERVER_VERSION}`,
+      );
     }
   } catch {
     // No CLI installed: nothing to compare with.

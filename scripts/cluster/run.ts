@@ -30,8 +30,14 @@ async function main(): Promise<void> {
     // Server lines are in the log files; on the terminal only with --verbose.
     log: (l) => (values.verbose || l.startsWith('[cluster]') ? say(l) : undefined),
   });
-  console.log(`Temporal cluster ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${cluster.address} (namespace ${cluster.namespace}, ${cluster.shards} shards)`);
-  console.log(`  processes: ${Object.entries(cluster.pids).map(([n, p]) => `${n}=${p}`).join(' ')}; config and logs in ${cluster.dir}`);
+  console.log(
+    `Temporal cluster ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${cluster.address} (namespace ${cluster.namespace}, ${cluster.shards} shards)`,
+  );
+  console.log(
+    `  processes: ${Object.entries(cluster.pids)
+      .map(([n, p]) => `${n}=${p}`)
+      .join(' ')}; config and logs in ${cluster.dir}`,
+  );
   console.log(`  PostgreSQL: ${cluster.databaseUrl}`);
   console.log(`Point the project at it:`);
   console.log(`  export TEMPORAL_ADDRESS=${cluster.address} INFINITY_STORE=/tmp/conversations.sqlite`);

@@ -25,4 +25,3 @@ export function eventsForAppended(threadId: string, entries: readonly StoredItem
   }
   return events;
 }
-

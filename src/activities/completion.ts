@@ -49,7 +49,14 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
   const out: CompletionOutput = { buffer, answeredCallIds: [], interrupted: false, cancelledSubscriptions: [] };
   const emit = (e: EventBody) => input.emit({ ...e, threadId: input.threadId } as ThreadEvent);
   const specs = toolSpecs(input.tools, input.runtime !== undefined);
-  const onToolCall = toolCallHandler({ tools: input.tools, runtime: input.runtime, buffer, out, emit, toolContext: input.toolContext });
+  const onToolCall = toolCallHandler({
+    tools: input.tools,
+    runtime: input.runtime,
+    buffer,
+    out,
+    emit,
+    toolContext: input.toolContext,
+  });
 
   for (let round = 0; ; round++) {
     if (round >= policy.maxRounds) {
@@ -100,7 +107,9 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall }: Round):
     const request = {
       threadId: input.threadId,
       system: input.system,
-      messages: projectHistory([...input.history, ...buffer.flushed.map((s) => s.item)], { images: input.model.supportsImages !== false }),
+      messages: projectHistory([...input.history, ...buffer.flushed.map((s) => s.item)], {
+        images: input.model.supportsImages !== false,
+      }),
       tools: specs,
     };
     const iterator = input.model.stream(request, attempt.signal)[Symbol.asyncIterator]();
@@ -138,7 +147,8 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall }: Round):
             break;
           case 'reasoning':
             endThinking();
-            if (part.providerMetadata) buffer.push({ kind: 'reasoning', text: part.text, providerMetadata: part.providerMetadata });
+            if (part.providerMetadata)
+              buffer.push({ kind: 'reasoning', text: part.text, providerMetadata: part.providerMetadata });
             break;
           case 'tool-call-start':
             emit({ type: 'thinking_delta', text: `Invoking tool: ${part.name}` });

@@ -25,9 +25,20 @@ export type LifecycleNotice = (l: ToolLifecycle) => Promise<void> | void | undef
 /** The tool-facing side of a worker's slices (`createDispatch`). */
 export interface SliceDispatch {
   /** The context of one tool call in a thread, curried so the completion can make one per call. */
-  toolContext(threadId: string, rootThreadId: string, ancestors?: string[], userId?: string): (toolCallId: string, toolName: string) => ToolContext;
+  toolContext(
+    threadId: string,
+    rootThreadId: string,
+    ancestors?: string[],
+    userId?: string,
+  ): (toolCallId: string, toolName: string) => ToolContext;
   /** Starts an async tool call; a failure becomes the follow-up error result for the same call. */
-  dispatch(threadId: string, rootThreadId: string, call: AsyncCall, ancestors: string[], userId?: string): Promise<InputMessage[]>;
+  dispatch(
+    threadId: string,
+    rootThreadId: string,
+    call: AsyncCall,
+    ancestors: string[],
+    userId?: string,
+  ): Promise<InputMessage[]>;
   /** Tells every lifecycle listener, fire and forget. */
   notify(fn: LifecycleNotice): void;
 }
@@ -59,13 +70,18 @@ export function treeTools(tools: ReadonlyMap<string, Tool>, sources: readonly To
   return async (rootThreadId) => {
     const all = new Map(tools);
     for (const source of sources) {
-      for (const t of await source.toolsFor(rootThreadId)) if (!all.has(t.name) && !BUILTIN_TOOL_NAMES.has(t.name)) all.set(t.name, t);
+      for (const t of await source.toolsFor(rootThreadId))
+        if (!all.has(t.name) && !BUILTIN_TOOL_NAMES.has(t.name)) all.set(t.name, t);
     }
     return all;
   };
 }
 
-export function createDispatch(deps: DispatchDependencies, toolsFor: TreeTools, emit: (event: ThreadEvent) => void): SliceDispatch {
+export function createDispatch(
+  deps: DispatchDependencies,
+  toolsFor: TreeTools,
+  emit: (event: ThreadEvent) => void,
+): SliceDispatch {
   /** Fire and forget: a notice never delays or fails a slice. */
   const notify = (fn: LifecycleNotice) => {
     for (const l of deps.lifecycle ?? []) {
@@ -77,19 +93,27 @@ export function createDispatch(deps: DispatchDependencies, toolsFor: TreeTools, 
     }
   };
 
-  const toolContext = (threadId: string, rootThreadId: string, ancestors: string[] = [], userId?: string) => (toolCallId: string, toolName: string): ToolContext => ({
-    threadId,
-    rootThreadId,
-    ancestors,
-    ...(userId !== undefined && { userId }),
-    toolCallId,
-    toolName,
-    // The sending tool's name rides along for the Temporal UI (the readable signal payload; decision 62).
-    send: (message) => deps.send(message, { toolName }),
-  });
+  const toolContext =
+    (threadId: string, rootThreadId: string, ancestors: string[] = [], userId?: string) =>
+    (toolCallId: string, toolName: string): ToolContext => ({
+      threadId,
+      rootThreadId,
+      ancestors,
+      ...(userId !== undefined && { userId }),
+      toolCallId,
+      toolName,
+      // The sending tool's name rides along for the Temporal UI (the readable signal payload; decision 62).
+      send: (message) => deps.send(message, { toolName }),
+    });
 
   /** Starts an async tool; failures become an error result for the same call (docs/semantics.md §3; reference spec §2.7). */
-  async function dispatch(threadId: string, rootThreadId: string, call: AsyncCall, ancestors: string[], userId?: string): Promise<InputMessage[]> {
+  async function dispatch(
+    threadId: string,
+    rootThreadId: string,
+    call: AsyncCall,
+    ancestors: string[],
+    userId?: string,
+  ): Promise<InputMessage[]> {
     if (BUILTIN_TOOL_NAMES.has(call.name)) return []; // carried out by the workflow
     const tool = (await toolsFor(rootThreadId)).get(call.name);
     try {

@@ -59,7 +59,11 @@ export type CallLookup = (callId: string) => Promise<{ name: string; args: unkno
  * Finds a tool call in what the model sees, else in the thread's full stored history and what it inherited (a
  * summary must not orphan a late report or event).
  */
-export function callLookup(store: ConversationStore, chain: readonly ThreadRecord[], view: readonly HistoryItem[]): CallLookup {
+export function callLookup(
+  store: ConversationStore,
+  chain: readonly ThreadRecord[],
+  view: readonly HistoryItem[],
+): CallLookup {
   const visible = new Map<string, { name: string; args: unknown }>();
   for (const it of view) if (it.kind === 'tool_call') visible.set(it.id, { name: it.name, args: it.args });
   return async (callId) => {

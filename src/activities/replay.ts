@@ -20,10 +20,19 @@ export interface ReplayDependencies {
  * that began locally has no input in Temporal's history, so its retry proves it asks for the same inputs: answering
  * for other ones would report inputs committed that are not (decision 50).
  */
-export async function replayCommitted(deps: ReplayDependencies, input: SliceInput, prior: SliceResult): Promise<SliceResult> {
+export async function replayCommitted(
+  deps: ReplayDependencies,
+  input: SliceInput,
+  prior: SliceResult,
+): Promise<SliceResult> {
   if (input.local && prior.appended !== undefined) {
-    const committed = await deps.store.load(input.threadId, input.expectedLength, input.expectedLength + prior.appended);
-    const same = prior.appended === input.append.length && committed.every((s, i) => s.messageId === input.append[i]?.messageId);
+    const committed = await deps.store.load(
+      input.threadId,
+      input.expectedLength,
+      input.expectedLength + prior.appended,
+    );
+    const same =
+      prior.appended === input.append.length && committed.every((s, i) => s.messageId === input.append[i]?.messageId);
     if (!same) {
       throw ApplicationFailure.nonRetryable(
         `slice ${input.sliceId} was committed with other inputs (${prior.appended}) than this attempt's (${input.append.length})`,
@@ -38,6 +47,12 @@ export async function replayCommitted(deps: ReplayDependencies, input: SliceInpu
   const record = await deps.store.getThread(input.threadId);
   const call = { ...prior.pendingCall, args: last.args };
   const chain = await threadChain(deps.store, input.threadId);
-  const followUps = await deps.dispatch(input.threadId, record?.rootThreadId ?? input.threadId, call, chain.slice(0, -1).map((r) => r.threadId), input.userId);
+  const followUps = await deps.dispatch(
+    input.threadId,
+    record?.rootThreadId ?? input.threadId,
+    call,
+    chain.slice(0, -1).map((r) => r.threadId),
+    input.userId,
+  );
   return { ...prior, followUps: [...prior.followUps, ...followUps] };
 }

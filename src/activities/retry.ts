@@ -35,7 +35,11 @@ export const DEFAULT_COMPLETION_POLICY: CompletionPolicy = {
 export class StreamTimeout extends Error {}
 
 const RATE_LIMIT = ['please wait before trying again', 'please try again'];
-const TRANSIENT = ['unexpected end of stream', 'unexpected error when processing the request', 'is unable to process your request'];
+const TRANSIENT = [
+  'unexpected end of stream',
+  'unexpected error when processing the request',
+  'is unable to process your request',
+];
 const TRANSIENT_CHUNK = ['unexpected end of stream', 'unexpected error when processing the request', 'overloaded'];
 
 function statusOf(e: unknown): number | undefined {
@@ -110,25 +114,46 @@ const MAX_RETRY_AFTER_MS = 5 * 60_000;
 
 /** The reference's retry table (reference spec §2.6; docs/semantics.md §17), plus HTTP status codes and `Retry-After` where the provider gives them. */
 export function classifyFailure(failure: unknown, received: boolean, policy: CompletionPolicy): RetryDecision {
-  const unexpectedEnd = { retry: true, info: 'Stream error (unexpected end), retrying...', waitMs: policy.unexpectedEndWaitMs };
-  if (failure === undefined || failure instanceof ModelStreamEndedError) return { ...unexpectedEnd, giveUpError: 'Stream timed out' };
+  const unexpectedEnd = {
+    retry: true,
+    info: 'Stream error (unexpected end), retrying...',
+    waitMs: policy.unexpectedEndWaitMs,
+  };
+  if (failure === undefined || failure instanceof ModelStreamEndedError)
+    return { ...unexpectedEnd, giveUpError: 'Stream timed out' };
   if (failure instanceof StreamTimeout) {
     return received
       ? { retry: true, info: 'Stream error (timeout), retrying...', waitMs: 0, giveUpError: 'Stream timed out' }
-      : { retry: true, info: 'Stream error (timeout initiating request), retrying...', waitMs: 0, giveUpError: 'Timed out initiating request' };
+      : {
+          retry: true,
+          info: 'Stream error (timeout initiating request), retrying...',
+          waitMs: 0,
+          giveUpError: 'Timed out initiating request',
+        };
   }
   const msg = messageOf(failure);
   const status = statusOf(failure);
   if (received) {
-    return includesAny(msg, TRANSIENT_CHUNK) ? { ...unexpectedEnd, giveUpError: msg } : { retry: false, info: '', waitMs: 0, giveUpError: msg };
+    return includesAny(msg, TRANSIENT_CHUNK)
+      ? { ...unexpectedEnd, giveUpError: msg }
+      : { retry: false, info: '', waitMs: 0, giveUpError: msg };
   }
   if (status === 429 || includesAny(msg, RATE_LIMIT)) {
     const waitMs = retryAfterMs(failure) ?? policy.rateLimitWaitMs;
-    return { retry: true, info: `Stream error (rate limit), retrying after ${Math.ceil(waitMs / 1000)} seconds...`, waitMs, giveUpError: msg };
+    return {
+      retry: true,
+      info: `Stream error (rate limit), retrying after ${Math.ceil(waitMs / 1000)} seconds...`,
+      waitMs,
+      giveUpError: msg,
+    };
   }
   if ((status !== undefined && (status >= 500 || status === 408)) || includesAny(msg, TRANSIENT)) {
-    return { retry: true, info: `Stream error (${msg}), retrying...`, waitMs: retryAfterMs(failure) ?? policy.transientWaitMs, giveUpError: msg };
+    return {
+      retry: true,
+      info: `Stream error (${msg}), retrying...`,
+      waitMs: retryAfterMs(failure) ?? policy.transientWaitMs,
+      giveUpError: msg,
+    };
   }
   return { retry: false, info: '', waitMs: 0, giveUpError: msg };
 }
-

@@ -58,23 +58,42 @@ type Load = { loaded: LoadedSlice } | { committed: SliceResult };
  * One slice, under `control`: an activity's context, or a job that a local activity started and another adopts.
  * `startedAt` (`performance.now()`) times the slice for the metrics.
  */
-export async function sliceAttempt(rt: SliceRuntime, input: SliceInput, control: SliceControl, startedAt: number): Promise<SliceResult> {
+export async function sliceAttempt(
+  rt: SliceRuntime,
+  input: SliceInput,
+  control: SliceControl,
+  startedAt: number,
+): Promise<SliceResult> {
   const load = await loadSlice(rt, input);
   if ('committed' in load) return load.committed;
   const { loaded } = load;
   const out = await complete(rt, input, control, loaded);
-  const built = buildSliceResult({ sliceId: input.sliceId, committedLength: loaded.committedLength, record: loaded.record, append: loaded.append, out, compaction: rt.compaction });
+  const built = buildSliceResult({
+    sliceId: input.sliceId,
+    committedLength: loaded.committedLength,
+    record: loaded.record,
+    append: loaded.append,
+    out,
+    compaction: rt.compaction,
+  });
   if (built.result.compact) rt.emit({ threadId: input.threadId, type: 'info', text: AUTO_COMPACTION_TRIGGERED });
   if ((await commitSlice(rt, input, built, loaded.staged)) === 'duplicate') {
     // A zombie attempt of this slice committed first: its result is the one that counts.
     return replay(rt, input, (await rt.deps.store.findSlice(input.threadId, input.sliceId))!);
   }
-  rt.deps.metrics?.committed(input.kind, performance.now() - startedAt, built.result, built.items, rt.classify(loaded.tools));
+  rt.deps.metrics?.committed(
+    input.kind,
+    performance.now() - startedAt,
+    built.result,
+    built.items,
+    rt.classify(loaded.tools),
+  );
   rt.deps.tracing?.committed(built.result, built.items);
   return afterCommit(rt, input, out, loaded, built);
 }
 
-const replay = (rt: SliceRuntime, input: SliceInput, prior: SliceResult) => replayCommitted({ store: rt.deps.store, dispatch: rt.io.dispatch }, input, prior);
+const replay = (rt: SliceRuntime, input: SliceInput, prior: SliceResult) =>
+  replayCommitted({ store: rt.deps.store, dispatch: rt.io.dispatch }, input, prior);
 
 /** Prior check, thread record, length check, chain, staged inputs and model view, in that order. */
 async function loadSlice(rt: SliceRuntime, input: SliceInput): Promise<Load> {
@@ -130,7 +149,12 @@ async function checkedLength(store: ConversationStore, input: SliceInput): Promi
 }
 
 /** The slice's one completion over the model view and its inputs; throws when the attempt was abandoned. */
-async function complete(rt: SliceRuntime, input: SliceInput, control: SliceControl, loaded: LoadedSlice): Promise<CompletionOutput> {
+async function complete(
+  rt: SliceRuntime,
+  input: SliceInput,
+  control: SliceControl,
+  loaded: LoadedSlice,
+): Promise<CompletionOutput> {
   const { deps, emit } = rt;
   const { threadId, sliceId } = input;
   const { record, view, append } = loaded;
@@ -155,7 +179,11 @@ async function complete(rt: SliceRuntime, input: SliceInput, control: SliceContr
 }
 
 /** What the built-in runtime tools read about the thread. */
-function runtimeContext(store: ConversationStore, input: SliceInput, { record, chain }: LoadedSlice): BuiltinCallContext {
+function runtimeContext(
+  store: ConversationStore,
+  input: SliceInput,
+  { record, chain }: LoadedSlice,
+): BuiltinCallContext {
   return {
     threadId: input.threadId,
     kind: record.kind,
@@ -178,13 +206,19 @@ function runtimeContext(store: ConversationStore, input: SliceInput, { record, c
  */
 function throwIfAbandoned(out: CompletionOutput, control: SliceControl): void {
   if (out.interrupted && control.signal.aborted && !control.interruptRequested()) {
-    const reason = control.signal.reason instanceof Error ? control.signal.reason.message : String(control.signal.reason);
+    const reason =
+      control.signal.reason instanceof Error ? control.signal.reason.message : String(control.signal.reason);
     throw ApplicationFailure.retryable(`slice attempt abandoned (${reason}): nothing committed`, 'SliceAbandoned');
   }
 }
 
 /** The atomic commit of the slice's items, result, summary and consumed staged inputs (`'duplicate'`: another attempt's won). */
-function commitSlice(rt: SliceRuntime, input: SliceInput, { items, result, summary }: BuiltSlice, staged: ResolvedInputs): Promise<'committed' | 'duplicate'> {
+function commitSlice(
+  rt: SliceRuntime,
+  input: SliceInput,
+  { items, result, summary }: BuiltSlice,
+  staged: ResolvedInputs,
+): Promise<'committed' | 'duplicate'> {
   return rt.deps.store.commit({
     threadId: input.threadId,
     sliceId: input.sliceId,
@@ -197,7 +231,13 @@ function commitSlice(rt: SliceRuntime, input: SliceInput, { items, result, summa
 }
 
 /** After the commit: the summary's notice, closing, lifecycle notices, the async call's dispatch and the final status. */
-async function afterCommit(rt: SliceRuntime, input: SliceInput, out: CompletionOutput, loaded: LoadedSlice, { result, summary }: BuiltSlice): Promise<SliceResult> {
+async function afterCommit(
+  rt: SliceRuntime,
+  input: SliceInput,
+  out: CompletionOutput,
+  loaded: LoadedSlice,
+  { result, summary }: BuiltSlice,
+): Promise<SliceResult> {
   const { deps, emit, io } = rt;
   const { threadId, sliceId } = input;
   if (summary) {
@@ -211,7 +251,14 @@ async function afterCommit(rt: SliceRuntime, input: SliceInput, out: CompletionO
   }
   for (const callId of out.cancelledSubscriptions) io.notify((l) => l.callCancelled?.(threadId, callId));
   emit({ threadId, type: 'completion_finished', sliceId, usage: out.usage });
-  if (out.asyncCall) result.followUps = await io.dispatch(threadId, loaded.record.rootThreadId, out.asyncCall, loaded.ancestors, input.userId);
+  if (out.asyncCall)
+    result.followUps = await io.dispatch(
+      threadId,
+      loaded.record.rootThreadId,
+      out.asyncCall,
+      loaded.ancestors,
+      input.userId,
+    );
   emit({ threadId, type: 'status', status: result.pendingCall ? 'waiting_tool' : 'idle' });
   return result;
 }

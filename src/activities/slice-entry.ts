@@ -31,7 +31,11 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
     } catch (e) {
       const attempt = Context.current().info.attempt + (input.priorAttempts ?? 0);
       if (!(e instanceof CancelledFailure)) {
-        emit({ threadId: input.threadId, type: 'info', text: `Error: slice ${input.sliceId} failed (attempt ${attempt}): ${e instanceof Error ? e.message : String(e)}` });
+        emit({
+          threadId: input.threadId,
+          type: 'info',
+          text: `Error: slice ${input.sliceId} failed (attempt ${attempt}): ${e instanceof Error ? e.message : String(e)}`,
+        });
       }
       throw e;
     }
@@ -51,7 +55,10 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
   async function runSlice(input: SliceInput): Promise<SliceResult> {
     const ctx = Context.current();
     // Only the workflow's own cancel is an interrupt; a timeout, shutdown, pause or reset abandons the attempt.
-    const control: SliceControl = { signal: ctx.cancellationSignal, interruptRequested: () => ctx.cancellationDetails?.cancelRequested === true };
+    const control: SliceControl = {
+      signal: ctx.cancellationSignal,
+      interruptRequested: () => ctx.cancellationDetails?.cancelRequested === true,
+    };
     return await reported(input, () => heartbeating(run(input, control)));
   }
 
@@ -63,7 +70,9 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
     ctx.cancellationSignal.addEventListener('abort', abandon, { once: true });
     let timer: ReturnType<typeof setTimeout> | undefined;
     const budget =
-      opts.handoffQueue === undefined ? [] : [new Promise<'budget'>((resolve) => (timer = setTimeout(() => resolve('budget'), budgetMs)))];
+      opts.handoffQueue === undefined
+        ? []
+        : [new Promise<'budget'>((resolve) => (timer = setTimeout(() => resolve('budget'), budgetMs)))];
     const local = async (): Promise<LocalSliceOutcome> => {
       const first = await Promise.race([job.promise, ...budget]);
       if (first !== 'budget') return { done: first };
@@ -85,7 +94,10 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
     // Not parked (expired, or already adopted by an earlier attempt): run it afresh; the commit is idempotent.
     const job = opts.jobs.adopt(key) ?? opts.jobs.start(key, (control) => run(input, control));
     const stop = () => {
-      const reason = ctx.cancellationSignal.reason instanceof Error ? ctx.cancellationSignal.reason.message : String(ctx.cancellationSignal.reason);
+      const reason =
+        ctx.cancellationSignal.reason instanceof Error
+          ? ctx.cancellationSignal.reason.message
+          : String(ctx.cancellationSignal.reason);
       job.abort(ctx.cancellationDetails?.cancelRequested === true ? 'interrupt' : 'abandon', reason);
     };
     if (ctx.cancellationSignal.aborted) stop();

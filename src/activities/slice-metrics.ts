@@ -15,7 +15,13 @@ export interface SliceMetrics {
   /** An attempt of a slice starts. */
   started(kind: ThreadKind): void;
   /** It committed `items` after `ms`; `classify` says how each committed tool call ran. */
-  committed(kind: ThreadKind, ms: number, result: SliceResult, items: readonly StoredItem[], classify: (name: string) => ToolCallKind): void;
+  committed(
+    kind: ThreadKind,
+    ms: number,
+    result: SliceResult,
+    items: readonly StoredItem[],
+    classify: (name: string) => ToolCallKind,
+  ): void;
   /** It failed (an attempt abandoned or cancelled counts too: its work is lost). */
   failed(kind: ThreadKind, error: unknown): void;
   compactionApplied(): void;

@@ -18,7 +18,11 @@ export interface CompactionSettings {
 }
 
 /** Did the last request fill more of the context window than the threshold (docs/semantics.md §12; reference spec §6.1)? */
-export function overThreshold(kind: ThreadKind, usage: TokenUsage | undefined, { threshold, window }: CompactionSettings): boolean {
+export function overThreshold(
+  kind: ThreadKind,
+  usage: TokenUsage | undefined,
+  { threshold, window }: CompactionSettings,
+): boolean {
   const used = usage && contextTokens(usage);
   return kind !== 'compaction' && threshold > 0 && !!window && used !== undefined && used > window * threshold;
 }
@@ -27,11 +31,21 @@ export function overThreshold(kind: ThreadKind, usage: TokenUsage | undefined, {
  * The summary a compaction thread leaves for its parent: its `close_thread` report or, if it just answered, that
  * answer. Saved with the commit, so a summary exists exactly when the closing slice committed.
  */
-export function compactionSummary(record: ThreadRecord, out: CompletionOutput, lastText: string | undefined): NewSummary | undefined {
+export function compactionSummary(
+  record: ThreadRecord,
+  out: CompletionOutput,
+  lastText: string | undefined,
+): NewSummary | undefined {
   if (record.kind !== 'compaction' || !record.parentThreadId || out.error || out.interrupted) return undefined;
-  const report = out.action?.type === 'close' ? out.action.report : !out.asyncCall && !out.action ? lastText : undefined;
+  const report =
+    out.action?.type === 'close' ? out.action.report : !out.asyncCall && !out.action ? lastText : undefined;
   if (report === undefined) return undefined;
-  return { threadId: record.parentThreadId, sourceThreadId: record.threadId, upTo: record.spawnOrder ?? 0, summary: report };
+  return {
+    threadId: record.parentThreadId,
+    sourceThreadId: record.threadId,
+    upTo: record.spawnOrder ?? 0,
+    summary: report,
+  };
 }
 
 /** What `buildSliceResult` reads: the loaded slice and its completion's output. */
@@ -57,14 +71,23 @@ export interface BuiltSlice {
  * The items, `SliceResult` and summary of a completed slice. `result.followUps` starts empty: dispatch, after the
  * commit, fills it. The optional fields are set in a fixed order, so the result's payload reads the same as before.
  */
-export function buildSliceResult({ sliceId, committedLength, record, append, out, compaction }: SliceOutcomeInput): BuiltSlice {
+export function buildSliceResult({
+  sliceId,
+  committedLength,
+  record,
+  append,
+  out,
+  compaction,
+}: SliceOutcomeInput): BuiltSlice {
   const items = [...append, ...out.buffer.flushed];
   const lastText = [...items].reverse().find((s) => s.item.kind === 'assistant')?.item;
   const summary = compactionSummary(record, out, lastText?.kind === 'assistant' ? lastText.text : undefined);
   const result: SliceResult = {
     sliceId,
     length: committedLength + items.length,
-    pendingCall: out.asyncCall ? { id: out.asyncCall.id, name: out.asyncCall.name, passive: out.asyncCall.passive } : null,
+    pendingCall: out.asyncCall
+      ? { id: out.asyncCall.id, name: out.asyncCall.name, passive: out.asyncCall.passive }
+      : null,
     answeredCallIds: out.answeredCallIds,
     followUps: [],
     interrupted: out.interrupted,

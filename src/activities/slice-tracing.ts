@@ -63,7 +63,8 @@ export function sliceTracing(tracer: Tracer, modelId: string): SliceTracing {
       const span = tracer.startSpan(`Slice:${input.kind}`, { attributes });
       try {
         const result = await context.with(trace.setSpan(context.active(), span), attempt);
-        if (!committedSpans.has(span)) span.setAttribute(SLICE_ATTRIBUTES.outcome, 'already_committed' satisfies SliceOutcome);
+        if (!committedSpans.has(span))
+          span.setAttribute(SLICE_ATTRIBUTES.outcome, 'already_committed' satisfies SliceOutcome);
         span.setStatus({ code: SpanStatusCode.OK });
         return result;
       } catch (e) {
@@ -86,7 +87,10 @@ export function sliceTracing(tracer: Tracer, modelId: string): SliceTracing {
         [SLICE_ATTRIBUTES.outcome]: outcome,
         ...(result.usage?.inputTokens !== undefined && { [SLICE_ATTRIBUTES.tokensInput]: result.usage.inputTokens }),
         ...(result.usage?.outputTokens !== undefined && { [SLICE_ATTRIBUTES.tokensOutput]: result.usage.outputTokens }),
-        ...(tools.length > 0 && { [SLICE_ATTRIBUTES.tool]: tools[tools.length - 1]!, [SLICE_ATTRIBUTES.toolCalls]: tools }),
+        ...(tools.length > 0 && {
+          [SLICE_ATTRIBUTES.tool]: tools[tools.length - 1]!,
+          [SLICE_ATTRIBUTES.toolCalls]: tools,
+        }),
         ...(result.action && { [SLICE_ATTRIBUTES.action]: result.action.type }),
       });
     },

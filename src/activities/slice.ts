@@ -59,7 +59,8 @@ export interface SliceDependencies {
  */
 export function createSliceActivities(deps: SliceDependencies) {
   for (const t of deps.tools) {
-    if (BUILTIN_TOOL_NAMES.has(t.name)) throw new TypeError(`tool name '${t.name}' is reserved for a built-in runtime tool`);
+    if (BUILTIN_TOOL_NAMES.has(t.name))
+      throw new TypeError(`tool name '${t.name}' is reserved for a built-in runtime tool`);
   }
   const toolsFor = treeTools(new Map(deps.tools.map((t) => [t.name, t])), deps.toolSources ?? []);
   const emit = guardedEmit(deps);
@@ -70,11 +71,13 @@ export function createSliceActivities(deps: SliceDependencies) {
     compaction: { threshold: deps.compactionThreshold ?? 0.75, window: deps.model.contextWindow },
     emit,
     io: createDispatch(deps, toolsFor, emit),
-    classify: (tools) => (name: string): ToolCallKind => {
-      if (BUILTIN_TOOL_NAMES.has(name)) return 'builtin';
-      const tool = tools.get(name);
-      return tool ? (tool.sync ? 'sync' : 'async') : 'unknown';
-    },
+    classify:
+      (tools) =>
+      (name: string): ToolCallKind => {
+        if (BUILTIN_TOOL_NAMES.has(name)) return 'builtin';
+        const tool = tools.get(name);
+        return tool ? (tool.sync ? 'sync' : 'async') : 'unknown';
+      },
   };
   const metrics = deps.metrics;
 
@@ -90,7 +93,11 @@ export function createSliceActivities(deps: SliceDependencies) {
     }
   }
 
-  return sliceEntryPoints(runSlice, emit, { jobs: deps.jobs ?? new SliceJobs(), handoffQueue: deps.handoffQueue, heartbeatIntervalMs: deps.heartbeatIntervalMs });
+  return sliceEntryPoints(runSlice, emit, {
+    jobs: deps.jobs ?? new SliceJobs(),
+    handoffQueue: deps.handoffQueue,
+    heartbeatIntervalMs: deps.heartbeatIntervalMs,
+  });
 }
 
 export type SliceActivities = ReturnType<typeof createSliceActivities>;

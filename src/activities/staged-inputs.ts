@@ -33,7 +33,10 @@ export async function resolveStaged(store: ConversationStore, items: readonly St
   const out: ResolvedInputs = { items: [], consumed: [], unavailable: [] };
 
   /** The verified and decoded content of a reference, or why there is none. */
-  const load = async <T>(ref: StagedRef, decode: (data: Buffer) => T | undefined): Promise<{ value: T } | { reason: string }> => {
+  const load = async <T>(
+    ref: StagedRef,
+    decode: (data: Buffer) => T | undefined,
+  ): Promise<{ value: T } | { reason: string }> => {
     const data = await store.loadStaged(ref);
     const buffer = data && Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     let value: T | undefined;
@@ -81,7 +84,10 @@ export async function resolveStaged(store: ConversationStore, items: readonly St
       } else {
         // The workflow may have prefixed the preview (`<interrupt>`): keep what it added, then the whole text.
         const preview = textPreview(got.value);
-        next = { ...rest, text: (rest.text.endsWith(preview) ? rest.text.slice(0, rest.text.length - preview.length) : '') + got.value };
+        next = {
+          ...rest,
+          text: (rest.text.endsWith(preview) ? rest.text.slice(0, rest.text.length - preview.length) : '') + got.value,
+        };
       }
     } else if (item.kind === 'tool_result') {
       const { content, displayAs } = await blocks(item.content);

@@ -7,7 +7,13 @@
 import { messageIds } from '../core/ids';
 import { type BuiltinCallContext, BUILTIN_TOOLS, runBuiltinTool } from '../core/builtins';
 import type { RuntimeAction } from '../core/slice-protocol';
-import { INJECTED_TOOL_ERROR, INJECTED_TOOL_NAME, invalidArgumentsError, invalidJsonArgumentsError, unknownToolError } from '../core/texts';
+import {
+  INJECTED_TOOL_ERROR,
+  INJECTED_TOOL_NAME,
+  invalidArgumentsError,
+  invalidJsonArgumentsError,
+  unknownToolError,
+} from '../core/texts';
 import type { ThreadEvent, ToolResultContent } from '../core/types';
 import type { ModelStreamPart, ToolSpec } from '../model/provider';
 import type { Tool, ToolContext } from '../tools/tool';
@@ -48,13 +54,19 @@ export interface ToolCallDeps {
 
 /** The tools the model is offered: the worker's, then the built-in ones when the thread has them. */
 export function toolSpecs(tools: ReadonlyMap<string, Tool>, runtime: boolean): ToolSpec[] {
-  return [...tools.values(), ...(runtime ? BUILTIN_TOOLS : [])].map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  return [...tools.values(), ...(runtime ? BUILTIN_TOOLS : [])].map((t) => ({
+    name: t.name,
+    description: t.description,
+    parameters: t.parameters,
+  }));
 }
 
 const text = (t: string): ToolResultContent[] => [{ type: 'text', text: t }];
 
 /** A handler for the first tool call of each round; it resolves true when the model must be invoked again. */
-export function toolCallHandler(deps: ToolCallDeps): (call: Extract<ModelStreamPart, { type: 'tool-call' }>) => Promise<boolean> {
+export function toolCallHandler(
+  deps: ToolCallDeps,
+): (call: Extract<ModelStreamPart, { type: 'tool-call' }>) => Promise<boolean> {
   const { buffer, out, emit, runtime } = deps;
   const builtinByName = new Map((runtime ? BUILTIN_TOOLS : []).map((b) => [b.name, b]));
   let syncResults = 0;
@@ -81,7 +93,8 @@ export function toolCallHandler(deps: ToolCallDeps): (call: Extract<ModelStreamP
     }
     buffer.push({ kind: 'tool_call', id: call.id, name: call.name, args });
     buffer.flush();
-    if (call.name === INJECTED_TOOL_NAME) return answer(call.id, messageIds.unknownTool(call.id), text(INJECTED_TOOL_ERROR));
+    if (call.name === INJECTED_TOOL_NAME)
+      return answer(call.id, messageIds.unknownTool(call.id), text(INJECTED_TOOL_ERROR));
 
     const builtin = builtinByName.get(call.name);
     if (builtin && runtime && !jsonError) {
@@ -99,9 +112,23 @@ export function toolCallHandler(deps: ToolCallDeps): (call: Extract<ModelStreamP
 
     const tool = deps.tools.get(call.name);
     if (!tool && !builtin) return answer(call.id, messageIds.unknownTool(call.id), text(unknownToolError(call.name)));
-    if (jsonError) return answerError(call.id, messageIds.invalidArgs(call.id), call.name, args, invalidJsonArgumentsError(call.name, jsonError));
+    if (jsonError)
+      return answerError(
+        call.id,
+        messageIds.invalidArgs(call.id),
+        call.name,
+        args,
+        invalidJsonArgumentsError(call.name, jsonError),
+      );
     const schemaError = tool?.validate(args);
-    if (schemaError) return answerError(call.id, messageIds.invalidArgs(call.id), call.name, args, invalidArgumentsError(call.name, schemaError));
+    if (schemaError)
+      return answerError(
+        call.id,
+        messageIds.invalidArgs(call.id),
+        call.name,
+        args,
+        invalidArgumentsError(call.name, schemaError),
+      );
     if (!tool) throw new Error(`unreachable: ${call.name}`);
 
     emit({ type: 'tool_call', id: call.id, name: call.name, args });

@@ -15,24 +15,37 @@ export interface DeploymentFlags {
 
 export function deploymentOptions(cmd: Command): Command {
   return cmd
-    .option('--deployment-name <name>', 'Worker Deployment this worker belongs to; enables Worker Versioning (env INFINITY_DEPLOYMENT_NAME)')
+    .option(
+      '--deployment-name <name>',
+      'Worker Deployment this worker belongs to; enables Worker Versioning (env INFINITY_DEPLOYMENT_NAME)',
+    )
     .option('--build-id <id>', 'this build of the deployment, e.g. a commit (env INFINITY_BUILD_ID)')
     .addOption(
-      new Option('--versioning-behavior <behavior>', "where running threads' next tasks go once another build is current (default auto-upgrade)").choices([
-        'auto-upgrade',
-        'pinned',
-      ]),
+      new Option(
+        '--versioning-behavior <behavior>',
+        "where running threads' next tasks go once another build is current (default auto-upgrade)",
+      ).choices(['auto-upgrade', 'pinned']),
     );
 }
 
 /** The deployment the flags (or their environment variables) name; undefined for an unversioned worker. */
-export function deploymentOf(flags: DeploymentFlags, env: NodeJS.ProcessEnv = process.env): WorkerDeployment | undefined {
+export function deploymentOf(
+  flags: DeploymentFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): WorkerDeployment | undefined {
   const name = flags.deploymentName ?? env.INFINITY_DEPLOYMENT_NAME;
   const buildId = flags.buildId ?? env.INFINITY_BUILD_ID;
   if (!name && !buildId) {
     if (flags.versioningBehavior) throw new CliError('--versioning-behavior needs --deployment-name and --build-id');
     return undefined;
   }
-  if (!name || !buildId) throw new CliError('Worker Versioning needs both --deployment-name and --build-id (or INFINITY_DEPLOYMENT_NAME and INFINITY_BUILD_ID)');
-  return { name, buildId, defaultVersioningBehavior: flags.versioningBehavior === 'pinned' ? 'PINNED' : 'AUTO_UPGRADE' };
+  if (!name || !buildId)
+    throw new CliError(
+      'Worker Versioning needs both --deployment-name and --build-id (or INFINITY_DEPLOYMENT_NAME and INFINITY_BUILD_ID)',
+    );
+  return {
+    name,
+    buildId,
+    defaultVersioningBehavior: flags.versioningBehavior === 'pinned' ? 'PINNED' : 'AUTO_UPGRADE',
+  };
 }

@@ -6,7 +6,15 @@ const useColour = (): boolean =>
   process.env.NO_COLOR === undefined && (process.env.FORCE_COLOR !== undefined || process.stdout.isTTY === true);
 
 const paint = (code: number) => (s: string) => (useColour() ? `\x1b[${code}m${s}\x1b[0m` : s);
-export const colour = { dim: paint(2), bold: paint(1), red: paint(31), green: paint(32), yellow: paint(33), cyan: paint(36), magenta: paint(35) };
+export const colour = {
+  dim: paint(2),
+  bold: paint(1),
+  red: paint(31),
+  green: paint(32),
+  yellow: paint(33),
+  cyan: paint(36),
+  magenta: paint(35),
+};
 
 const short = (v: unknown, n = 160) => {
   const s = typeof v === 'string' ? v : JSON.stringify(v);
@@ -67,7 +75,9 @@ export class EventPrinter {
       case 'tool_result':
         return this.line(`${colour.green('←')} ${short(e.text, 400)}`);
       case 'event':
-        return this.line(`${colour.green('⇐')} ${e.childThreadId ? `report from ${e.childThreadId}` : `event of ${e.toolName ?? e.toolCallId}`}: ${short(e.text, 400)}`);
+        return this.line(
+          `${colour.green('⇐')} ${e.childThreadId ? `report from ${e.childThreadId}` : `event of ${e.toolName ?? e.toolCallId}`}: ${short(e.text, 400)}`,
+        );
       case 'compaction_applied':
         return this.line(colour.dim(`(compacted: the first ${e.upTo} items are summarized by ${e.sourceThreadId})`));
       case 'completion_finished':
@@ -106,12 +116,20 @@ export function statusLines(s: ThreadStatus): string[] {
   if (subs.length) lines.push(`subscriptions ${subs.map(([id, name]) => `${name} (${id})`).join(', ')}`);
   if (s.usage) lines.push(`tokens ${s.usage.inputTokens ?? '?'} in · ${s.usage.outputTokens ?? '?'} out`);
   if (s.compaction.completed || s.compaction.running) {
-    lines.push(`compactions ${s.compaction.completed}${s.compaction.running ? ` (running: ${s.compaction.running})` : ''}`);
+    lines.push(
+      `compactions ${s.compaction.completed}${s.compaction.running ? ` (running: ${s.compaction.running})` : ''}`,
+    );
   }
   const dropped = Object.entries(s.dropped);
   if (dropped.length) lines.push(`dropped ${dropped.map(([k, v]) => `${k} ${v}`).join(', ')}`);
   for (const p of s.prompts) {
-    lines.push(colour.yellow(p.kind === 'oauth' ? `needs authorization: ${p.authUrl}` : `asks (choice ${p.id}): ${p.prompt} ${p.choices.map((c, i) => `[${i}] ${c}`).join('  ')}`));
+    lines.push(
+      colour.yellow(
+        p.kind === 'oauth'
+          ? `needs authorization: ${p.authUrl}`
+          : `asks (choice ${p.id}): ${p.prompt} ${p.choices.map((c, i) => `[${i}] ${c}`).join('  ')}`,
+      ),
+    );
   }
   if (s.lastError) lines.push(colour.red(`last error: ${s.lastError}`));
   return lines;

@@ -3,7 +3,13 @@
  * a Temporal server (found through flags, environment, or a running `dev`).
  */
 import { Command, CommanderError } from 'commander';
-import { InvalidInputError, PayloadTooLargeError, ThreadBusyError, ThreadClosedError, ThreadNotFoundError } from '../inbox/errors';
+import {
+  InvalidInputError,
+  PayloadTooLargeError,
+  ThreadBusyError,
+  ThreadClosedError,
+  ThreadNotFoundError,
+} from '../inbox/errors';
 import { ModelConfigError } from '../model/registry';
 import { colour } from './format';
 import { registerServeCommands } from './serve-commands';
@@ -37,7 +43,15 @@ export function buildProgram(out: (line: string) => void = (l) => process.stdout
   return program;
 }
 
-const KNOWN_ERRORS = [CliError, ThreadNotFoundError, ThreadClosedError, ThreadBusyError, InvalidInputError, PayloadTooLargeError, ModelConfigError];
+const KNOWN_ERRORS = [
+  CliError,
+  ThreadNotFoundError,
+  ThreadClosedError,
+  ThreadBusyError,
+  InvalidInputError,
+  PayloadTooLargeError,
+  ModelConfigError,
+];
 
 export async function main(argv: string[] = process.argv): Promise<number> {
   const program = buildProgram().exitOverride();

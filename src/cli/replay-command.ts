@@ -16,7 +16,9 @@ import { CliError } from './target';
  * handler takes another path than the one recorded.
  */
 export function workflowIdOfHistory(history: unknown): string | undefined {
-  const events = (history as { events?: { workflowExecutionStartedEventAttributes?: { workflowId?: unknown } }[] } | null)?.events;
+  const events = (
+    history as { events?: { workflowExecutionStartedEventAttributes?: { workflowId?: unknown } }[] } | null
+  )?.events;
   const id = Array.isArray(events) ? events[0]?.workflowExecutionStartedEventAttributes?.workflowId : undefined;
   return typeof id === 'string' && id !== '' ? id : undefined;
 }
@@ -32,7 +34,11 @@ export function registerReplayCommand(program: Command, out: (line: string) => v
       Runtime.install({ logger: new DefaultLogger('WARN') });
       const workflowBundle = opts.workflowsBundle
         ? { codePath: opts.workflowsBundle }
-        : { code: (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('WARN') })).code };
+        : {
+            code: (
+              await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('WARN') })
+            ).code,
+          };
       const failed: string[] = [];
       for (const file of files) {
         let history: unknown;
@@ -42,14 +48,19 @@ export function registerReplayCommand(program: Command, out: (line: string) => v
           throw new CliError(`${file}: not a JSON history (${e instanceof Error ? e.message : String(e)})`);
         }
         try {
-          await Worker.runReplayHistory({ workflowBundle, replayName: basename(file) }, history, workflowIdOfHistory(history));
+          await Worker.runReplayHistory(
+            { workflowBundle, replayName: basename(file) },
+            history,
+            workflowIdOfHistory(history),
+          );
           out(`ok      ${file}`);
         } catch (e) {
           failed.push(file);
           out(`FAILED  ${file}: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
         }
       }
-      if (failed.length > 0) throw new CliError(`${failed.length} of ${files.length} histories do not replay: do not deploy this build`);
+      if (failed.length > 0)
+        throw new CliError(`${failed.length} of ${files.length} histories do not replay: do not deploy this build`);
       out(`${files.length} histories replay`);
     });
 }

@@ -23,7 +23,15 @@ import { tracingClientInterceptors } from '../tracing/interceptors';
 import { deploymentOf, type DeploymentFlags, deploymentOptions } from './deployment';
 import { colour } from './format';
 import type { Out } from './thread-commands';
-import { CliError, dataDirOf, DEFAULT_TASK_QUEUE, openClient, resolveTarget, type TargetFlags, writeDevState } from './target';
+import {
+  CliError,
+  dataDirOf,
+  DEFAULT_TASK_QUEUE,
+  openClient,
+  resolveTarget,
+  type TargetFlags,
+  writeDevState,
+} from './target';
 
 interface ServeOptions {
   model?: string;
@@ -47,11 +55,13 @@ function loadTools(path: string | undefined): Tool[] | undefined {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const mod = require(resolve(path)) as { tools?: unknown; default?: unknown };
   const tools = mod.tools ?? mod.default;
-  if (!Array.isArray(tools)) throw new CliError(`${path} must export \`tools\`: an array of tools made with defineTool`);
+  if (!Array.isArray(tools))
+    throw new CliError(`${path} must export \`tools\`: an array of tools made with defineTool`);
   return tools as Tool[];
 }
 
-const until = (signals: NodeJS.Signals[]) => new Promise<void>((r) => signals.forEach((s) => process.once(s, () => r())));
+const until = (signals: NodeJS.Signals[]) =>
+  new Promise<void>((r) => signals.forEach((s) => process.once(s, () => r())));
 
 function eventsEndpoint(opts: ServeOptions) {
   if (opts.events === false) return undefined;
@@ -68,7 +78,8 @@ const modelOf = (opts: ServeOptions) => (opts.model ? modelFromSpec(opts.model) 
 function portOf(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const port = Number(value);
-  if (!/^\d+$/.test(value) || port < 1 || port > 65535) throw new CliError(`${flag} must be a port number (1-65535), got '${value}'`);
+  if (!/^\d+$/.test(value) || port < 1 || port > 65535)
+    throw new CliError(`${flag} must be a port number (1-65535), got '${value}'`);
   return port;
 }
 
@@ -90,18 +101,30 @@ function quietRuntime(verbose: boolean | undefined, metrics?: { port?: string; h
 function serveOptions(cmd: Command): Command {
   return cmd
     .option('--verbose', "show the Temporal worker's own logs")
-    .option('--metrics-port <port>', 'serve Prometheus metrics (Temporal\'s and infinity_*) at http://<metrics-host>:<port>/metrics')
+    .option(
+      '--metrics-port <port>',
+      "serve Prometheus metrics (Temporal's and infinity_*) at http://<metrics-host>:<port>/metrics",
+    )
     .option('--metrics-host <host>', 'interface of the metrics endpoint (default 127.0.0.1)')
-    .option('--model <spec>', 'provider:model, e.g. anthropic:claude-sonnet-4-5 (default: INFINITY_MODEL, else simulated)')
+    .option(
+      '--model <spec>',
+      'provider:model, e.g. anthropic:claude-sonnet-4-5 (default: INFINITY_MODEL, else simulated)',
+    )
     .option('--tools <module>', 'a module exporting `tools` (default for dev: the demo get_build_status tool)')
     .option('--events-port <port>', 'port of the live events endpoint (default: any free port)')
     .option('--events-host <host>', 'host of the live events endpoint (default 127.0.0.1)')
     .option('--no-events', 'no live events endpoint')
     .option('--rap <url...>', 'RAP tool servers (base URLs); their callbacks come through a gateway in this process')
-    .option('--mcp <server...>', 'MCP servers: name=https://host/mcp (Streamable HTTP) or "name=command arg..." (stdio)')
+    .option(
+      '--mcp <server...>',
+      'MCP servers: name=https://host/mcp (Streamable HTTP) or "name=command arg..." (stdio)',
+    )
     .option('--gateway-port <port>', 'port of the RAP callback gateway (default: any free port)')
     .option('--public-url <url>', 'the URL tool servers reach the gateway at (default: its loopback address)')
-    .option('--gateway-url <url>', 'use a gateway running on its own (`infinity-temporal gateway`, same INFINITY_CALLBACK_KEYS)');
+    .option(
+      '--gateway-url <url>',
+      'use a gateway running on its own (`infinity-temporal gateway`, same INFINITY_CALLBACK_KEYS)',
+    );
 }
 
 /** `name=url` or `name=command args` → an MCP server config. */
@@ -115,7 +138,12 @@ function mcpServer(spec: string) {
   return { name, command: command!, args };
 }
 
-async function remoteTools(opts: ServeOptions, deliver: (m: InputMessage) => Promise<DeliveryResult>, out: (line: string) => void, callbackState: CallbackStateCheck) {
+async function remoteTools(
+  opts: ServeOptions,
+  deliver: (m: InputMessage) => Promise<DeliveryResult>,
+  out: (line: string) => void,
+  callbackState: CallbackStateCheck,
+) {
   if (!opts.rap?.length && !opts.mcp?.length) return undefined;
   const keys = callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS);
   const remote = await startRemoteTools({
@@ -129,7 +157,8 @@ async function remoteTools(opts: ServeOptions, deliver: (m: InputMessage) => Pro
   });
   for (const e of remote.errors) out(colour.yellow(`tool server ${e.server}: ${e.error}`));
   if (remote.gatewayUrl) out(`gateway ${remote.gatewayUrl}`);
-  if (remote.gatewayUrl && !keys) out(colour.dim('(random callback key: set INFINITY_CALLBACK_KEYS for callback URLs that survive a restart)'));
+  if (remote.gatewayUrl && !keys)
+    out(colour.dim('(random callback key: set INFINITY_CALLBACK_KEYS for callback URLs that survive a restart)'));
   return remote;
 }
 
@@ -140,31 +169,43 @@ export function registerServeCommands(program: Command, out: (line: string) => v
     .option('--port <port>', 'listening port', '8787')
     .option('--host <host>', 'listening address', '127.0.0.1')
     .option('--public-url <url>', 'the URL tool servers reach it at')
-    .option('--metrics-port <port>', 'serve Prometheus metrics (infinity_callbacks_rejected) at http://<metrics-host>:<port>/metrics')
+    .option(
+      '--metrics-port <port>',
+      'serve Prometheus metrics (infinity_callbacks_rejected) at http://<metrics-host>:<port>/metrics',
+    )
     .option('--metrics-host <host>', 'interface of the metrics endpoint (default 127.0.0.1)')
-    .action(async (opts: { port: string; host: string; publicUrl?: string; metricsPort?: string; metricsHost?: string }, cmd: Command) => {
-      // The gateway needs no Temporal runtime of its own, except to export metrics.
-      if (opts.metricsPort !== undefined) quietRuntime(false, { port: opts.metricsPort, host: opts.metricsHost }, out);
-      const keys = callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS);
-      if (!keys) throw new CliError('the gateway needs INFINITY_CALLBACK_KEYS (id:base64[,id:base64...]), shared with the workers');
-      const target = await resolveTarget(cmd.optsWithGlobals<TargetFlags>());
-      // Writable, given --store: large results are staged in it instead of travelling through Temporal.
-      const { client, close } = await openClient(target, { stage: true });
-      const gateway = await startRapGateway({
-        tokens: new CallbackTokens(keys),
-        deliver: (m) => client.deliver(m),
-        // Revocation (410) comes from the threads themselves: this gateway needs no state of its own to survive a restart.
-        callbackState: callbackStateOf(client.temporal),
-        ...(opts.metricsPort !== undefined && { metricMeter: Runtime.instance().metricMeter }),
-        host: opts.host,
-        port: Number(opts.port),
-        ...(opts.publicUrl && { publicUrl: opts.publicUrl }),
-      });
-      out(`gateway ${gateway.url} · delivering to ${target.address}`);
-      await until(['SIGINT', 'SIGTERM']);
-      await gateway.close();
-      await close();
-    });
+    .action(
+      async (
+        opts: { port: string; host: string; publicUrl?: string; metricsPort?: string; metricsHost?: string },
+        cmd: Command,
+      ) => {
+        // The gateway needs no Temporal runtime of its own, except to export metrics.
+        if (opts.metricsPort !== undefined)
+          quietRuntime(false, { port: opts.metricsPort, host: opts.metricsHost }, out);
+        const keys = callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS);
+        if (!keys)
+          throw new CliError(
+            'the gateway needs INFINITY_CALLBACK_KEYS (id:base64[,id:base64...]), shared with the workers',
+          );
+        const target = await resolveTarget(cmd.optsWithGlobals<TargetFlags>());
+        // Writable, given --store: large results are staged in it instead of travelling through Temporal.
+        const { client, close } = await openClient(target, { stage: true });
+        const gateway = await startRapGateway({
+          tokens: new CallbackTokens(keys),
+          deliver: (m) => client.deliver(m),
+          // Revocation (410) comes from the threads themselves: this gateway needs no state of its own to survive a restart.
+          callbackState: callbackStateOf(client.temporal),
+          ...(opts.metricsPort !== undefined && { metricMeter: Runtime.instance().metricMeter }),
+          host: opts.host,
+          port: Number(opts.port),
+          ...(opts.publicUrl && { publicUrl: opts.publicUrl }),
+        });
+        out(`gateway ${gateway.url} · delivering to ${target.address}`);
+        await until(['SIGINT', 'SIGTERM']);
+        await gateway.close();
+        await close();
+      },
+    );
 
   serveOptions(program.command('dev'))
     .description('run a Temporal dev server, a worker and the live events endpoint here; prints the UI link')
@@ -178,12 +219,19 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       const model = modelOf(opts);
       // The gateway starts before the system it delivers to: tools need its callback URLs.
       const ref: { deliver?: (m: InputMessage) => Promise<DeliveryResult>; check?: CallbackStateCheck } = {};
-      const remote = await remoteTools(opts, (m) => ref.deliver!(m), out, async (t, c) => ref.check?.(t, c));
+      const remote = await remoteTools(
+        opts,
+        (m) => ref.deliver!(m),
+        out,
+        async (t, c) => ref.check?.(t, c),
+      );
       const system = await startLocalSystem({
         model,
         tools: [...(loadTools(opts.tools) ?? [buildStatusDemoTool()]), ...(remote?.tools ?? [])],
         dataDir: dataDirOf(flags),
-        ...((port !== undefined || uiPort !== undefined) && { devServer: { ...(port !== undefined && { port }), ...(uiPort !== undefined && { uiPort }) } }),
+        ...((port !== undefined || uiPort !== undefined) && {
+          devServer: { ...(port !== undefined && { port }), ...(uiPort !== undefined && { uiPort }) },
+        }),
         taskQueue: flags.taskQueue ?? DEFAULT_TASK_QUEUE,
         eventsEndpoint: eventsEndpoint(opts),
         ...(remote && { toolLifecycle: remote.lifecycle, toolSources: remote.toolSources }),
@@ -206,7 +254,9 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       out(`Store            ${system.storePath}`);
       // For the `temporal` CLI and other clients in other shells (README "From the Temporal CLI").
       out(colour.dim(`export TEMPORAL_ADDRESS=${system.devServer.address}`));
-      out(colour.dim(`Try: infinity-temporal send demo "Is build 42 green?" && infinity-temporal tail demo --until-idle`));
+      out(
+        colour.dim(`Try: infinity-temporal send demo "Is build 42 green?" && infinity-temporal tail demo --until-idle`),
+      );
       out(colour.dim('Ctrl-C stops everything.'));
       await until(['SIGINT', 'SIGTERM']);
       removeState();
@@ -222,20 +272,34 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       quietRuntime(opts.verbose, { port: opts.metricsPort, host: opts.metricsHost }, out);
       const target = await resolveTarget(flags);
       const storePath = target.store ?? join(dataDirOf(flags), 'conversations.sqlite');
-      const connection = await NativeConnection.connect({ address: target.address, ...(target.tls !== undefined && { tls: target.tls }) });
+      const connection = await NativeConnection.connect({
+        address: target.address,
+        ...(target.tls !== undefined && { tls: target.tls }),
+      });
       const store = openConversationStore(storePath);
       // A database's schema migrates now rather than in the first slice: a wrong URL or role fails the start-up.
       if (store instanceof PostgresConversationStore) {
         await store.migrate().catch(async (e: unknown) => {
           await store.close();
-          throw new CliError(`cannot use the conversation store ${describeStore(storePath)}: ${e instanceof Error ? e.message : String(e)}`);
+          throw new CliError(
+            `cannot use the conversation store ${describeStore(storePath)}: ${e instanceof Error ? e.message : String(e)}`,
+          );
         });
       }
       const model = modelOf(opts);
       // Traced when the OTEL_* variables say so (the worker reads them too): the gateway's deliveries continue traces.
       const tracing = tracingFor();
-      const temporal = new Client({ connection, namespace: target.namespace, ...(tracing && { interceptors: tracingClientInterceptors() }) });
-      const remote = await remoteTools(opts, (m) => deliverInput(temporal, m, { store }), out, callbackStateOf(temporal));
+      const temporal = new Client({
+        connection,
+        namespace: target.namespace,
+        ...(tracing && { interceptors: tracingClientInterceptors() }),
+      });
+      const remote = await remoteTools(
+        opts,
+        (m) => deliverInput(temporal, m, { store }),
+        out,
+        callbackStateOf(temporal),
+      );
       const worker = await createAgentWorker({
         connection,
         namespace: target.namespace,
@@ -255,7 +319,11 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       if (deployment) {
         out(`deployment ${deployment.name} · build ${deployment.buildId} · ${deployment.defaultVersioningBehavior}`);
         // A versioned worker gets no task until its build is current (or ramping, or pinned to).
-        out(colour.dim(`make it current: temporal worker deployment set-current-version --deployment-name ${deployment.name} --build-id ${deployment.buildId}`));
+        out(
+          colour.dim(
+            `make it current: temporal worker deployment set-current-version --deployment-name ${deployment.name} --build-id ${deployment.buildId}`,
+          ),
+        );
       }
       await Promise.race([until(['SIGINT', 'SIGTERM']), running]);
       await worker.shutdown();

@@ -12,7 +12,10 @@ export function registerStoreCommands(program: Command, out: (line: string) => v
     .argument('<dest>', 'the new file (must not exist)')
     .action(async (dest: string, _opts: unknown, cmd: Command) => {
       const file = storePathOf(cmd.optsWithGlobals<TargetFlags>());
-      if (!file) throw new CliError('backup copies the conversation store: pass --store <sqlite file> (or set INFINITY_STORE, or run next to `dev`)');
+      if (!file)
+        throw new CliError(
+          'backup copies the conversation store: pass --store <sqlite file> (or set INFINITY_STORE, or run next to `dev`)',
+        );
       if (isPostgresUrl(file)) {
         throw new CliError(
           `backup copies a SQLite store; ${describeStore(file)} is a PostgreSQL database: back it up with pg_dump ` +

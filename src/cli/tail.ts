@@ -20,7 +20,13 @@ interface TailOptions {
 }
 
 /** Follows committed items (when no live events can be had); returns when `stop` says so. */
-async function followHistory(thread: ThreadHandle, from: number, show: (line: string) => void, stop: () => Promise<boolean>, pollMs: number): Promise<void> {
+async function followHistory(
+  thread: ThreadHandle,
+  from: number,
+  show: (line: string) => void,
+  stop: () => Promise<boolean>,
+  pollMs: number,
+): Promise<void> {
   let seen = from;
   for (;;) {
     const items = await thread.history();
@@ -65,7 +71,13 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
         const fallback = async (why: string) => {
           if (!target.store) throw new Error(`${why}, and no conversation store to follow instead (--store)`);
           process.stderr.write(colour.yellow(`${why}; following committed history instead\n`));
-          await followHistory(thread, committed, out, async () => (opts.untilIdle ? settled() : false), Number(opts.pollMs));
+          await followHistory(
+            thread,
+            committed,
+            out,
+            async () => (opts.untilIdle ? settled() : false),
+            Number(opts.pollMs),
+          );
         };
         if (!target.eventsUrl) return fallback('no live events endpoint (--events-url)');
 
@@ -74,7 +86,12 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
           for await (const e of thread.events(opts.after ? { after: opts.after } : {})) {
             if (opts.json) out(JSON.stringify(e));
             else printer.print(e as ThreadEvent);
-            if (opts.untilIdle && ((e.type === 'status' && e.status === 'idle') || e.type === 'replay_gap') && (await settled())) return;
+            if (
+              opts.untilIdle &&
+              ((e.type === 'status' && e.status === 'idle') || e.type === 'replay_gap') &&
+              (await settled())
+            )
+              return;
           }
         } catch (e) {
           if (!(e instanceof EventStreamError)) throw e;

@@ -54,7 +54,8 @@ export class CliError extends Error {
 }
 
 export const DEFAULT_TASK_QUEUE = 'infinity-agents';
-export const dataDirOf = (flags: TargetFlags) => resolve(flags.dataDir ?? process.env.INFINITY_DATA_DIR ?? join('.temporal', 'local'));
+export const dataDirOf = (flags: TargetFlags) =>
+  resolve(flags.dataDir ?? process.env.INFINITY_DATA_DIR ?? join('.temporal', 'local'));
 const stateFile = (flags: TargetFlags) => join(dataDirOf(flags), 'dev.json');
 
 export function writeDevState(flags: TargetFlags, state: DevState): () => void {
@@ -97,7 +98,9 @@ export async function resolveTarget(flags: TargetFlags): Promise<Target> {
   const dev = readDevState(flags);
   const address = flags.address ?? env.TEMPORAL_ADDRESS ?? dev?.address;
   if (!address) {
-    throw new CliError('no Temporal server: start one with `infinity-temporal dev`, or pass --address (or set TEMPORAL_ADDRESS)');
+    throw new CliError(
+      'no Temporal server: start one with `infinity-temporal dev`, or pass --address (or set TEMPORAL_ADDRESS)',
+    );
   }
   const fromDev = dev && address === dev.address ? dev : undefined;
   const target: Target = {
@@ -121,10 +124,17 @@ export async function resolveTarget(flags: TargetFlags): Promise<Target> {
  * An {@link AgentClient} for the target; `close` releases the connection and the store. The store is opened read-only
  * unless `stage` (commands that send input stage large inputs in it, as the worker's tools do).
  */
-export async function openClient(target: Target, options: { stage?: boolean } = {}): Promise<{ client: AgentClient; close(): Promise<void> }> {
+export async function openClient(
+  target: Target,
+  options: { stage?: boolean } = {},
+): Promise<{ client: AgentClient; close(): Promise<void> }> {
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address: target.address, connectTimeout: '5s', ...(target.tls !== undefined && { tls: target.tls }) });
+    connection = await Connection.connect({
+      address: target.address,
+      connectTimeout: '5s',
+      ...(target.tls !== undefined && { tls: target.tls }),
+    });
   } catch (e) {
     throw new CliError(`cannot reach Temporal at ${target.address}: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -136,10 +146,19 @@ export async function openClient(target: Target, options: { stage?: boolean } = 
   // With OTEL_EXPORTER_OTLP_ENDPOINT (and the like) set, what a command sends starts a trace (docs/operations.md).
   const tracing = tracingFor();
   const client = new AgentClient({
-    client: new Client({ connection, namespace: target.namespace, ...(tracing && { interceptors: tracingClientInterceptors() }) }),
+    client: new Client({
+      connection,
+      namespace: target.namespace,
+      ...(tracing && { interceptors: tracingClientInterceptors() }),
+    }),
     taskQueue: target.taskQueue,
     ...(store && { store }),
-    ...(target.eventsUrl && { eventsUrl: target.eventsUrl.split(',').map((u) => u.trim()).filter(Boolean) }),
+    ...(target.eventsUrl && {
+      eventsUrl: target.eventsUrl
+        .split(',')
+        .map((u) => u.trim())
+        .filter(Boolean),
+    }),
     ...(target.eventsToken && { eventsToken: target.eventsToken }),
   });
   return {

@@ -11,7 +11,11 @@ import { CliError, openClient, resolveTarget, type Target, type TargetFlags } fr
 export type Out = (line: string) => void;
 
 /** Runs `fn` with a client for the command's target, always releasing it; `stage`: see {@link openClient}. */
-export async function withClient<T>(cmd: Command, fn: (client: AgentClient, target: Target) => Promise<T>, options: { stage?: boolean } = {}): Promise<T> {
+export async function withClient<T>(
+  cmd: Command,
+  fn: (client: AgentClient, target: Target) => Promise<T>,
+  options: { stage?: boolean } = {},
+): Promise<T> {
   const target = await resolveTarget(cmd.optsWithGlobals<TargetFlags>());
   const { client, close } = await openClient(target, options);
   try {
@@ -34,7 +38,9 @@ function readSource(path: string): string {
   try {
     return readFileSync(path === '-' ? 0 : path, 'utf8');
   } catch (e) {
-    throw new CliError(`cannot read ${path === '-' ? 'standard input' : path}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new CliError(
+      `cannot read ${path === '-' ? 'standard input' : path}: ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
 }
 
@@ -44,7 +50,8 @@ const KINDS: readonly ThreadKind[] = ['root', 'child', 'event', 'compaction'];
 /** A flag's value checked against its allowed values: a typo is a usage error, not an empty list. */
 function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
   if (value === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(value)) throw new CliError(`${flag} must be one of ${allowed.join(', ')}; got '${value}'`);
+  if (!(allowed as readonly string[]).includes(value))
+    throw new CliError(`${flag} must be one of ${allowed.join(', ')}; got '${value}'`);
   return value as T;
 }
 
@@ -59,7 +66,9 @@ function textOf(inline: string | undefined, file: string | undefined, missing: s
 }
 
 const uiLink = (target: Target, threadId: string) =>
-  target.uiUrl ? `${target.uiUrl}/namespaces/${encodeURIComponent(target.namespace)}/workflows/${encodeURIComponent(threadId)}` : undefined;
+  target.uiUrl
+    ? `${target.uiUrl}/namespaces/${encodeURIComponent(target.namespace)}/workflows/${encodeURIComponent(threadId)}`
+    : undefined;
 
 interface PriorityFlags {
   priority?: string;
@@ -70,7 +79,10 @@ interface PriorityFlags {
 /** `--priority`, `--fairness-key`, `--fairness-weight` on a command that may start a thread. */
 const priorityOptions = (cmd: Command) =>
   cmd
-    .option('--priority <1-5>', 'task priority if this starts the thread: 1 first, 5 last (default 2; children run at 4)')
+    .option(
+      '--priority <1-5>',
+      'task priority if this starts the thread: 1 first, 5 last (default 2; children run at 4)',
+    )
     .option('--fairness-key <key>', "the thread's fair share of the task queue (default: its id; children inherit it)")
     .option('--fairness-weight <weight>', "the share's weight, 0.001 to 1000 (default 1)");
 
@@ -96,39 +108,62 @@ export function registerThreadCommands(program: Command, out: Out): void {
     .argument('[message]', 'first user message')
     .option('--thread-id <id>', 'thread id (default: a new UUID)')
     .option('--metadata <json>', 'root metadata object')
-    .action(async (message: string | undefined, opts: { threadId?: string; metadata?: string } & PriorityFlags, cmd: Command) => {
-      const priority = priorityOf(opts);
-      await withClient(cmd, async (client, target) => {
-        const metadata = opts.metadata === undefined ? undefined : parseJson('--metadata', opts.metadata);
-        if (metadata !== undefined && (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))) {
-          throw new CliError('--metadata must be a JSON object');
-        }
-        const thread = await client.startThread({
-          threadId: opts.threadId,
-          ...(metadata !== undefined && { metadata: metadata as Record<string, unknown> }),
-          ...(priority && { priority }),
+    .action(
+      async (
+        message: string | undefined,
+        opts: { threadId?: string; metadata?: string } & PriorityFlags,
+        cmd: Command,
+      ) => {
+        const priority = priorityOf(opts);
+        await withClient(cmd, async (client, target) => {
+          const metadata = opts.metadata === undefined ? undefined : parseJson('--metadata', opts.metadata);
+          if (
+            metadata !== undefined &&
+            (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))
+          ) {
+            throw new CliError('--metadata must be a JSON object');
+          }
+          const thread = await client.startThread({
+            threadId: opts.threadId,
+            ...(metadata !== undefined && { metadata: metadata as Record<string, unknown> }),
+            ...(priority && { priority }),
+          });
+          if (message !== undefined) await thread.sendUserText(message);
+          out(thread.threadId);
+          const link = uiLink(target, thread.threadId);
+          if (link) process.stderr.write(`Temporal UI: ${link}\n`);
         });
-        if (message !== undefined) await thread.sendUserText(message);
-        out(thread.threadId);
-        const link = uiLink(target, thread.threadId);
-        if (link) process.stderr.write(`Temporal UI: ${link}\n`);
-      });
-    });
+      },
+    );
 
   priorityOptions(program.command('send'))
     .description('send user text to a thread (creates the thread if it does not exist)')
     .argument('<thread>', 'thread id')
     .argument('[text...]', 'the text (or --file)')
-    .option('--file <path>', 'read the text from a file (`-` reads stdin), exactly as it is; large texts are staged in --store')
+    .option(
+      '--file <path>',
+      'read the text from a file (`-` reads stdin), exactly as it is; large texts are staged in --store',
+    )
     .option('--id <id>', 'message id, to make a resend idempotent')
-    .action(async (threadId: string, words: string[], opts: { id?: string; file?: string } & PriorityFlags, cmd: Command) => {
-      const text = textOf(words.length > 0 ? words.join(' ') : undefined, opts.file, 'send needs the text or --file');
-      if (text.trim() === '') throw new CliError('send needs a non-empty text');
-      const priority = priorityOf(opts);
-      await withClient(cmd, async (client) => {
-        out(await client.sendUserText(threadId, text, { ...(opts.id !== undefined && { id: opts.id }), ...(priority && { priority }) }));
-      }, { stage: true });
-    });
+    .action(
+      async (threadId: string, words: string[], opts: { id?: string; file?: string } & PriorityFlags, cmd: Command) => {
+        const text = textOf(words.length > 0 ? words.join(' ') : undefined, opts.file, 'send needs the text or --file');
+        if (text.trim() === '') throw new CliError('send needs a non-empty text');
+        const priority = priorityOf(opts);
+        await withClient(
+          cmd,
+          async (client) => {
+            out(
+              await client.sendUserText(threadId, text, {
+                ...(opts.id !== undefined && { id: opts.id }),
+                ...(priority && { priority }),
+              }),
+            );
+          },
+          { stage: true },
+        );
+      },
+    );
 
   program
     .command('deliver')
@@ -149,22 +184,36 @@ export function registerThreadCommands(program: Command, out: Out): void {
       if (typeof opts.message === 'string') {
         message = { ...(parseJson('--message', readSource(opts.message)) as InputMessage), threadId };
       } else {
-        if (typeof opts.call !== 'string') throw new CliError('deliver needs --call and --text or --file (or --message)');
+        if (typeof opts.call !== 'string')
+          throw new CliError('deliver needs --call and --text or --file (or --message)');
         const text = textOf(str(opts.text), str(opts.file), 'deliver needs --text or --file (or --message)');
         const call = { threadId, toolCallId: opts.call };
         message = opts.event
           ? subscriptionEvent(call, text, { associative: opts.associative === true, final: opts.final === true })
-          : toolResult(call, text, { subscription: opts.subscription === true, ...(typeof opts.id === 'string' && { id: opts.id }) });
+          : toolResult(call, text, {
+              subscription: opts.subscription === true,
+              ...(typeof opts.id === 'string' && { id: opts.id }),
+            });
       }
-      await withClient(cmd, async (client) => {
-        const r = await client.deliver(message, { acknowledge: opts.ack !== false });
-        if (!r.delivered) {
-          throw new CliError(
-            r.reason === 'closed' ? `thread ${threadId} is closed; the input was not delivered` : `thread ${threadId} dropped the input: ${r.reason}`,
+      await withClient(
+        cmd,
+        async (client) => {
+          const r = await client.deliver(message, { acknowledge: opts.ack !== false });
+          if (!r.delivered) {
+            throw new CliError(
+              r.reason === 'closed'
+                ? `thread ${threadId} is closed; the input was not delivered`
+                : `thread ${threadId} dropped the input: ${r.reason}`,
+            );
+          }
+          out(
+            r.acknowledged
+              ? `accepted ${message.id}${r.deferred ? ' (held back until the pending call is answered)' : ''}`
+              : `delivered ${message.id}`,
           );
-        }
-        out(r.acknowledged ? `accepted ${message.id}${r.deferred ? ' (held back until the pending call is answered)' : ''}` : `delivered ${message.id}`);
-      }, { stage: true });
+        },
+        { stage: true },
+      );
     });
 
   program
@@ -175,7 +224,8 @@ export function registerThreadCommands(program: Command, out: Out): void {
     .option('--full', 'do not shorten long texts')
     .action(async (threadId: string, opts: { json?: boolean; full?: boolean }, cmd: Command) => {
       await withClient(cmd, async (client, target) => {
-        if (!target.store) throw new CliError('history reads the conversation store: pass --store <sqlite file> (or run next to `dev`)');
+        if (!target.store)
+          throw new CliError('history reads the conversation store: pass --store <sqlite file> (or run next to `dev`)');
         const items = await client.thread(threadId).history();
         if (items.length === 0) throw new CliError(`thread ${threadId} has no committed history in ${target.store}`);
         for (const item of items) out(opts.json ? JSON.stringify(item) : historyLine(item, opts.full));
@@ -203,32 +253,40 @@ export function registerThreadCommands(program: Command, out: Out): void {
     .option('--kind <kind>', 'root | child | event | compaction')
     .option('--stuck', 'only threads whose workflow task keeps failing, e.g. after a bad deploy (docs/upgrading.md)')
     .option('--json', 'one JSON object per line')
-    .action(async (opts: { status?: string; parent?: string; kind?: string; stuck?: boolean; json?: boolean }, cmd: Command) => {
-      await withClient(cmd, async (client) => {
-        const status = oneOf('--status', opts.status, STATUSES);
-        const kind = oneOf('--kind', opts.kind, KINDS);
-        const filter = {
-          ...(status && { status }),
-          ...(kind && { kind }),
-          ...(opts.parent && { parentThreadId: opts.parent }),
-          ...(opts.stuck && { stuck: true }),
-        };
-        for await (const t of client.listThreads(filter)) {
-          const columns = [t.threadId, t.kind ?? '-', t.status ?? '-', t.parentThreadId ?? '', ...(t.problems ?? [])];
-          out(opts.json ? JSON.stringify(t) : columns.join('\t').trimEnd());
-        }
-      });
-    });
+    .action(
+      async (
+        opts: { status?: string; parent?: string; kind?: string; stuck?: boolean; json?: boolean },
+        cmd: Command,
+      ) => {
+        await withClient(cmd, async (client) => {
+          const status = oneOf('--status', opts.status, STATUSES);
+          const kind = oneOf('--kind', opts.kind, KINDS);
+          const filter = {
+            ...(status && { status }),
+            ...(kind && { kind }),
+            ...(opts.parent && { parentThreadId: opts.parent }),
+            ...(opts.stuck && { stuck: true }),
+          };
+          for await (const t of client.listThreads(filter)) {
+            const columns = [t.threadId, t.kind ?? '-', t.status ?? '-', t.parentThreadId ?? '', ...(t.problems ?? [])];
+            out(opts.json ? JSON.stringify(t) : columns.join('\t').trimEnd());
+          }
+        });
+      },
+    );
 
   program
     .command('answer')
-    .description("answer a tool's pending choice (see `status`); without an index the choice is dismissed (its default)")
+    .description(
+      "answer a tool's pending choice (see `status`); without an index the choice is dismissed (its default)",
+    )
     .argument('<thread>', 'thread id')
     .argument('<choice>', 'choice id')
     .argument('[index]', '0-based index of the chosen option')
     .action(async (threadId: string, choiceId: string, index: string | undefined, _opts: unknown, cmd: Command) => {
       const selected = index === undefined ? undefined : Number(index);
-      if (selected !== undefined && (!/^\d+$/.test(index!) || !Number.isInteger(selected))) throw new CliError(`index must be a whole number, got '${index}'`);
+      if (selected !== undefined && (!/^\d+$/.test(index!) || !Number.isInteger(selected)))
+        throw new CliError(`index must be a whole number, got '${index}'`);
       await withClient(cmd, async (client) => {
         out(`answered ${choiceId} with ${await client.thread(threadId).answerChoice(choiceId, selected)}`);
       });

@@ -124,10 +124,18 @@ export class AgentClient {
   }
 
   /** The title at start: memo, static summary, and the `Title` search attribute where threads write it. */
-  private titled(title: string | undefined): { memo?: { title: string }; staticSummary?: string; attributes: { key: typeof searchAttributes.Title; value: string }[] } {
+  private titled(title: string | undefined): {
+    memo?: { title: string };
+    staticSummary?: string;
+    attributes: { key: typeof searchAttributes.Title; value: string }[];
+  } {
     if (title === undefined) return { attributes: [] };
     const t = titleOf(title);
-    return { memo: { title: t }, staticSummary: t, attributes: this.options.threadOptions?.titleSearchAttribute ? [{ key: searchAttributes.Title, value: t }] : [] };
+    return {
+      memo: { title: t },
+      staticSummary: t,
+      attributes: this.options.threadOptions?.titleSearchAttribute ? [{ key: searchAttributes.Title, value: t }] : [],
+    };
   }
 
   private startOptions(threadId: string, priority: ThreadPriority | undefined, title?: string) {
@@ -165,7 +173,9 @@ export class AgentClient {
     if (shape) throw new InvalidInputError(shape);
     const start = this.startOptions(threadId, options.priority, options.title);
     if (options.metadata) start.args = [{ ...start.args[0], metadata: options.metadata }];
-    await typedUnavailable(() => this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' }));
+    await typedUnavailable(() =>
+      this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' }),
+    );
     return this.thread(threadId);
   }
 
@@ -197,7 +207,10 @@ export class AgentClient {
   }
 
   private get limits(): InputLimits {
-    return { ...(this.options.store && { store: this.options.store }), ...(this.options.maxInputBytes !== undefined && { maxBytes: this.options.maxInputBytes }) };
+    return {
+      ...(this.options.store && { store: this.options.store }),
+      ...(this.options.maxInputBytes !== undefined && { maxBytes: this.options.maxInputBytes }),
+    };
   }
 
   /**
@@ -212,12 +225,14 @@ export class AgentClient {
     const { signal, payload } = signalFor(prepared.message, { signalNames: this.options.signalNames ?? 'input' });
     try {
       await sendWhileBusy(threadId, () =>
-        typedUnavailable(() => this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
-          ...start,
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          signal,
-          signalArgs: [payload],
-        })),
+        typedUnavailable(() =>
+          this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
+            ...start,
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            signal,
+            signalArgs: [payload],
+          }),
+        ),
       );
     } catch (e) {
       await discardPrepared(prepared, this.options.store);
@@ -256,7 +271,9 @@ export class ThreadHandle {
    */
   async status(): Promise<ThreadStatus> {
     try {
-      return await typedUnavailable(() => statusOrFailed(this.agents.temporal, this.threadId, () => this.workflow.query(statusQuery), this.options.store));
+      return await typedUnavailable(() =>
+        statusOrFailed(this.agents.temporal, this.threadId, () => this.workflow.query(statusQuery), this.options.store),
+      );
     } catch (e) {
       if (e instanceof WorkflowNotFoundError) throw new ThreadNotFoundError(this.threadId);
       throw e;
@@ -271,7 +288,8 @@ export class ThreadHandle {
    */
   async answerChoice(choiceId: string, selected?: number): Promise<number> {
     const choice = (await this.status()).prompts.find((p) => p.kind === 'user_choice' && p.id === choiceId);
-    if (!choice || choice.kind !== 'user_choice') throw new InvalidInputError(`thread ${this.threadId} has no pending choice '${choiceId}'`);
+    if (!choice || choice.kind !== 'user_choice')
+      throw new InvalidInputError(`thread ${this.threadId} has no pending choice '${choiceId}'`);
     const index = selected ?? choice.default;
     if (!Number.isInteger(index) || index < 0 || index >= choice.choices.length) {
       throw new InvalidInputError(`choice ${index} is not one of 0..${choice.choices.length - 1}`);
@@ -322,9 +340,13 @@ export class ThreadHandle {
   async *events(options: { after?: string } = {}): AsyncGenerator<LiveEvent> {
     const hub = this.options.events;
     if (!hub) {
-      if (!this.options.eventsUrl || this.options.eventsUrl.length === 0) throw new Error('events() needs a worker: pass its `events` hub or its `eventsUrl` to AgentClient');
+      if (!this.options.eventsUrl || this.options.eventsUrl.length === 0)
+        throw new Error('events() needs a worker: pass its `events` hub or its `eventsUrl` to AgentClient');
       const urls = typeof this.options.eventsUrl === 'string' ? [this.options.eventsUrl] : this.options.eventsUrl;
-      yield* mergedThreadEvents(urls, this.threadId, { ...(options.after && { after: options.after }), ...(this.options.eventsToken && { token: this.options.eventsToken }) });
+      yield* mergedThreadEvents(urls, this.threadId, {
+        ...(options.after && { after: options.after }),
+        ...(this.options.eventsToken && { token: this.options.eventsToken }),
+      });
       return;
     }
     const queue = new AsyncQueue<ThreadEvent>();

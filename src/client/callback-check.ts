@@ -29,7 +29,9 @@ export function callbackStateOf(temporal: Client, options: CallbackCheckOptions 
   });
   return async (threadId: string, callId: string): Promise<CallbackState | undefined> => {
     try {
-      return await workflows.withDeadline(Date.now() + timeoutMs, () => workflows.getHandle(threadId).query(callbackStateQuery, callId));
+      return await workflows.withDeadline(Date.now() + timeoutMs, () =>
+        workflows.getHandle(threadId).query(callbackStateQuery, callId),
+      );
     } catch (e) {
       // Completed, terminated, failed, timed out: the thread takes no input any more.
       if (e instanceof QueryRejectedError) return 'closed';

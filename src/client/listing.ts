@@ -43,13 +43,18 @@ function summaryOf(wf: WorkflowExecutionInfo): ThreadSummary {
 }
 
 /** Threads of `taskQueue` matching `filter`. */
-export async function* listThreads(temporal: Client, taskQueue: string, filter: ThreadFilter): AsyncGenerator<ThreadSummary> {
+export async function* listThreads(
+  temporal: Client,
+  taskQueue: string,
+  filter: ThreadFilter,
+): AsyncGenerator<ThreadSummary> {
   const clauses = [`WorkflowType = ${quote(THREAD_WORKFLOW_TYPE)}`, `TaskQueue = ${quote(taskQueue)}`];
   if (filter.status) clauses.push(`AgentStatus = ${quote(filter.status)}`);
   if (filter.kind) clauses.push(`ThreadKind = ${quote(filter.kind)}`);
   if (filter.parentThreadId) clauses.push(`ParentThreadId = ${quote(filter.parentThreadId)}`);
   if (filter.stuck) {
-    for await (const { wf, problems } of stuckWorkflows(temporal, clauses)) yield { ...summaryOf(wf), status: 'failed', problems };
+    for await (const { wf, problems } of stuckWorkflows(temporal, clauses))
+      yield { ...summaryOf(wf), status: 'failed', problems };
     return;
   }
   for await (const wf of temporal.workflow.list({ query: clauses.join(' AND ') })) yield summaryOf(wf);

@@ -32,7 +32,11 @@ const FAILED_CAUSES = temporal.api.enums.v1.WorkflowTaskFailedCause;
 const EventType = temporal.api.enums.v1.EventType;
 
 /** Reads the newest events backwards to the last workflow task failure, stopping at a completed task. */
-async function lastFailure(client: Client, workflowId: string, runId: string): Promise<Omit<WorkflowTaskProblem, 'attempt'> | undefined> {
+async function lastFailure(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): Promise<Omit<WorkflowTaskProblem, 'attempt'> | undefined> {
   let nextPageToken: Uint8Array | undefined;
   do {
     const page = await client.workflowService.getWorkflowExecutionHistoryReverse({
@@ -45,10 +49,20 @@ async function lastFailure(client: Client, workflowId: string, runId: string): P
       if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) return undefined;
       const failed = e.workflowTaskFailedEventAttributes;
       if (failed) {
-        const cause = failed.cause ? FAILED_CAUSES[failed.cause]?.replace('WORKFLOW_TASK_FAILED_CAUSE_', '') : undefined;
-        return { category: 'WorkflowTaskFailed', ...(cause && { cause }), ...(failed.failure?.message && { message: failed.failure.message }) };
+        const cause = failed.cause
+          ? FAILED_CAUSES[failed.cause]?.replace('WORKFLOW_TASK_FAILED_CAUSE_', '')
+          : undefined;
+        return {
+          category: 'WorkflowTaskFailed',
+          ...(cause && { cause }),
+          ...(failed.failure?.message && { message: failed.failure.message }),
+        };
       }
-      if (e.workflowTaskTimedOutEventAttributes) return { category: 'WorkflowTaskTimedOut', message: 'the worker did not answer within the workflow task timeout' };
+      if (e.workflowTaskTimedOutEventAttributes)
+        return {
+          category: 'WorkflowTaskTimedOut',
+          message: 'the worker did not answer within the workflow task timeout',
+        };
     }
     nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
   } while (nextPageToken);
@@ -59,7 +73,11 @@ async function lastFailure(client: Client, workflowId: string, runId: string): P
  * Why a running thread's workflow task is failing, from its description and history; undefined when the thread is
  * not running or its pending task (if any) is on its first attempt.
  */
-export async function workflowTaskProblem(client: Client, threadId: string, description?: WorkflowExecutionDescription): Promise<WorkflowTaskProblem | undefined> {
+export async function workflowTaskProblem(
+  client: Client,
+  threadId: string,
+  description?: WorkflowExecutionDescription,
+): Promise<WorkflowTaskProblem | undefined> {
   const d = description ?? (await client.workflow.getHandle(threadId).describe());
   const attempt = d.raw.pendingWorkflowTask?.attempt ?? 0;
   if (d.status.name !== 'RUNNING' || attempt < 2) return undefined;
@@ -78,7 +96,11 @@ export function describeProblem(p: WorkflowTaskProblem): string {
  * The status of a thread whose workflow task is failing, or undefined when it is not. Only what Temporal and the
  * store know without the workflow is filled in; the counters the workflow keeps read 0 until it runs again.
  */
-export async function failedThreadStatus(client: Client, threadId: string, store?: ConversationStore): Promise<ThreadStatus | undefined> {
+export async function failedThreadStatus(
+  client: Client,
+  threadId: string,
+  store?: ConversationStore,
+): Promise<ThreadStatus | undefined> {
   const description = await client.workflow.getHandle(threadId).describe();
   const problem = await workflowTaskProblem(client, threadId, description);
   if (!problem) return undefined;
@@ -152,12 +174,16 @@ function unknownAttribute(e: unknown): boolean {
 
 /** The problem as Temporal's attribute spells it, e.g. `cause=WorkflowTaskFailedCauseNonDeterministicError`. */
 function reportedProblems(p: WorkflowTaskProblem): string[] {
-  const pascal = (s: string) => s.toLowerCase().replace(/(^|_)([a-z])/g, (_m, _u: string, c: string) => c.toUpperCase());
+  const pascal = (s: string) =>
+    s.toLowerCase().replace(/(^|_)([a-z])/g, (_m, _u: string, c: string) => c.toUpperCase());
   return [`category=${p.category}`, ...(p.cause ? [`cause=WorkflowTaskFailedCause${pascal(p.cause)}`] : [])];
 }
 
 /** Running workflows matching `clauses` whose task is failing, found by describing each: for servers without the attribute. */
-export async function* stuckByDescribing(client: Client, clauses: string[]): AsyncGenerator<{ wf: WorkflowExecutionInfo; problems: string[] }> {
+export async function* stuckByDescribing(
+  client: Client,
+  clauses: string[],
+): AsyncGenerator<{ wf: WorkflowExecutionInfo; problems: string[] }> {
   for await (const wf of client.workflow.list({ query: [...clauses, `ExecutionStatus = 'Running'`].join(' AND ') })) {
     const problem = await workflowTaskProblem(client, wf.workflowId);
     if (problem) yield { wf, problems: reportedProblems(problem) };
@@ -165,7 +191,10 @@ export async function* stuckByDescribing(client: Client, clauses: string[]): Asy
 }
 
 /** Workflows matching `clauses` whose task is failing: by the reported-problems attribute, else by describing them. */
-export async function* stuckWorkflows(client: Client, clauses: string[]): AsyncGenerator<{ wf: WorkflowExecutionInfo; problems: string[] }> {
+export async function* stuckWorkflows(
+  client: Client,
+  clauses: string[],
+): AsyncGenerator<{ wf: WorkflowExecutionInfo; problems: string[] }> {
   try {
     for await (const wf of client.workflow.list({ query: [...clauses, STUCK_QUERY].join(' AND ') })) {
       yield { wf, problems: wf.typedSearchAttributes.get(REPORTED_PROBLEMS) ?? [] };

@@ -24,8 +24,14 @@ export async function waitForIdle(temporal: Client, args: WaitArgs): Promise<Thr
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), args.timeoutMs);
   const timeout = () =>
-    new ThreadTimeoutError(args.threadId, `${args.settled ? 'settling' : 'idling'}${failingTask ? ' (its workflow task kept failing; see `threads --stuck`)' : ''}`, args.timeoutMs);
-  const aborted = new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(timeout()), { once: true }));
+    new ThreadTimeoutError(
+      args.threadId,
+      `${args.settled ? 'settling' : 'idling'}${failingTask ? ' (its workflow task kept failing; see `threads --stuck`)' : ''}`,
+      args.timeoutMs,
+    );
+  const aborted = new Promise<never>((_, reject) =>
+    abort.signal.addEventListener('abort', () => reject(timeout()), { once: true }),
+  );
   aborted.catch(() => undefined);
   let failingTask = false;
   try {
@@ -42,9 +48,17 @@ export async function waitForIdle(temporal: Client, args: WaitArgs): Promise<Thr
         if (abort.signal.aborted) throw timeout();
         const taskFailing = isWorkflowTaskFailing(e);
         failingTask ||= taskFailing;
-        if (!(taskFailing || e instanceof WorkflowUpdateFailedError || e instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw e;
+        if (!(
+          taskFailing ||
+          e instanceof WorkflowUpdateFailedError ||
+          e instanceof WorkflowUpdateRPCTimeoutOrCancelledError
+        ))
+          throw e;
         // Not a busy loop if the failure repeats; a failing task is retried by the server with its own backoff.
-        await Promise.race([new Promise((r) => setTimeout(r, taskFailing ? Math.min(1_000, 100 * 2 ** attempt) : 50)), aborted.catch(() => undefined)]);
+        await Promise.race([
+          new Promise((r) => setTimeout(r, taskFailing ? Math.min(1_000, 100 * 2 ** attempt) : 50)),
+          aborted.catch(() => undefined),
+        ]);
       }
     }
   } finally {

@@ -15,7 +15,15 @@ import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { THREAD_SEARCH_ATTRIBUTES } from '../devserver/server';
 import { type LocalPostgres, startLocalPostgres } from '../devserver/postgres';
-import { CLUSTER_DYNAMIC_CONFIG, CLUSTER_SERVICES, type ClusterService, type PostgresEndpoint, renderDynamicConfig, renderServerConfig, type ServicePorts } from './config';
+import {
+  CLUSTER_DYNAMIC_CONFIG,
+  CLUSTER_SERVICES,
+  type ClusterService,
+  type PostgresEndpoint,
+  renderDynamicConfig,
+  renderServerConfig,
+  type ServicePorts,
+} from './config';
 import { type ClusterBinaries, clusterBinaries, clusterInstalled } from './install';
 
 const execFileAsync = promisify(execFile);
@@ -70,11 +78,23 @@ const NAMESPACE_REFRESH_MS = 2_000;
 
 function endpointOf(postgres: LocalPostgres | string): PostgresEndpoint {
   const u = new URL(typeof postgres === 'string' ? postgres : postgres.url());
-  return { host: u.hostname, port: Number(u.port || 5432), user: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
+  return {
+    host: u.hostname,
+    port: Number(u.port || 5432),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+  };
 }
 
 /** Creates (when missing) and migrates one database with the server's own schema tool. */
-async function setupSchema(bins: ClusterBinaries, pg: PostgresEndpoint, database: string, schema: 'temporal' | 'visibility', create: boolean, log: (l: string) => void) {
+async function setupSchema(
+  bins: ClusterBinaries,
+  pg: PostgresEndpoint,
+  database: string,
+  schema: 'temporal' | 'visibility',
+  create: boolean,
+  log: (l: string) => void,
+) {
   const base = ['--ep', pg.host, '-p', String(pg.port), '-u', pg.user, '--pl', 'postgres12', '--db', database];
   if (pg.password) base.push('--pw', pg.password);
   const tool = async (...args: string[]) => {
@@ -127,7 +147,12 @@ async function sleep(ms: number) {
 }
 
 /** Polls `fn` until it resolves; rethrows its last error after the deadline or if `alive()` reports the server gone. */
-async function until<T>(what: string, deadline: number, alive: () => string | undefined, fn: () => Promise<T>): Promise<T> {
+async function until<T>(
+  what: string,
+  deadline: number,
+  alive: () => string | undefined,
+  fn: () => Promise<T>,
+): Promise<T> {
   for (;;) {
     const dead = alive();
     if (dead) throw new Error(`${what}: ${dead}`);
@@ -144,7 +169,13 @@ const ALREADY_EXISTS = 6;
 const isAlreadyExists = (e: unknown) => (e as { code?: number }).code === ALREADY_EXISTS;
 
 /** Registers the namespace and the thread search attributes, then waits until the frontend serves both. */
-async function prepareNamespace(conn: Connection, namespace: string, deadline: number, alive: () => string | undefined, log: (l: string) => void) {
+async function prepareNamespace(
+  conn: Connection,
+  namespace: string,
+  deadline: number,
+  alive: () => string | undefined,
+  log: (l: string) => void,
+) {
   await conn.workflowService
     .registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') })
     .catch((e: unknown) => {
@@ -165,7 +196,10 @@ async function prepareNamespace(conn: Connection, namespace: string, deadline: n
     const have = await listed();
     if (!wanted.every((k) => k in have)) throw new Error(`listed: ${Object.keys(have).join(', ')}`);
     // A query by them passes the frontend's validation only once its namespace registry has the new aliases.
-    await conn.workflowService.countWorkflowExecutions({ namespace, query: wanted.map((k) => `${k} = 'probe'`).join(' AND ') });
+    await conn.workflowService.countWorkflowExecutions({
+      namespace,
+      query: wanted.map((k) => `${k} = 'probe'`).join(' AND '),
+    });
   });
   // History and matching refresh their own namespace registries on the same schedule.
   await sleep(2 * NAMESPACE_REFRESH_MS);
@@ -178,9 +212,11 @@ async function prepareNamespace(conn: Connection, namespace: string, deadline: n
  */
 export async function startLocalCluster(options: LocalClusterOptions = {}): Promise<LocalCluster> {
   const bins = options.binaries ?? clusterBinaries();
-  if (!options.binaries && !clusterInstalled()) throw new Error(`no Temporal server in ${join(bins.server, '..')}: run 'npm run cluster:install'`);
+  if (!options.binaries && !clusterInstalled())
+    throw new Error(`no Temporal server in ${join(bins.server, '..')}: run 'npm run cluster:install'`);
   const shards = options.shards ?? 4;
-  if (!Number.isInteger(shards) || shards < 4) throw new Error(`shards must be an integer of at least 4, got ${shards}`);
+  if (!Number.isInteger(shards) || shards < 4)
+    throw new Error(`shards must be an integer of at least 4, got ${shards}`);
   const log = options.log ?? (() => {});
   const namespace = options.namespace ?? 'default';
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'infinity-cluster-'));
@@ -190,7 +226,8 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
   const started = Date.now();
   const deadline = started + (options.startTimeoutMs ?? 120_000);
 
-  const ownPostgres = options.postgres === undefined ? await startLocalPostgres({ dataDir: join(dir, 'postgres'), log }) : undefined;
+  const ownPostgres =
+    options.postgres === undefined ? await startLocalPostgres({ dataDir: join(dir, 'postgres'), log }) : undefined;
   const postgres = ownPostgres ?? options.postgres!;
   const children = new Map<string, ChildProcess>();
   // A test run that dies must not leave servers holding ports and PostgreSQL connections.
@@ -216,29 +253,55 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
     const pg = endpointOf(postgres);
     const temporalDb = options.database ?? 'temporal';
     const databases = { temporal: temporalDb, visibility: `${temporalDb}_visibility` };
-    for (const [schema, db] of [['temporal', databases.temporal], ['visibility', databases.visibility]] as const) {
+    for (const [schema, db] of [
+      ['temporal', databases.temporal],
+      ['visibility', databases.visibility],
+    ] as const) {
       if (typeof postgres !== 'string') postgres.createDatabase(db);
       await setupSchema(bins, pg, db, schema, typeof postgres === 'string', log);
     }
 
     const ports = {} as Record<ClusterService, ServicePorts>;
     const taken = new Set<number>(options.frontendPort ? [options.frontendPort] : []);
-    for (const s of CLUSTER_SERVICES) ports[s] = { grpc: await lowFreePort(taken), membership: await lowFreePort(taken) };
-    ports.frontend = { ...ports.frontend, grpc: options.frontendPort ?? ports.frontend.grpc, http: await lowFreePort(taken) };
+    for (const s of CLUSTER_SERVICES)
+      ports[s] = { grpc: await lowFreePort(taken), membership: await lowFreePort(taken) };
+    ports.frontend = {
+      ...ports.frontend,
+      grpc: options.frontendPort ?? ports.frontend.grpc,
+      http: await lowFreePort(taken),
+    };
     const dynamicConfigFile = join(dir, 'dynamic-config.yaml');
     writeFileSync(dynamicConfigFile, renderDynamicConfig({ ...CLUSTER_DYNAMIC_CONFIG, ...options.dynamicConfig }));
     // The server ignores an unknown key or a value of the wrong type with a warning: a typo would silently not apply.
     const check = await execFileAsync(bins.server, ['validate-dynamic-config', dynamicConfigFile]);
     const warnings = `${check.stdout}${check.stderr}`.split('\n').filter((l) => l.includes('warning:'));
-    if (warnings.length > 0) throw new Error(`temporal-server rejects the dynamic config ${dynamicConfigFile}:\n${warnings.join('\n')}`);
+    if (warnings.length > 0)
+      throw new Error(`temporal-server rejects the dynamic config ${dynamicConfigFile}:\n${warnings.join('\n')}`);
     const configFile = join(dir, 'temporal-server.yaml');
-    writeFileSync(configFile, renderServerConfig({ numHistoryShards: shards, postgres: pg, databases, ports, dynamicConfigFile, logLevel: options.logLevel ?? 'warn' }));
+    writeFileSync(
+      configFile,
+      renderServerConfig({
+        numHistoryShards: shards,
+        postgres: pg,
+        databases,
+        ports,
+        dynamicConfigFile,
+        logLevel: options.logLevel ?? 'warn',
+      }),
+    );
 
     // Each process gets its own log file; its lines also go to `log`, and the last ones into a startup error.
     const tails: string[] = [];
-    const groups: Array<[string, string[]]> = options.processes === 'per-service' ? CLUSTER_SERVICES.map((s) => [s, [s]]) : [['server', [...CLUSTER_SERVICES]]];
+    const groups: Array<[string, string[]]> =
+      options.processes === 'per-service' ? CLUSTER_SERVICES.map((s) => [s, [s]]) : [['server', [...CLUSTER_SERVICES]]];
     for (const [name, services] of groups) {
-      const args = ['--config-file', configFile, '--allow-no-auth', 'start', ...services.flatMap((s) => ['--service', s])];
+      const args = [
+        '--config-file',
+        configFile,
+        '--allow-no-auth',
+        'start',
+        ...services.flatMap((s) => ['--service', s]),
+      ];
       const child = spawn(bins.server, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
       const file = createWriteStream(join(dir, `temporal-${name}.log`), { flags: 'a' });
       const onData = (b: Buffer) => {
@@ -257,7 +320,8 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
     }
     const alive = () => {
       for (const [name, c] of children) {
-        if (c.exitCode !== null || c.signalCode !== null) return `temporal-server (${name}) exited with ${c.exitCode ?? c.signalCode}:\n${tails.join('\n')}`;
+        if (c.exitCode !== null || c.signalCode !== null)
+          return `temporal-server (${name}) exited with ${c.exitCode ?? c.signalCode}:\n${tails.join('\n')}`;
       }
       return undefined;
     };
@@ -278,14 +342,19 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
     } finally {
       await conn.close();
     }
-    log(`[cluster] ${address}: ${shards} shards, ${children.size} process(es), ready in ${Date.now() - started} ms; logs and config in ${dir}`);
+    log(
+      `[cluster] ${address}: ${shards} shards, ${children.size} process(es), ready in ${Date.now() - started} ms; logs and config in ${dir}`,
+    );
     const pids = Object.fromEntries([...children].map(([name, c]) => [name, c.pid ?? -1]));
     return {
       address,
       namespace,
       shards,
       dir,
-      databaseUrl: typeof postgres === 'string' ? Object.assign(new URL(postgres), { pathname: `/${databases.temporal}` }).toString() : postgres.url(databases.temporal),
+      databaseUrl:
+        typeof postgres === 'string'
+          ? Object.assign(new URL(postgres), { pathname: `/${databases.temporal}` }).toString()
+          : postgres.url(databases.temporal),
       pids,
       stop,
     };

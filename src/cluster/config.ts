@@ -57,7 +57,10 @@ export function toYaml(value: unknown, indent = ''): string {
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value).filter(([, v]) => v !== undefined);
     if (entries.length === 0) return '{}';
-    return entries.map(([k, v]) => `\n${indent}${/^[\w.-]+$/.test(k) ? k : JSON.stringify(k)}: ${toYaml(v, `${indent}  `)}`).join('').replace(/: \n/g, ':\n');
+    return entries
+      .map(([k, v]) => `\n${indent}${/^[\w.-]+$/.test(k) ? k : JSON.stringify(k)}: ${toYaml(v, `${indent}  `)}`)
+      .join('')
+      .replace(/: \n/g, ':\n');
   }
   return JSON.stringify(value ?? null);
 }
@@ -82,7 +85,14 @@ export function renderServerConfig(input: ServerConfigInput): string {
   const services = Object.fromEntries(
     CLUSTER_SERVICES.map((s) => [
       s,
-      { rpc: { grpcPort: ports[s].grpc, membershipPort: ports[s].membership, bindOnLocalHost: true, httpPort: ports[s].http } },
+      {
+        rpc: {
+          grpcPort: ports[s].grpc,
+          membershipPort: ports[s].membership,
+          bindOnLocalHost: true,
+          httpPort: ports[s].http,
+        },
+      },
     ]),
   );
   const config = {
@@ -102,7 +112,13 @@ export function renderServerConfig(input: ServerConfigInput): string {
       masterClusterName: 'active',
       currentClusterName: 'active',
       clusterInformation: {
-        active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: frontend, httpAddress: `127.0.0.1:${ports.frontend.http}` },
+        active: {
+          enabled: true,
+          initialFailoverVersion: 1,
+          rpcName: 'frontend',
+          rpcAddress: frontend,
+          httpAddress: `127.0.0.1:${ports.frontend.http}`,
+        },
       },
     },
     dcRedirectionPolicy: { policy: 'noop' },

@@ -5,7 +5,16 @@
  * them); no download URLs, no containers.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { isExecutable, temporalHome } from '../devserver/cli';
 
@@ -36,8 +45,16 @@ export interface InstallClusterOptions {
 }
 
 /** Paths of the cluster binaries under `dir` (default `./.temporal/cluster`), installed or not. */
-export function clusterBinaries(dir = join(temporalHome(), 'cluster'), version = TEMPORAL_SERVER_VERSION): ClusterBinaries {
-  return { server: join(dir, 'bin', 'temporal-server'), sqlTool: join(dir, 'bin', 'temporal-sql-tool'), schemaDir: join(dir, 'schema'), version };
+export function clusterBinaries(
+  dir = join(temporalHome(), 'cluster'),
+  version = TEMPORAL_SERVER_VERSION,
+): ClusterBinaries {
+  return {
+    server: join(dir, 'bin', 'temporal-server'),
+    sqlTool: join(dir, 'bin', 'temporal-sql-tool'),
+    schemaDir: join(dir, 'schema'),
+    version,
+  };
 }
 
 /** True when the binaries and schema under `dir` are there and stamped with `version`. */
@@ -74,7 +91,9 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv, log: (line: st
     child.stderr.on('data', onData);
     child.once('error', reject);
     child.once('exit', (code) =>
-      code === 0 ? resolveRun(out) : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}:\n${out.split('\n').slice(-20).join('\n')}`)),
+      code === 0
+        ? resolveRun(out)
+        : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}:\n${out.split('\n').slice(-20).join('\n')}`)),
     );
   });
 }
@@ -102,7 +121,10 @@ export async function installClusterBinaries(options: InstallClusterOptions = {}
 
   const go = findGo(options.go);
   const goVersion = spawnSync(go, ['version'], { encoding: 'utf8' });
-  if (goVersion.status !== 0) throw new Error(`no Go at '${go}' (${goVersion.error?.message ?? goVersion.stderr}): install Go, or set GO=/path/to/go`);
+  if (goVersion.status !== 0)
+    throw new Error(
+      `no Go at '${go}' (${goVersion.error?.message ?? goVersion.stderr}): install Go, or set GO=/path/to/go`,
+    );
   // The server's go.mod asks for Go 1.26.8: an older Go fetches that toolchain through the module proxy first.
   log(`using ${goVersion.stdout.trim()}`);
   const staging = join(dir, 'bin', '.staging');
@@ -111,7 +133,10 @@ export async function installClusterBinaries(options: InstallClusterOptions = {}
   // GOBIN only: GOMODCACHE and GOCACHE keep the machine's defaults so every later build reuses them. No cgo: the
   // binaries are static, and the server's SQLite driver is pure Go anyway.
   const env = { ...process.env, GOBIN: staging, CGO_ENABLED: '0' };
-  const pkgs = [`${TEMPORAL_SERVER_MODULE}/cmd/server@${version}`, `${TEMPORAL_SERVER_MODULE}/cmd/tools/sql@${version}`];
+  const pkgs = [
+    `${TEMPORAL_SERVER_MODULE}/cmd/server@${version}`,
+    `${TEMPORAL_SERVER_MODULE}/cmd/tools/sql@${version}`,
+  ];
   const nice = spawnSync('nice', ['true']).status === 0;
   const started = Date.now();
   log(`building ${pkgs.join(' ')} with ${go} (a cold build takes many minutes) ...`);
@@ -124,10 +149,14 @@ export async function installClusterBinaries(options: InstallClusterOptions = {}
   log(`built in ${Math.round((Date.now() - started) / 1000)} s`);
 
   // `go install` already put the module in the cache; `go mod download -json` says where.
-  const info = JSON.parse(await run(go, ['mod', 'download', '-json', `${TEMPORAL_SERVER_MODULE}@${version}`], env, () => {})) as { Dir?: string; Error?: string };
-  if (!info.Dir) throw new Error(`go mod download ${TEMPORAL_SERVER_MODULE}@${version}: ${info.Error ?? 'no module directory'}`);
+  const info = JSON.parse(
+    await run(go, ['mod', 'download', '-json', `${TEMPORAL_SERVER_MODULE}@${version}`], env, () => {}),
+  ) as { Dir?: string; Error?: string };
+  if (!info.Dir)
+    throw new Error(`go mod download ${TEMPORAL_SERVER_MODULE}@${version}: ${info.Error ?? 'no module directory'}`);
   rmSync(bins.schemaDir, { recursive: true, force: true });
-  for (const part of ['temporal', 'visibility']) copyTree(join(info.Dir, 'schema', 'postgresql', 'v12', part), join(bins.schemaDir, part));
+  for (const part of ['temporal', 'visibility'])
+    copyTree(join(info.Dir, 'schema', 'postgresql', 'v12', part), join(bins.schemaDir, part));
   writeFileSync(join(dir, 'VERSION'), `${version}\n`);
   return bins;
 }

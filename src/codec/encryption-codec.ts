@@ -32,7 +32,10 @@ export class EncryptionCodec implements PayloadCodec {
       const cipher = createCipheriv('aes-256-gcm', key, iv);
       const plain = temporal.api.common.v1.Payload.encode(p).finish();
       const data = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
-      return { metadata: { encoding: Buffer.from(ENCRYPTED_ENCODING), [KEY_ID]: Buffer.from(this.keys.current) }, data };
+      return {
+        metadata: { encoding: Buffer.from(ENCRYPTED_ENCODING), [KEY_ID]: Buffer.from(this.keys.current) },
+        data,
+      };
     });
   }
 

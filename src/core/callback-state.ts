@@ -17,7 +17,10 @@ import type { PrepareState } from './prepare';
  */
 export type CallbackState = 'pending' | 'subscribed' | 'spent' | 'closed' | 'unknown';
 
-export function callbackState(prep: Pick<PrepareState, 'closed' | 'pendingCall' | 'subscriptions' | 'processedToolCalls'>, callId: string): CallbackState {
+export function callbackState(
+  prep: Pick<PrepareState, 'closed' | 'pendingCall' | 'subscriptions' | 'processedToolCalls'>,
+  callId: string,
+): CallbackState {
   if (prep.closed) return 'closed';
   // Checked before `processedToolCalls`: the result that started a subscription marks its call processed.
   if (prep.subscriptions.has(callId)) return 'subscribed';

@@ -7,7 +7,12 @@ export function textContent(text: string): ToolResultContent[] {
 }
 
 /** The result of `toolCallId`, with the dedup id a tool's own result gets unless `id` is given. */
-export function resultInput(threadId: string, toolCallId: string, content: string | ToolResultContent[], id?: string): InputMessage {
+export function resultInput(
+  threadId: string,
+  toolCallId: string,
+  content: string | ToolResultContent[],
+  id?: string,
+): InputMessage {
   return {
     id: id ?? messageIds.toolResult(toolCallId),
     threadId,
@@ -16,8 +21,18 @@ export function resultInput(threadId: string, toolCallId: string, content: strin
 }
 
 /** A runtime-generated input tied to `toolCallId` (a report, a parent message). */
-export function syntheticInput(id: string, threadId: string, synthetic: SyntheticKind & { toolCallId: string }, text: string): InputMessage {
-  return { id, threadId, content: { type: 'tool_result', toolCallId: synthetic.toolCallId, content: textContent(text) }, synthetic };
+export function syntheticInput(
+  id: string,
+  threadId: string,
+  synthetic: SyntheticKind & { toolCallId: string },
+  text: string,
+): InputMessage {
+  return {
+    id,
+    threadId,
+    content: { type: 'tool_result', toolCallId: synthetic.toolCallId, content: textContent(text) },
+    synthetic,
+  };
 }
 
 /** Asks a thread to compact its history (docs/semantics.md §12; reference spec §6.1); automatic or from `thread.compact()`. */
@@ -27,5 +42,10 @@ export function compactionInput(id: string, threadId: string): InputMessage {
 
 /** A compaction thread tells its parent that it finished (docs/semantics.md §12; reference spec §6.3). */
 export function compactionCompleteInput(id: string, threadId: string, text: string): InputMessage {
-  return { id, threadId, content: { type: 'tool_result', toolCallId: '', content: textContent(text) }, synthetic: { type: 'compaction_complete' } };
+  return {
+    id,
+    threadId,
+    content: { type: 'tool_result', toolCallId: '', content: textContent(text) },
+    synthetic: { type: 'compaction_complete' },
+  };
 }

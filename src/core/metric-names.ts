@@ -6,13 +6,37 @@
 export const METRICS = {
   slicesStarted: { name: 'infinity_slices_started', help: 'Slice attempts started (label kind: the thread kind)' },
   slicesCommitted: { name: 'infinity_slices_committed', help: 'Slice attempts that committed a turn (label kind)' },
-  slicesFailed: { name: 'infinity_slices_failed', help: 'Slice attempts that failed (labels kind, error: the failure type)' },
-  sliceDuration: { name: 'infinity_slice_duration', help: 'Duration of committed slice attempts, milliseconds (label kind)' },
+  slicesFailed: {
+    name: 'infinity_slices_failed',
+    help: 'Slice attempts that failed (labels kind, error: the failure type)',
+  },
+  sliceDuration: {
+    name: 'infinity_slice_duration',
+    help: 'Duration of committed slice attempts, milliseconds (label kind)',
+  },
   tokens: { name: 'infinity_tokens', help: 'Model tokens of committed slices (label direction: in | out)' },
-  toolCalls: { name: 'infinity_tool_calls', help: 'Tool calls committed (label kind: async | sync | builtin | unknown)' },
-  historyEvents: { name: 'infinity_history_events', help: 'Subscription events and child reports appended to threads (label kind: event | report)' },
-  compactions: { name: 'infinity_compactions_applied', help: 'Compactions applied (a summary now stands in for a thread\'s first items)' },
-  inputsAccepted: { name: 'infinity_inputs_accepted', help: 'Inputs a thread took into its inbox (signals and acknowledged deliveries)' },
-  inputsDropped: { name: 'infinity_inputs_dropped', help: 'Inputs a thread dropped (label reason: malformed | duplicate | wrong_call | ...)' },
-  callbacksRejected: { name: 'infinity_callbacks_rejected', help: 'RAP callbacks the gateway refused (label status: the HTTP status)' },
+  toolCalls: {
+    name: 'infinity_tool_calls',
+    help: 'Tool calls committed (label kind: async | sync | builtin | unknown)',
+  },
+  historyEvents: {
+    name: 'infinity_history_events',
+    help: 'Subscription events and child reports appended to threads (label kind: event | report)',
+  },
+  compactions: {
+    name: 'infinity_compactions_applied',
+    help: "Compactions applied (a summary now stands in for a thread's first items)",
+  },
+  inputsAccepted: {
+    name: 'infinity_inputs_accepted',
+    help: 'Inputs a thread took into its inbox (signals and acknowledged deliveries)',
+  },
+  inputsDropped: {
+    name: 'infinity_inputs_dropped',
+    help: 'Inputs a thread dropped (label reason: malformed | duplicate | wrong_call | ...)',
+  },
+  callbacksRejected: {
+    name: 'infinity_callbacks_rejected',
+    help: 'RAP callbacks the gateway refused (label status: the HTTP status)',
+  },
 } as const;

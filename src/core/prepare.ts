@@ -81,7 +81,12 @@ function accept(state: PrepareState, out: PrepareOutcome, input: InputMessage, i
   return undefined;
 }
 
-function prepareOne(state: PrepareState, input: InputMessage, out: PrepareOutcome, newId: () => string): DropReason | undefined {
+function prepareOne(
+  state: PrepareState,
+  input: InputMessage,
+  out: PrepareOutcome,
+  newId: () => string,
+): DropReason | undefined {
   if (state.closed) return 'closed';
   // Metadata is applied even when the input turns out to be a duplicate (docs/semantics.md §1; reference spec §2.4 step 4).
   if (input.metadata) state.metadata = input.metadata;

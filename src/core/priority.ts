@@ -25,13 +25,22 @@ export const MAX_FAIRNESS_KEY_BYTES = 64;
 
 /** What is wrong with a priority a caller gave, or undefined. */
 export function priorityViolation(p: ThreadPriority): string | undefined {
-  if (p.priorityKey !== undefined && !(Number.isInteger(p.priorityKey) && p.priorityKey >= 1 && p.priorityKey <= MAX_PRIORITY_KEY)) {
+  if (
+    p.priorityKey !== undefined &&
+    !(Number.isInteger(p.priorityKey) && p.priorityKey >= 1 && p.priorityKey <= MAX_PRIORITY_KEY)
+  ) {
     return `priority must be a whole number from 1 (first) to ${MAX_PRIORITY_KEY}, got ${String(p.priorityKey)}`;
   }
-  if (p.fairnessKey !== undefined && (p.fairnessKey === '' || new TextEncoder().encode(p.fairnessKey).length > MAX_FAIRNESS_KEY_BYTES)) {
+  if (
+    p.fairnessKey !== undefined &&
+    (p.fairnessKey === '' || new TextEncoder().encode(p.fairnessKey).length > MAX_FAIRNESS_KEY_BYTES)
+  ) {
     return `fairness key must be 1 to ${MAX_FAIRNESS_KEY_BYTES} bytes`;
   }
-  if (p.fairnessWeight !== undefined && !(Number.isFinite(p.fairnessWeight) && p.fairnessWeight >= 0.001 && p.fairnessWeight <= 1000)) {
+  if (
+    p.fairnessWeight !== undefined &&
+    !(Number.isFinite(p.fairnessWeight) && p.fairnessWeight >= 0.001 && p.fairnessWeight <= 1000)
+  ) {
     return `fairness weight must be from 0.001 to 1000, got ${String(p.fairnessWeight)}`;
   }
   return undefined;

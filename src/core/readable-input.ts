@@ -42,7 +42,10 @@ export function readablePayload(m: InputMessage, toolName?: string): Record<stri
   };
   const syn = m.synthetic;
   if (c.type === 'text' && syn === undefined && c.staged === undefined) return { text: c.text, ...rest };
-  if (c.type === 'tool_result' && (syn === undefined || (syn.type === 'subscription_event' && syn.toolCallId === c.toolCallId))) {
+  if (
+    c.type === 'tool_result' &&
+    (syn === undefined || (syn.type === 'subscription_event' && syn.toolCallId === c.toolCallId))
+  ) {
     const only = c.content.length === 1 && c.content[0]!.type === 'text' ? c.content[0]!.text : undefined;
     return {
       ...(toolName !== undefined && { tool: toolName }),
@@ -53,7 +56,11 @@ export function readablePayload(m: InputMessage, toolName?: string): Record<stri
     };
   }
   // A report or a parent's message: its text first, then who it is from.
-  if (c.type === 'tool_result' && (syn?.type === 'thread_report' || syn?.type === 'parent_message') && syn.toolCallId === c.toolCallId) {
+  if (
+    c.type === 'tool_result' &&
+    (syn?.type === 'thread_report' || syn?.type === 'parent_message') &&
+    syn.toolCallId === c.toolCallId
+  ) {
     const only = c.content.length === 1 && c.content[0]!.type === 'text' ? c.content[0]!.text : undefined;
     if (only !== undefined) {
       const from = syn.type === 'thread_report' ? { childThreadId: syn.childThreadId } : { fromParent: true };
@@ -62,7 +69,8 @@ export function readablePayload(m: InputMessage, toolName?: string): Record<stri
   }
   // The content's readable fields first within it too: the text before its type, the result before its call id. A
   // key keeps the place it was first given, whatever a later spread writes into it.
-  const content: object = c.type === 'text' ? Object.assign({ text: c.text }, c) : Object.assign({ content: c.content }, c);
+  const content: object =
+    c.type === 'text' ? Object.assign({ text: c.text }, c) : Object.assign({ content: c.content }, c);
   const lead: Record<string, unknown> = { content };
   if (syn !== undefined) lead.synthetic = syn;
   return Object.assign(lead, m, { content });
@@ -80,12 +88,22 @@ export function inputOfPayload(name: KindSignalName, raw: unknown): unknown {
   const { text, content, tool: _tool, toolCallId, associative, final, childThreadId, fromParent, ...rest } = raw;
   if (name === 'user_text') return { ...rest, content: { type: 'text', text } };
   if (name === 'report') {
-    const synthetic = fromParent === true ? { type: 'parent_message', toolCallId } : { type: 'thread_report', toolCallId, childThreadId };
+    const synthetic =
+      fromParent === true
+        ? { type: 'parent_message', toolCallId }
+        : { type: 'thread_report', toolCallId, childThreadId };
     return { ...rest, content: { type: 'tool_result', toolCallId, content: [{ type: 'text', text }] }, synthetic };
   }
   if (name !== 'tool_result' && name !== 'event') return raw;
-  const blocks: unknown = content ?? (typeof text === 'string' ? [{ type: 'text', text } satisfies ToolResultContent] : undefined);
+  const blocks: unknown =
+    content ?? (typeof text === 'string' ? [{ type: 'text', text } satisfies ToolResultContent] : undefined);
   const message: Record<string, unknown> = { ...rest, content: { type: 'tool_result', toolCallId, content: blocks } };
-  if (name === 'event') message.synthetic = { type: 'subscription_event', toolCallId, associative: associative === true, final: final === true };
+  if (name === 'event')
+    message.synthetic = {
+      type: 'subscription_event',
+      toolCallId,
+      associative: associative === true,
+      final: final === true,
+    };
   return message;
 }

@@ -14,7 +14,9 @@ const CALL_CHARS = 120;
 
 /** `get_build_status {"build_id":"42"}` for each tool call among `items`, at most five. */
 export function callLines(items: readonly StoredItem[]): string[] {
-  const calls = items.flatMap(({ item }) => (item.kind === 'tool_call' ? [shortLine(`${item.name} ${argsText(item.args)}`, CALL_CHARS)] : []));
+  const calls = items.flatMap(({ item }) =>
+    item.kind === 'tool_call' ? [shortLine(`${item.name} ${argsText(item.args)}`, CALL_CHARS)] : [],
+  );
   return calls.slice(-MAX_CALLS);
 }
 

@@ -30,7 +30,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** Why a value is not a well-formed {@link StagedRef}, or undefined. */
 export function stagedRefError(v: unknown): string | undefined {
   if (!isObject(v)) return 'must be an object';
-  if (typeof v.id !== 'string' || v.id.length === 0 || v.id.length > 128) return 'id must be a string of 1..128 characters';
+  if (typeof v.id !== 'string' || v.id.length === 0 || v.id.length > 128)
+    return 'id must be a string of 1..128 characters';
   if (typeof v.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(v.sha256)) return 'sha256 must be 64 lowercase hex digits';
   if (!Number.isSafeInteger(v.bytes) || (v.bytes as number) < 0) return 'bytes must be a non-negative integer';
   return undefined;
@@ -59,7 +60,9 @@ export function stagedInputError(input: { content: unknown }): string | undefine
 /** Does the input carry a staged reference? */
 export function isStaged(input: InputMessage): boolean {
   const c = input.content;
-  return c.type === 'text' ? c.staged !== undefined : c.content.some((b) => b.type === 'text' && b.staged !== undefined);
+  return c.type === 'text'
+    ? c.staged !== undefined
+    : c.content.some((b) => b.type === 'text' && b.staged !== undefined);
 }
 
 /** The start of a text, never ending in half a surrogate pair (it would serialize as an unpaired escape). */
@@ -77,7 +80,8 @@ export function contentHead(content: readonly ToolResultContent[], chars: number
   let out = '';
   for (const block of content) {
     if (out.length >= chars) break;
-    const piece = block.type === 'text' ? block.text : `[image ${block.mediaType}, ${block.data.length} base64 characters]`;
+    const piece =
+      block.type === 'text' ? block.text : `[image ${block.mediaType}, ${block.data.length} base64 characters]`;
     out += (out ? '\n' : '') + piece.slice(0, chars - out.length + 1);
   }
   return cut(out, chars);
@@ -97,7 +101,10 @@ export function stagedForm(input: InputMessage, ref: StagedRef): InputMessage {
   const c = input.content;
   if (c.type === 'text') return { ...rest, content: { type: 'text', text: textPreview(c.text), staged: ref } };
   const preview = contentHead(c.content, PREVIEW_CHARS);
-  return { ...rest, content: { type: 'tool_result', toolCallId: c.toolCallId, content: [{ type: 'text', text: preview, staged: ref }] } };
+  return {
+    ...rest,
+    content: { type: 'tool_result', toolCallId: c.toolCallId, content: [{ type: 'text', text: preview, staged: ref }] },
+  };
 }
 
 /** The error text that replaces an output over the limit: the model learns the size, the limit, and how it began. */

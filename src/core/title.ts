@@ -8,4 +8,5 @@ export const shortLine = (s: string, n: number): string => {
 };
 
 /** The thread's title (memo `title`): the start of its first user text. */
-export const titleOf = (text: string): string => shortLine(text.startsWith(INTERRUPT_PREFIX) ? text.slice(INTERRUPT_PREFIX.length) : text, 80);
+export const titleOf = (text: string): string =>
+  shortLine(text.startsWith(INTERRUPT_PREFIX) ? text.slice(INTERRUPT_PREFIX.length) : text, 80);

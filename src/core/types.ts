@@ -24,8 +24,7 @@ export interface StagedRef {
  * the whole staged content of its input (and its display segments).
  */
 export type ToolResultContent =
-  | { type: 'text'; text: string; staged?: StagedRef }
-  | { type: 'image'; data: string; mediaType: string };
+  { type: 'text'; text: string; staged?: StagedRef } | { type: 'image'; data: string; mediaType: string };
 
 /** What an input carries; user text with `staged` is a preview of the staged text. */
 export type InputContent =
@@ -149,13 +148,7 @@ export function contextTokens(u: TokenUsage): number | undefined {
 
 /** Why an input was dropped without reaching history. */
 export type DropReason =
-  | 'closed'
-  | 'duplicate'
-  | 'already_processed'
-  | 'wrong_call'
-  | 'malformed'
-  | 'unknown_subscription'
-  | 'unknown_call';
+  'closed' | 'duplicate' | 'already_processed' | 'wrong_call' | 'malformed' | 'unknown_subscription' | 'unknown_call';
 
 /** One input a thread dropped: its id (when it had one), the reason, and what it was, in a few words. */
 export interface DroppedInput {

@@ -60,7 +60,9 @@ function validateSynthetic(v: unknown): string | undefined {
     case 'compaction_complete':
       return undefined;
     case 'prompt':
-      return isNonEmptyString(v.toolCallId) && isObject(v.prompt) && (v.prompt.kind === 'oauth' || v.prompt.kind === 'user_choice')
+      return isNonEmptyString(v.toolCallId) &&
+        isObject(v.prompt) &&
+        (v.prompt.kind === 'oauth' || v.prompt.kind === 'user_choice')
         ? undefined
         : 'synthetic prompt needs toolCallId and a prompt of kind oauth or user_choice';
     default:
@@ -159,7 +161,10 @@ const keysOf = (f: Frame): (string | number)[] => {
 /** Where an input's content lives: `content.text`, `content.content[i].text|data`, `displayAs[i].content(.patch|.data)`. */
 function isContentString(keys: readonly (string | number)[]): boolean {
   const [a, b, c, d] = keys;
-  if (a === 'content') return keys.length === 2 ? b === 'text' : keys.length === 4 && b === 'content' && typeof c === 'number' && (d === 'text' || d === 'data');
+  if (a === 'content')
+    return keys.length === 2
+      ? b === 'text'
+      : keys.length === 4 && b === 'content' && typeof c === 'number' && (d === 'text' || d === 'data');
   if (a !== 'displayAs' || typeof b !== 'number' || c !== 'content') return false;
   return keys.length === 3 || (keys.length === 4 && (d === 'patch' || d === 'data'));
 }
@@ -167,9 +172,14 @@ function isContentString(keys: readonly (string | number)[]): boolean {
 /** `metadata.a[3].b`, shortened in the middle when deep. */
 function pathOf(keys: readonly (string | number)[]): string {
   const part = (k: string | number) =>
-    typeof k === 'number' ? `[${k}]` : /^[A-Za-z_$][\w$]{0,39}$/.test(k) ? `.${k}` : `[${JSON.stringify(k.slice(0, 40))}${k.length > 40 ? '…' : ''}]`;
+    typeof k === 'number'
+      ? `[${k}]`
+      : /^[A-Za-z_$][\w$]{0,39}$/.test(k)
+        ? `.${k}`
+        : `[${JSON.stringify(k.slice(0, 40))}${k.length > 40 ? '…' : ''}]`;
   const join = (ks: readonly (string | number)[]) => ks.map(part).join('').replace(/^\./, '');
-  const path = keys.length <= 8 ? join(keys) : `${join(keys.slice(0, 4))}…(${keys.length - 6} more)…${join(keys.slice(-2))}`;
+  const path =
+    keys.length <= 8 ? join(keys) : `${join(keys.slice(0, 4))}…(${keys.length - 6} more)…${join(keys.slice(-2))}`;
   return path === '' ? 'the input' : path;
 }
 
@@ -196,7 +206,8 @@ export function inputLimitViolation(value: unknown, limits: Partial<InputShapeLi
     const isArray = Array.isArray(v);
     const keys = isArray ? undefined : Object.keys(v);
     const n = isArray ? v.length : keys!.length;
-    if (n > l.maxEntries) return `${pathOf(keysOf(f))} has ${n} ${isArray ? 'elements' : 'keys'}, over the limit of ${l.maxEntries}`;
+    if (n > l.maxEntries)
+      return `${pathOf(keysOf(f))} has ${n} ${isArray ? 'elements' : 'keys'}, over the limit of ${l.maxEntries}`;
     total += n;
     if (total > l.maxTotalEntries) return `the input has more than ${l.maxTotalEntries} keys and elements in all`;
     // Pushed in reverse, so the walk (and the first violation it reports) follows document order.

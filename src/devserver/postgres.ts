@@ -37,7 +37,9 @@ export interface LocalPostgres {
 export class PostgresNotInstalledError extends Error {
   override readonly name = 'PostgresNotInstalledError';
   constructor() {
-    super("no PostgreSQL server binaries found (initdb, pg_ctl, postgres): install Debian's `postgresql` package, or pass binDir");
+    super(
+      "no PostgreSQL server binaries found (initdb, pg_ctl, postgres): install Debian's `postgresql` package, or pass binDir",
+    );
   }
 }
 
@@ -86,7 +88,10 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
     chownSync(dataDir, uid, gid);
   }
   if (!existsSync(join(dataDir, 'PG_VERSION'))) {
-    execFileSync(join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], { stdio: 'pipe', ...runAs() });
+    execFileSync(join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], {
+      stdio: 'pipe',
+      ...runAs(),
+    });
   }
   const port = options.port ?? (await freePort());
   const settings: Record<string, string | number> = {
@@ -118,12 +123,28 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
 
   const psql = join(binDir, 'psql');
   const run = (db: string, sql: string) => {
-    const args = ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', db, '-v', 'ON_ERROR_STOP=1', '-qAtc', sql];
-    return execFileSync(existsSync(psql) ? psql : 'psql', args, { stdio: 'pipe' }).toString().trim();
+    const args = [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-U',
+      'postgres',
+      '-d',
+      db,
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-qAtc',
+      sql,
+    ];
+    return execFileSync(existsSync(psql) ? psql : 'psql', args, { stdio: 'pipe' })
+      .toString()
+      .trim();
   };
   const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
   for (;;) {
-    if (exited !== undefined) throw new Error(`postgres exited with code ${exited} before accepting connections:\n${output}`);
+    if (exited !== undefined)
+      throw new Error(`postgres exited with code ${exited} before accepting connections:\n${output}`);
     try {
       run('postgres', 'SELECT 1');
       break;
@@ -142,8 +163,10 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
     dataDir,
     url,
     createDatabase(name: string) {
-      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`database name '${name}' must be lower-case letters, digits and _`);
-      if (run('postgres', `SELECT 1 FROM pg_database WHERE datname = '${name}'`) !== '1') run('postgres', `CREATE DATABASE ${name}`);
+      if (!/^[a-z_][a-z0-9_]*$/.test(name))
+        throw new Error(`database name '${name}' must be lower-case letters, digits and _`);
+      if (run('postgres', `SELECT 1 FROM pg_database WHERE datname = '${name}'`) !== '1')
+        run('postgres', `CREATE DATABASE ${name}`);
       return url(name);
     },
     async stop() {
@@ -162,7 +185,8 @@ function postgresIds(): { uid: number; gid: number } {
   if (ids) return ids;
   const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
   const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
-  if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error("no 'postgres' system user: install Debian's `postgresql` package");
+  if (!Number.isInteger(uid) || !Number.isInteger(gid))
+    throw new Error("no 'postgres' system user: install Debian's `postgresql` package");
   ids = { uid, gid };
   return ids;
 }

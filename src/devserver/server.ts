@@ -46,7 +46,11 @@ export interface DevServer {
 }
 
 /** Search attributes the thread workflow writes (docs/architecture.md, "Data model"). */
-export const THREAD_SEARCH_ATTRIBUTES = { AgentStatus: 'Keyword', ParentThreadId: 'Keyword', ThreadKind: 'Keyword' } as const;
+export const THREAD_SEARCH_ATTRIBUTES = {
+  AgentStatus: 'Keyword',
+  ParentThreadId: 'Keyword',
+  ThreadKind: 'Keyword',
+} as const;
 
 /**
  * The thread's title as a Text attribute (found by its words: `Title = 'flaky'`), which the UI can show as a list
@@ -98,7 +102,13 @@ export async function freePort(): Promise<number> {
   });
 }
 
-async function waitUntilServing(address: string, namespace: string, deadline: number, child: ChildProcess, tail: () => string) {
+async function waitUntilServing(
+  address: string,
+  namespace: string,
+  deadline: number,
+  child: ChildProcess,
+  tail: () => string,
+) {
   let lastError: unknown;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`temporal dev server exited with code ${child.exitCode}:\n${tail()}`);
@@ -147,7 +157,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
     if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   }
-  for (const [k, v] of Object.entries({ ...THREAD_SEARCH_ATTRIBUTES, ...TITLE_SEARCH_ATTRIBUTE })) args.push('--search-attribute', `${k}=${v}`);
+  for (const [k, v] of Object.entries({ ...THREAD_SEARCH_ATTRIBUTES, ...TITLE_SEARCH_ATTRIBUTE }))
+    args.push('--search-attribute', `${k}=${v}`);
   for (const [k, v] of Object.entries({ ...DEFAULT_DYNAMIC_CONFIG, ...options.dynamicConfig })) {
     args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
   }

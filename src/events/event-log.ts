@@ -55,7 +55,11 @@ export class EventLog {
    * thread; without it, the events of the slice now running (a late attacher sees the turn so far). Replay and
    * live events never overlap: both happen synchronously here, before any new event is appended.
    */
-  subscribe(threadId: string, after: string | undefined, listener: LoggedEventListener): { replay: Replay; unsubscribe: () => void } {
+  subscribe(
+    threadId: string,
+    after: string | undefined,
+    listener: LoggedEventListener,
+  ): { replay: Replay; unsubscribe: () => void } {
     const replay = this.replay(threadId, after);
     let set = this.listeners.get(threadId);
     if (!set) this.listeners.set(threadId, (set = new Set()));

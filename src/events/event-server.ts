@@ -47,28 +47,31 @@ export function buildEventApp(log: EventLog, options: EventServerOptions = {}): 
 
   app.get('/health', async () => ({ ok: true, epoch: log.epoch }));
 
-  app.get<{ Params: { threadId: string }; Querystring: { after?: string } }>('/threads/:threadId/events', (req, reply) => {
-    const lastId = req.headers['last-event-id'];
-    const after = (typeof lastId === 'string' && lastId !== '' ? lastId : undefined) ?? req.query.after;
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    // Reconnect quickly: the replay makes a reconnect lossless, so there is no reason to wait long.
-    res.write('retry: 250\n\n');
-    const { replay, unsubscribe } = log.subscribe(req.params.threadId, after, (e) => res.write(frame(e)));
-    if (replay.gap) res.write('event: gap\ndata: {}\n\n');
-    for (const e of replay.events) res.write(frame(e));
-    const ping = setInterval(() => res.write(': keep-alive\n\n'), keepAliveMs);
-    req.raw.on('close', () => {
-      clearInterval(ping);
-      unsubscribe();
-    });
-  });
+  app.get<{ Params: { threadId: string }; Querystring: { after?: string } }>(
+    '/threads/:threadId/events',
+    (req, reply) => {
+      const lastId = req.headers['last-event-id'];
+      const after = (typeof lastId === 'string' && lastId !== '' ? lastId : undefined) ?? req.query.after;
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      // Reconnect quickly: the replay makes a reconnect lossless, so there is no reason to wait long.
+      res.write('retry: 250\n\n');
+      const { replay, unsubscribe } = log.subscribe(req.params.threadId, after, (e) => res.write(frame(e)));
+      if (replay.gap) res.write('event: gap\ndata: {}\n\n');
+      for (const e of replay.events) res.write(frame(e));
+      const ping = setInterval(() => res.write(': keep-alive\n\n'), keepAliveMs);
+      req.raw.on('close', () => {
+        clearInterval(ping);
+        unsubscribe();
+      });
+    },
+  );
   return app;
 }
 

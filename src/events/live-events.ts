@@ -23,12 +23,17 @@ export class EventStreamError extends Error {
   override readonly name = 'EventStreamError';
 }
 
-export async function* remoteThreadEvents(baseUrl: string, threadId: string, options: RemoteEventsOptions = {}): AsyncGenerator<LiveEvent> {
+export async function* remoteThreadEvents(
+  baseUrl: string,
+  threadId: string,
+  options: RemoteEventsOptions = {},
+): AsyncGenerator<LiveEvent> {
   const url = new URL(`/threads/${encodeURIComponent(threadId)}/events`, baseUrl);
   if (options.after) url.searchParams.set('after', options.after);
   const token = options.token;
   const source = new EventSource(url, {
-    fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, ...(token && { authorization: `Bearer ${token}` }) } }),
+    fetch: (input, init) =>
+      fetch(input, { ...init, headers: { ...init.headers, ...(token && { authorization: `Bearer ${token}` }) } }),
   });
   const queue = new AsyncQueue<LiveEvent>();
   source.onmessage = (m) => queue.push({ ...(JSON.parse(m.data as string) as ThreadEvent), eventId: m.lastEventId });
@@ -36,7 +41,11 @@ export async function* remoteThreadEvents(baseUrl: string, threadId: string, opt
   source.onerror = (e) => {
     // A dropped connection is retried by EventSource; a refusal (status, content type) closes it for good.
     if (source.readyState === EventSource.CLOSED) {
-      queue.fail(new EventStreamError(`events of ${threadId} at ${baseUrl}: ${e.message ?? 'closed'}${e.code ? ` (HTTP ${e.code})` : ''}`));
+      queue.fail(
+        new EventStreamError(
+          `events of ${threadId} at ${baseUrl}: ${e.message ?? 'closed'}${e.code ? ` (HTTP ${e.code})` : ''}`,
+        ),
+      );
     }
   };
   const onAbort = () => queue.close();
@@ -55,7 +64,11 @@ export async function* remoteThreadEvents(baseUrl: string, threadId: string, opt
  * event's `eventId` is then a cursor over all of them (`<id>~<id>…`, one position per worker), which `after` takes
  * back to resume every stream exactly where it was.
  */
-export async function* mergedThreadEvents(baseUrls: readonly string[], threadId: string, options: RemoteEventsOptions = {}): AsyncGenerator<LiveEvent> {
+export async function* mergedThreadEvents(
+  baseUrls: readonly string[],
+  threadId: string,
+  options: RemoteEventsOptions = {},
+): AsyncGenerator<LiveEvent> {
   if (baseUrls.length === 1) {
     yield* remoteThreadEvents(baseUrls[0]!, threadId, options);
     return;

@@ -4,7 +4,12 @@
  * "signalled" for an input the thread then drops. Needs a worker to answer; a worker of a release without the update
  * gets the input by signal instead (`acknowledged: false`).
  */
-import { type Client, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import {
+  type Client,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+} from '@temporalio/client';
 import type { DeliveryAck } from '../core/types';
 import { deliverUpdate } from '../workflows/definitions';
 import { type DeliveryResult, deliverInput, prepareInput } from './deliver';
@@ -21,7 +26,11 @@ const RUN_ENDED = /completed before the update completed|continued.as.new/i;
 const TASK_FAILING_ATTEMPTS = 7;
 
 /** Validates, stages if large, and delivers with acknowledgement. */
-export async function deliverAcknowledged(client: Client, message: unknown, limits: InputLimits = {}): Promise<DeliveryResult> {
+export async function deliverAcknowledged(
+  client: Client,
+  message: unknown,
+  limits: InputLimits = {},
+): Promise<DeliveryResult> {
   const prepared = await prepareInput(message, limits);
   const msg = prepared.message;
   const handle = client.workflow.getHandle(msg.threadId);
@@ -67,7 +76,8 @@ export async function deliverAcknowledged(client: Client, message: unknown, limi
         continue;
       }
       // A resend's `duplicate`: the first attempt's input was queued and is the one the thread took.
-      if (!ack.accepted && ack.reason === 'duplicate' && attempt > 0) return (result = { delivered: true, acknowledged: true });
+      if (!ack.accepted && ack.reason === 'duplicate' && attempt > 0)
+        return (result = { delivered: true, acknowledged: true });
       return (result = ack.accepted
         ? { delivered: true, acknowledged: true, ...(ack.deferred && { deferred: true }) }
         : { delivered: false, reason: ack.reason });
@@ -76,4 +86,3 @@ export async function deliverAcknowledged(client: Client, message: unknown, limi
     if (result?.delivered !== true) await discardPrepared(prepared, limits.store);
   }
 }
-

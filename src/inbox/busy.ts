@@ -20,7 +20,11 @@ export function isSignalLimit(e: unknown): boolean {
 export const DEFAULT_BUSY_WAIT_MS = 60_000;
 
 /** Runs `send`, again with backoff while the thread's run refuses signals, for at most `maxWaitMs`. */
-export async function sendWhileBusy<T>(threadId: string, send: () => Promise<T>, maxWaitMs = DEFAULT_BUSY_WAIT_MS): Promise<T> {
+export async function sendWhileBusy<T>(
+  threadId: string,
+  send: () => Promise<T>,
+  maxWaitMs = DEFAULT_BUSY_WAIT_MS,
+): Promise<T> {
   const deadline = Date.now() + maxWaitMs;
   for (let delay = 50; ; delay = Math.min(delay * 2, 1_000)) {
     try {

@@ -9,7 +9,13 @@ import { inputSignal, kindSignals } from '../workflows/definitions';
 import { readablePayload, signalNameOf } from '../core/readable-input';
 import { oversizeInput } from '../core/staged';
 import { InvalidInputError, PayloadTooLargeError, ThreadNotFoundError } from './errors';
-import { DEFAULT_MAX_STAGED_INPUT_BYTES, discardPrepared, type InputLimits, type PreparedInput, stageIfLarge } from './staging';
+import {
+  DEFAULT_MAX_STAGED_INPUT_BYTES,
+  discardPrepared,
+  type InputLimits,
+  type PreparedInput,
+  stageIfLarge,
+} from './staging';
 
 /**
  * Default upper bound of an input that travels whole in its signal, serialized (Temporal warns at 256 KiB per payload
@@ -23,8 +29,7 @@ export const DEFAULT_MAX_INPUT_BYTES = 256 * 1024;
  * `delivered: false` carries the prepare rules' reason (`wrong_call`, `duplicate`, `unknown_subscription`, ...).
  */
 export type DeliveryResult =
-  | { delivered: true; acknowledged?: boolean; deferred?: boolean }
-  | { delivered: false; reason: 'closed' | DropReason };
+  { delivered: true; acknowledged?: boolean; deferred?: boolean } | { delivered: false; reason: 'closed' | DropReason };
 
 /**
  * How an input travels. `signalNames: 'by-kind'` sends it by its kind's signal (`user_text`, `tool_result`, `event`,
@@ -69,13 +74,19 @@ export async function prepareInput(message: unknown, limits: number | InputLimit
  * upper bound alone). Never creates a thread: an unknown thread is a {@link ThreadNotFoundError}; a thread whose
  * workflow has ended (closed) drops the message.
  */
-export async function deliverInput(client: Client, message: unknown, limits?: number | InputLimits, how?: SignalOptions): Promise<DeliveryResult> {
+export async function deliverInput(
+  client: Client,
+  message: unknown,
+  limits?: number | InputLimits,
+  how?: SignalOptions,
+): Promise<DeliveryResult> {
   const prepared = await prepareInput(message, limits);
   let result: DeliveryResult | undefined;
   try {
     return (result = await signalInput(client, prepared.message, how));
   } finally {
-    if (result?.delivered !== true) await discardPrepared(prepared, typeof limits === 'object' ? limits.store : undefined);
+    if (result?.delivered !== true)
+      await discardPrepared(prepared, typeof limits === 'object' ? limits.store : undefined);
   }
 }
 
@@ -84,7 +95,12 @@ export async function deliverInput(client: Client, message: unknown, limits?: nu
  * result the model reads (its size, the limit, how it began). The call is answered either way: a throw inside a tool
  * would leave it pending for good.
  */
-export async function deliverAnswering(client: Client, message: InputMessage, limits?: number | InputLimits, how?: SignalOptions): Promise<DeliveryResult> {
+export async function deliverAnswering(
+  client: Client,
+  message: InputMessage,
+  limits?: number | InputLimits,
+  how?: SignalOptions,
+): Promise<DeliveryResult> {
   try {
     return await deliverInput(client, message, limits, how);
   } catch (e) {

@@ -58,7 +58,9 @@ export class ThreadBusyError extends Error {
     readonly threadId: string,
     readonly waitedMs: number,
   ) {
-    super(`thread '${threadId}' refused the input for ${waitedMs} ms (its run reached Temporal's signal limit); try again`);
+    super(
+      `thread '${threadId}' refused the input for ${waitedMs} ms (its run reached Temporal's signal limit); try again`,
+    );
   }
 }
 

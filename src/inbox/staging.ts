@@ -36,7 +36,11 @@ export interface PreparedInput {
  * Stages a validated input when it is larger than {@link STAGE_THRESHOLD_BYTES} and a store is at hand. `signalLimit`
  * bounds what is left for the signal: the staged form of an input with enormous metadata can still be too large.
  */
-export async function stageIfLarge(message: InputMessage, store: ConversationStore | undefined, signalLimit: number): Promise<PreparedInput> {
+export async function stageIfLarge(
+  message: InputMessage,
+  store: ConversationStore | undefined,
+  signalLimit: number,
+): Promise<PreparedInput> {
   if (!store || isStaged(message)) return { message };
   if (Buffer.byteLength(JSON.stringify(message)) <= STAGE_THRESHOLD_BYTES) return { message };
   const ref = await store.stageInput(Buffer.from(stagedPayload(message), 'utf8'));

@@ -12,7 +12,11 @@ const TRANSIENT_CODES = new Set([14, 4]);
 export function isUnavailable(e: unknown): boolean {
   for (let err: unknown = e; err instanceof Error; err = err.cause) {
     if (isGrpcServiceError(err) && TRANSIENT_CODES.has(err.code)) return true;
-    if (err instanceof ServiceError && /UNAVAILABLE|DEADLINE_EXCEEDED|tcp connect error|Connection refused/i.test(err.message)) return true;
+    if (
+      err instanceof ServiceError &&
+      /UNAVAILABLE|DEADLINE_EXCEEDED|tcp connect error|Connection refused/i.test(err.message)
+    )
+      return true;
   }
   return false;
 }
@@ -30,7 +34,8 @@ export async function typedUnavailable<T>(call: () => Promise<T>): Promise<T> {
 /** The server's FAILED_PRECONDITION for an update while the workflow task's last attempt failed or timed out. */
 export function isWorkflowTaskFailing(e: unknown): boolean {
   for (let err: unknown = e; err instanceof Error; err = err.cause) {
-    if (isGrpcServiceError(err) && err.code === 9 && /workflow task in failed state/i.test(err.details ?? err.message)) return true;
+    if (isGrpcServiceError(err) && err.code === 9 && /workflow task in failed state/i.test(err.details ?? err.message))
+      return true;
     if (err instanceof ServiceError && /workflow task in failed state/i.test(err.message)) return true;
   }
   return false;

@@ -35,7 +35,15 @@ interface McpContent {
 /** The reference bridge's text for a call result (rap-protocol.md §6). */
 export function formatMcpResult(tool: string, result: { content?: McpContent[]; isError?: boolean }): string {
   const body = (result.content ?? [])
-    .map((c) => (c.type === 'text' ? `${c.text ?? ''}\n` : c.type === 'image' ? `[Image: ${c.mimeType ?? 'image'}]\n` : c.type === 'resource' ? `[Resource: ${c.resource?.uri ?? ''}]\n` : ''))
+    .map((c) =>
+      c.type === 'text'
+        ? `${c.text ?? ''}\n`
+        : c.type === 'image'
+          ? `[Image: ${c.mimeType ?? 'image'}]\n`
+          : c.type === 'resource'
+            ? `[Resource: ${c.resource?.uri ?? ''}]\n`
+            : '',
+    )
     .join('');
   return result.isError ? `Tool "${tool}" failed: ${body}` : `Tool "${tool}" completed.\n\n${body}`;
 }
@@ -52,7 +60,13 @@ export async function connectMcpTools(servers: McpServerConfig[], options: McpTo
     try {
       const transport =
         'command' in server
-          ? new StdioClientTransport({ command: server.command, args: server.args ?? [], env: { ...(process.env as Record<string, string>), ...server.env }, ...(server.cwd && { cwd: server.cwd }), stderr: 'ignore' })
+          ? new StdioClientTransport({
+              command: server.command,
+              args: server.args ?? [],
+              env: { ...(process.env as Record<string, string>), ...server.env },
+              ...(server.cwd && { cwd: server.cwd }),
+              stderr: 'ignore',
+            })
           : new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers ?? {} } });
       await client.connect(transport);
       clients.push(client);

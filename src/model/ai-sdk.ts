@@ -16,7 +16,13 @@ import type {
 } from '@ai-sdk/provider';
 import type { ToolResultContent } from '../core/types';
 import { APICallError } from '@ai-sdk/provider';
-import { ModelStreamEndedError, type ModelMessage, type ModelProvider, type ModelRequest, type ModelStreamPart } from './provider';
+import {
+  ModelStreamEndedError,
+  type ModelMessage,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelStreamPart,
+} from './provider';
 
 export interface AiSdkModelOptions {
   contextWindow?: number;
@@ -31,7 +37,9 @@ function toOutput(content: readonly ToolResultContent[]): LanguageModelV3ToolRes
   return {
     type: 'content',
     value: content.map((c) =>
-      c.type === 'text' ? { type: 'text' as const, text: c.text } : { type: 'image-data' as const, data: c.data, mediaType: c.mediaType },
+      c.type === 'text'
+        ? { type: 'text' as const, text: c.text }
+        : { type: 'image-data' as const, data: c.data, mediaType: c.mediaType },
     ),
   };
 }
@@ -45,7 +53,13 @@ function toMessage(m: ModelMessage): LanguageModelV3Message {
     case 'reasoning':
       return {
         role: 'assistant',
-        content: [{ type: 'reasoning', text: m.text, providerOptions: m.providerMetadata as SharedV3ProviderOptions | undefined }],
+        content: [
+          {
+            type: 'reasoning',
+            text: m.text,
+            providerOptions: m.providerMetadata as SharedV3ProviderOptions | undefined,
+          },
+        ],
       };
     case 'tool_call':
       return { role: 'assistant', content: [{ type: 'tool-call', toolCallId: m.id, toolName: m.name, input: m.args }] };
@@ -67,7 +81,8 @@ export const SUMMARY_LEAD = 'Continue from this summary of the conversation so f
 export function toAiSdkPrompt(request: ModelRequest): LanguageModelV3Prompt {
   const prompt: LanguageModelV3Prompt = [{ role: 'system', content: request.system }];
   const first = request.messages[0];
-  if (first && first.role !== 'user' && first.role !== 'tool_result') prompt.push({ role: 'user', content: [{ type: 'text', text: SUMMARY_LEAD }] });
+  if (first && first.role !== 'user' && first.role !== 'tool_result')
+    prompt.push({ role: 'user', content: [{ type: 'text', text: SUMMARY_LEAD }] });
   for (const m of request.messages) {
     const next = toMessage(m);
     const prev = prompt[prompt.length - 1];
@@ -140,7 +155,10 @@ function mergeMetadata(a: SharedV3ProviderMetadata | undefined, b: SharedV3Provi
   return out;
 }
 
-function* translate(part: LanguageModelV3StreamPart, reasoning: Map<string, ReasoningBlock>): Generator<ModelStreamPart> {
+function* translate(
+  part: LanguageModelV3StreamPart,
+  reasoning: Map<string, ReasoningBlock>,
+): Generator<ModelStreamPart> {
   switch (part.type) {
     case 'text-delta':
       if (part.delta) yield { type: 'text-delta', text: part.delta };
@@ -193,7 +211,9 @@ function* translate(part: LanguageModelV3StreamPart, reasoning: Map<string, Reas
       };
       return;
     case 'error':
-      throw part.error instanceof Error ? part.error : new Error(typeof part.error === 'string' ? part.error : JSON.stringify(part.error));
+      throw part.error instanceof Error
+        ? part.error
+        : new Error(typeof part.error === 'string' ? part.error : JSON.stringify(part.error));
     default:
       return;
   }

@@ -31,12 +31,22 @@ export function projectHistory(items: readonly HistoryItem[], options: { images?
         out.push({ role: 'tool_call', id: item.id, name: item.name, args: item.args });
         break;
       case 'tool_result':
-        out.push({ role: 'tool_result', id: item.id, name: callNames.get(item.id) ?? 'unknown', content: shown(item.content) });
+        out.push({
+          role: 'tool_result',
+          id: item.id,
+          name: callNames.get(item.id) ?? 'unknown',
+          content: shown(item.content),
+        });
         break;
       case 'subscription_event':
         // Self-contained: the synthetic call and its result, so the model sees a well-formed pair.
         out.push({ role: 'tool_call', id: item.invocation.id, name: INJECTED_TOOL_NAME, args: item.invocation.args });
-        out.push({ role: 'tool_result', id: item.result.id, name: INJECTED_TOOL_NAME, content: shown(item.result.content) });
+        out.push({
+          role: 'tool_result',
+          id: item.result.id,
+          name: INJECTED_TOOL_NAME,
+          content: shown(item.result.content),
+        });
         break;
     }
   }

@@ -18,7 +18,14 @@ export class ModelConfigError extends Error {
   override readonly name = 'ModelConfigError';
 }
 
-export const MODEL_PROVIDERS = ['anthropic', 'openai', 'openai-chat', 'bedrock', 'openai-compatible', 'simulated'] as const;
+export const MODEL_PROVIDERS = [
+  'anthropic',
+  'openai',
+  'openai-chat',
+  'bedrock',
+  'openai-compatible',
+  'simulated',
+] as const;
 export type ModelProviderName = (typeof MODEL_PROVIDERS)[number];
 
 export interface ModelFromSpecOptions {
@@ -47,7 +54,9 @@ function parseSpec(spec: string): { provider: ModelProviderName; modelId: string
   const provider = (colon < 0 ? spec : spec.slice(0, colon)).trim();
   const modelId = colon < 0 ? '' : spec.slice(colon + 1).trim();
   if (!(MODEL_PROVIDERS as readonly string[]).includes(provider)) {
-    throw new ModelConfigError(`unknown model provider '${provider}' in '${spec}'; use one of: ${MODEL_PROVIDERS.join(', ')}`);
+    throw new ModelConfigError(
+      `unknown model provider '${provider}' in '${spec}'; use one of: ${MODEL_PROVIDERS.join(', ')}`,
+    );
   }
   if (provider !== 'simulated' && modelId === '') {
     throw new ModelConfigError(`'${spec}' names no model; write it as ${provider}:<model id>`);
@@ -79,7 +88,8 @@ function required(env: NodeJS.ProcessEnv, name: string, spec: string): string {
 export function modelFromSpec(spec: string, options: ModelFromSpecOptions = {}): ModelProvider {
   const env = options.env ?? process.env;
   const { provider, modelId } = parseSpec(spec);
-  const contextWindow = options.contextWindow ?? positiveInt(env, 'INFINITY_CONTEXT_WINDOW') ?? contextWindowOf(provider, modelId);
+  const contextWindow =
+    options.contextWindow ?? positiveInt(env, 'INFINITY_CONTEXT_WINDOW') ?? contextWindowOf(provider, modelId);
   const fetch = options.fetch;
   const thinkingBudget = positiveInt(env, 'INFINITY_THINKING_BUDGET');
   const withWindow = (model: Parameters<typeof aiSdkModel>[0], providerOptions: SharedV3ProviderOptions) =>
@@ -90,7 +100,11 @@ export function modelFromSpec(spec: string, options: ModelFromSpecOptions = {}):
       // A pause between deltas makes the stream watchable (demos, live-event tests).
       return new SimulatedModel({ chunkDelayMs: positiveInt(env, 'INFINITY_SIMULATED_DELAY_MS') ?? 0 });
     case 'anthropic': {
-      const anthropic = createAnthropic({ apiKey: required(env, 'ANTHROPIC_API_KEY', spec), baseURL: env.ANTHROPIC_BASE_URL || undefined, fetch });
+      const anthropic = createAnthropic({
+        apiKey: required(env, 'ANTHROPIC_API_KEY', spec),
+        baseURL: env.ANTHROPIC_BASE_URL || undefined,
+        fetch,
+      });
       return withWindow(anthropic(modelId), {
         anthropic: {
           disableParallelToolUse: true,
@@ -100,7 +114,11 @@ export function modelFromSpec(spec: string, options: ModelFromSpecOptions = {}):
     }
     case 'openai':
     case 'openai-chat': {
-      const openai = createOpenAI({ apiKey: required(env, 'OPENAI_API_KEY', spec), baseURL: env.OPENAI_BASE_URL || undefined, fetch });
+      const openai = createOpenAI({
+        apiKey: required(env, 'OPENAI_API_KEY', spec),
+        baseURL: env.OPENAI_BASE_URL || undefined,
+        fetch,
+      });
       const effort = env.INFINITY_REASONING_EFFORT;
       return withWindow(provider === 'openai' ? openai.responses(modelId) : openai.chat(modelId), {
         openai: {
@@ -112,13 +130,19 @@ export function modelFromSpec(spec: string, options: ModelFromSpecOptions = {}):
     case 'bedrock': {
       const bearer = env.AWS_BEARER_TOKEN_BEDROCK;
       if (!bearer && !(env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY)) {
-        throw new ModelConfigError(`${spec} needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK`);
+        throw new ModelConfigError(
+          `${spec} needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_BEARER_TOKEN_BEDROCK`,
+        );
       }
       const bedrock = createAmazonBedrock({
         region: env.AWS_REGION || 'us-east-1',
         ...(bearer
           ? { apiKey: bearer }
-          : { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, sessionToken: env.AWS_SESSION_TOKEN || undefined }),
+          : {
+              accessKeyId: env.AWS_ACCESS_KEY_ID,
+              secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+              sessionToken: env.AWS_SESSION_TOKEN || undefined,
+            }),
         baseURL: env.BEDROCK_BASE_URL || undefined,
         fetch,
       });
@@ -135,7 +159,10 @@ export function modelFromSpec(spec: string, options: ModelFromSpecOptions = {}):
         fetch,
       });
       // Unknown models behind a compatible endpoint: images only when the deployment says so.
-      return aiSdkModel(compatible.chatModel(modelId), { contextWindow, supportsImages: env.INFINITY_MODEL_IMAGES === '1' });
+      return aiSdkModel(compatible.chatModel(modelId), {
+        contextWindow,
+        supportsImages: env.INFINITY_MODEL_IMAGES === '1',
+      });
     }
   }
 }

@@ -29,7 +29,8 @@ export function turnToParts(turn: ScriptedTurn): ModelStreamPart[] {
   if (turn.text) {
     const n = Math.max(1, Math.min(turn.chunks ?? 1, turn.text.length));
     const size = Math.ceil(turn.text.length / n);
-    for (let i = 0; i < turn.text.length; i += size) parts.push({ type: 'text-delta', text: turn.text.slice(i, i + size) });
+    for (let i = 0; i < turn.text.length; i += size)
+      parts.push({ type: 'text-delta', text: turn.text.slice(i, i + size) });
   }
   if (turn.toolCall) {
     const id = turn.toolCall.id ?? `call_${randomUUID()}`;

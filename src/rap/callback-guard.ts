@@ -29,9 +29,14 @@ export interface CallbackGuard {
 /** `remember`: how many delivered results and final events to keep (oldest forgotten first; the thread knows them). */
 export function callbackGuard(check: CallbackStateCheck | undefined, remember = 10_000): CallbackGuard {
   const seen = new Set<string>(); // a Set keeps insertion order: the first entry is the oldest
-  const key = (threadId: string, callId: string, what: 'result' | 'events') => `${what}\u0000${threadId}\u0000${callId}`;
+  const key = (threadId: string, callId: string, what: 'result' | 'events') =>
+    `${what}\u0000${threadId}\u0000${callId}`;
   const keyOf = (cb: RapCallback, threadId: string, callId: string) =>
-    cb.type === 'tool_result' ? key(threadId, callId, 'result') : cb.type === 'subscription_event' && cb.final ? key(threadId, callId, 'events') : undefined;
+    cb.type === 'tool_result'
+      ? key(threadId, callId, 'result')
+      : cb.type === 'subscription_event' && cb.final
+        ? key(threadId, callId, 'events')
+        : undefined;
   return {
     async admit(cb, threadId, callId) {
       const state = await check?.(threadId, callId);
@@ -40,8 +45,10 @@ export function callbackGuard(check: CallbackStateCheck | undefined, remember = 
       if (state === 'subscribed' && cb.type !== 'subscription_event' && cb.type !== 'view_update') {
         return { ok: false, status: 409, error: 'this tool call already has its result (its subscription is active)' };
       }
-      if (cb.type === 'tool_result' && seen.has(key(threadId, callId, 'result'))) return { ok: false, status: 409, error: 'this tool call already has its result' };
-      if (cb.type === 'subscription_event' && seen.has(key(threadId, callId, 'events'))) return { ok: false, status: 409, error: 'this subscription has ended' };
+      if (cb.type === 'tool_result' && seen.has(key(threadId, callId, 'result')))
+        return { ok: false, status: 409, error: 'this tool call already has its result' };
+      if (cb.type === 'subscription_event' && seen.has(key(threadId, callId, 'events')))
+        return { ok: false, status: 409, error: 'this subscription has ended' };
       const k = keyOf(cb, threadId, callId);
       if (k !== undefined) {
         seen.add(k);

@@ -20,7 +20,13 @@ import type { DeliveryResult } from '../inbox/deliver';
 import type { DisplaySegment, InputMessage, PendingPrompt, ThreadEvent, ToolResultContent } from '../core/types';
 import { inputLimitViolation } from '../core/validate';
 import { callbackGuard, type CallbackStateCheck } from './callback-guard';
-import { answeredTooLarge, callbackBodyOptions, type CallbackDelivery, DEFAULT_CALLBACK_BODY_LIMIT, deliverCallback } from './large-callbacks';
+import {
+  answeredTooLarge,
+  callbackBodyOptions,
+  type CallbackDelivery,
+  DEFAULT_CALLBACK_BODY_LIMIT,
+  deliverCallback,
+} from './large-callbacks';
 import type { CallbackTokens } from './tokens';
 import { activeTraceparent, inCallbackSpan, validTraceparent } from './trace-context';
 import { checkCallback, type RapCallback, type RapToolResult } from './wire';
@@ -67,7 +73,9 @@ export interface RapGateway {
 const KNOWN_SEGMENTS = new Set(['text', 'diff', 'image']);
 
 function resultContent(cb: RapToolResult): ToolResultContent[] {
-  const items = (cb.content ?? []).map((c): ToolResultContent => (c.type === 'text' ? { type: 'text', text: c.text } : { type: 'image', data: c.data, mediaType: c.mediaType }));
+  const items = (cb.content ?? []).map((c): ToolResultContent =>
+    c.type === 'text' ? { type: 'text', text: c.text } : { type: 'image', data: c.data, mediaType: c.mediaType },
+  );
   // Non-empty `content` wins; otherwise `text`; neither is an empty text (RAP §3.3).
   return items.length > 0 ? items : [{ type: 'text', text: cb.text ?? '' }];
 }
@@ -83,10 +91,16 @@ function toInput(cb: RapCallback): InputMessage | undefined {
       };
       if (cb.subscription) msg.subscription = true;
       // Unknown segment types are skipped (runtimes are lenient); the raw text stays the last fallback.
-      const segments = (cb.display_as ?? []).filter((s) => KNOWN_SEGMENTS.has((s as { type?: string }).type ?? '')) as DisplaySegment[];
+      const segments = (cb.display_as ?? []).filter((s) =>
+        KNOWN_SEGMENTS.has((s as { type?: string }).type ?? ''),
+      ) as DisplaySegment[];
       // The raw text is not appended as a fallback segment, and an image already in `content` is not kept twice: each
       // copy would double what the thread stores and carries. A UI renders the result's own content as the fallback.
-      const images = new Set(msg.content.type === 'tool_result' ? msg.content.content.flatMap((c) => (c.type === 'image' ? [c.data] : [])) : []);
+      const images = new Set(
+        msg.content.type === 'tool_result'
+          ? msg.content.content.flatMap((c) => (c.type === 'image' ? [c.data] : []))
+          : [],
+      );
       const shown = segments.filter((s) => s.type !== 'image' || !images.has(s.content.data));
       if (shown.length > 0) msg.displayAs = shown;
       return msg;
@@ -96,14 +110,26 @@ function toInput(cb: RapCallback): InputMessage | undefined {
         id: randomUUID(), // events have no id of their own: identical events are distinct (RAP §3.7)
         threadId: cb.group_id,
         content: { type: 'tool_result', toolCallId: cb.tool_call_id, content: [{ type: 'text', text: cb.text }] },
-        synthetic: { type: 'subscription_event', toolCallId: cb.tool_call_id, associative: cb.associative ?? false, final: cb.final ?? false },
+        synthetic: {
+          type: 'subscription_event',
+          toolCallId: cb.tool_call_id,
+          associative: cb.associative ?? false,
+          final: cb.final ?? false,
+        },
       };
     case 'oauth':
     case 'user_choice': {
       const prompt: PendingPrompt =
         cb.type === 'oauth'
           ? { kind: 'oauth', authUrl: cb.auth_url }
-          : { kind: 'user_choice', id: cb.id, prompt: cb.prompt, choices: cb.choices, default: cb.default, responseUrl: cb.response_url };
+          : {
+              kind: 'user_choice',
+              id: cb.id,
+              prompt: cb.prompt,
+              choices: cb.choices,
+              default: cb.default,
+              responseUrl: cb.response_url,
+            };
       return {
         id: `rap-${cb.type === 'oauth' ? 'oauth' : 'user-choice'}-${cb.id}-${randomUUID()}`,
         threadId: cb.group_id,
@@ -120,7 +146,12 @@ function toInput(cb: RapCallback): InputMessage | undefined {
  * Callback URLs for a gateway that runs elsewhere (its own process, behind a load balancer): the worker mints them
  * with the same keys the gateway verifies with. No expiry unless `tokenTtlMs` is given.
  */
-export function callbackUrlMinter(tokens: CallbackTokens, gatewayUrl: string, tokenTtlMs?: number, now: () => number = Date.now) {
+export function callbackUrlMinter(
+  tokens: CallbackTokens,
+  gatewayUrl: string,
+  tokenTtlMs?: number,
+  now: () => number = Date.now,
+) {
   const base = gatewayUrl.replace(/\/+$/, '');
   const expiry = () => (tokenTtlMs === undefined ? {} : { expiresAt: now() + tokenTtlMs });
   // Minted inside the dispatching slice's span (when traced): the token carries it to the gateway (decision 61).
@@ -128,16 +159,27 @@ export function callbackUrlMinter(tokens: CallbackTokens, gatewayUrl: string, to
     const traceparent = activeTraceparent();
     return traceparent === undefined ? {} : { traceparent };
   };
-  return { callbackUrl: (threadId: string, callId: string) => `${base}/rap/callback/${tokens.mint({ threadId, callId, ...expiry(), ...trace() })}` };
+  return {
+    callbackUrl: (threadId: string, callId: string) =>
+      `${base}/rap/callback/${tokens.mint({ threadId, callId, ...expiry(), ...trace() })}`,
+  };
 }
 
 export async function startRapGateway(options: RapGatewayOptions): Promise<RapGateway> {
   // Tokens carry the thread and call ids: longer than Fastify's default parameter limit.
-  const app = Fastify({ logger: false, bodyLimit: options.bodyLimit ?? 1024 * 1024, routerOptions: { maxParamLength: 4096 } });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    routerOptions: { maxParamLength: 4096 },
+  });
   const now = options.now ?? Date.now;
   const guard = callbackGuard(options.callbackState);
   const views = new Map<string, Map<string, unknown>>();
-  const rejected = options.metricMeter?.createCounter(METRICS.callbacksRejected.name, undefined, METRICS.callbacksRejected.help);
+  const rejected = options.metricMeter?.createCounter(
+    METRICS.callbacksRejected.name,
+    undefined,
+    METRICS.callbacksRejected.help,
+  );
   const refuse = (reply: FastifyReply, code: number, error: string) => {
     rejected?.add(1, { status: String(code) });
     return reply.code(code).send({ error });
@@ -156,7 +198,10 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     answerUnread: async ({ threadId, callId }, answer) => {
       const cb = { type: 'tool_result', group_id: threadId, id: callId } as const;
       if (!(await guard.admit(cb, threadId, callId)).ok) return false;
-      const delivered = await options.deliver(answer).then((r) => r.delivered, () => false);
+      const delivered = await options.deliver(answer).then(
+        (r) => r.delivered,
+        () => false,
+      );
       if (!delivered) guard.undo(cb, threadId, callId);
       return delivered;
     },
@@ -169,7 +214,8 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     const parsed = checkCallback(req.body);
     if (!parsed.ok) return refuse(reply, 400, `Bad request: ${parsed.error}`);
     const cb = parsed.value;
-    const callId = cb.type === 'subscription_event' ? cb.tool_call_id : cb.type === 'view_update' ? claims.callId : cb.id;
+    const callId =
+      cb.type === 'subscription_event' ? cb.tool_call_id : cb.type === 'view_update' ? claims.callId : cb.id;
     if (cb.group_id !== claims.threadId || callId !== claims.callId) {
       return refuse(reply, 403, 'this callback URL belongs to another thread or tool call');
     }
@@ -194,7 +240,13 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     let delivery: CallbackDelivery;
     try {
       const requestTraceparent = validTraceparent(req.headers.traceparent);
-      const traced = { threadId: claims.threadId, callId: claims.callId, type: cb.type, ...(claims.traceparent && { traceparent: claims.traceparent }), ...(requestTraceparent && { requestTraceparent }) };
+      const traced = {
+        threadId: claims.threadId,
+        callId: claims.callId,
+        type: cb.type,
+        ...(claims.traceparent && { traceparent: claims.traceparent }),
+        ...(requestTraceparent && { requestTraceparent }),
+      };
       delivery = await inCallbackSpan(traced, () => deliverCallback(options.deliver, input));
     } catch (e) {
       guard.undo(cb, claims.threadId, claims.callId);
@@ -206,7 +258,13 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     // The thread closed between the check and the signal: its URLs are revoked like any closed thread's.
     if (!result.delivered) return refuse(reply, 410, 'this callback URL was revoked: its thread is closed');
     if (delivery.tooLarge) return refuse(reply, 413, answeredTooLarge(delivery.tooLarge));
-    if (input.synthetic?.type === 'prompt') options.onEvent?.({ threadId: cb.group_id, type: 'prompt', toolCallId: claims.callId, prompt: input.synthetic.prompt });
+    if (input.synthetic?.type === 'prompt')
+      options.onEvent?.({
+        threadId: cb.group_id,
+        type: 'prompt',
+        toolCallId: claims.callId,
+        prompt: input.synthetic.prompt,
+      });
     return { ok: true, delivered: true };
   });
 

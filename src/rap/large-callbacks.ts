@@ -23,7 +23,10 @@ export const DEFAULT_CALLBACK_BODY_LIMIT = 64 * 1024 * 1024;
 export type CallbackDelivery = { result: DeliveryResult; tooLarge?: PayloadTooLargeError };
 
 /** Delivers a callback's input; one over the limit is replaced by an error result for the same call. */
-export async function deliverCallback(deliver: (m: InputMessage) => Promise<DeliveryResult>, input: InputMessage): Promise<CallbackDelivery> {
+export async function deliverCallback(
+  deliver: (m: InputMessage) => Promise<DeliveryResult>,
+  input: InputMessage,
+): Promise<CallbackDelivery> {
   try {
     return { result: await deliver(input) };
   } catch (e) {
@@ -33,7 +36,8 @@ export async function deliverCallback(deliver: (m: InputMessage) => Promise<Deli
   }
 }
 
-export const answeredTooLarge = (e: PayloadTooLargeError) => `${e.message}; the call was answered with an error result that says so`;
+export const answeredTooLarge = (e: PayloadTooLargeError) =>
+  `${e.message}; the call was answered with an error result that says so`;
 
 export interface CallbackBodyOptions {
   limit: number;

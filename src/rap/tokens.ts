@@ -29,7 +29,8 @@ export interface TokenClaims {
   traceparent?: string;
 }
 
-export type TokenCheck = { ok: true; claims: TokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'unknown_key' | 'expired' };
+export type TokenCheck =
+  { ok: true; claims: TokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'unknown_key' | 'expired' };
 
 const b64 = (b: Buffer) => b.toString('base64url');
 
@@ -39,7 +40,8 @@ export class CallbackTokens {
       if (k.length < 32) throw new TypeError(`callback key '${id}' must have at least 32 bytes`);
       if (!/^[A-Za-z0-9_-]+$/.test(id)) throw new TypeError(`callback key id '${id}' must be [A-Za-z0-9_-]`);
     }
-    if (!keys.keys[keys.current]) throw new TypeError(`the current callback key '${keys.current}' is not among the keys`);
+    if (!keys.keys[keys.current])
+      throw new TypeError(`the current callback key '${keys.current}' is not among the keys`);
   }
 
   private sign(keyId: string, body: string): Buffer {
@@ -51,7 +53,9 @@ export class CallbackTokens {
     const keyId = this.keys.current;
     const e = claims.expiresAt === undefined ? {} : { e: claims.expiresAt };
     const p = claims.traceparent === undefined ? {} : { p: claims.traceparent };
-    const body = b64(Buffer.from(JSON.stringify({ t: claims.threadId, c: claims.callId, ...e, ...p, n: b64(randomBytes(9)) })));
+    const body = b64(
+      Buffer.from(JSON.stringify({ t: claims.threadId, c: claims.callId, ...e, ...p, n: b64(randomBytes(9)) })),
+    );
     return `${keyId}.${body}.${b64(this.sign(keyId, body))}`;
   }
 
@@ -64,7 +68,8 @@ export class CallbackTokens {
     // decode to the same signature, and a second spelling of a spent token must not pass as a new one.
     const expected = Buffer.from(b64(this.sign(keyId, body)));
     const given = Buffer.from(signature);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      return { ok: false, reason: 'bad_signature' };
     let raw: unknown;
     try {
       raw = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
@@ -72,7 +77,8 @@ export class CallbackTokens {
       return { ok: false, reason: 'malformed' };
     }
     const c = raw as { t?: unknown; c?: unknown; e?: unknown; p?: unknown };
-    if (typeof c.t !== 'string' || typeof c.c !== 'string' || (c.e !== undefined && typeof c.e !== 'number')) return { ok: false, reason: 'malformed' };
+    if (typeof c.t !== 'string' || typeof c.c !== 'string' || (c.e !== undefined && typeof c.e !== 'number'))
+      return { ok: false, reason: 'malformed' };
     // The trace context is a hint: one that does not parse is ignored, the token still delivers.
     const traceparent = validTraceparent(c.p);
     const trace = traceparent === undefined ? {} : { traceparent };

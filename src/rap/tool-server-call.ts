@@ -54,13 +54,21 @@ export class RapCallbackError extends Error {
 const SEGMENTS = new Set(['text', 'diff', 'image']);
 
 function checkOutgoing(r: RapResult): void {
-  if (r.text === undefined && (r.content === undefined || r.content.length === 0)) throw new TypeError('a result needs text or content');
-  for (const s of r.displayAs ?? []) if (!SEGMENTS.has(s.type)) throw new TypeError(`display segment type '${s.type}' is not text, diff or image`);
-  for (const c of r.content ?? []) if (c.type !== 'text' && c.type !== 'image') throw new TypeError(`content item type '${(c as { type: string }).type}' is not text or image`);
+  if (r.text === undefined && (r.content === undefined || r.content.length === 0))
+    throw new TypeError('a result needs text or content');
+  for (const s of r.displayAs ?? [])
+    if (!SEGMENTS.has(s.type)) throw new TypeError(`display segment type '${s.type}' is not text, diff or image`);
+  for (const c of r.content ?? [])
+    if (c.type !== 'text' && c.type !== 'image')
+      throw new TypeError(`content item type '${(c as { type: string }).type}' is not text or image`);
 }
 
 /** Posts callbacks: attempts on 5xx or network failure with exponential backoff, throws at once on a 4xx. */
-export function callbackPoster(options: { callbackAttempts?: number; callbackBackoffMs?: number; callbackHeaders?: Record<string, string> }) {
+export function callbackPoster(options: {
+  callbackAttempts?: number;
+  callbackBackoffMs?: number;
+  callbackHeaders?: Record<string, string>;
+}) {
   const attempts = options.callbackAttempts ?? 4;
   const backoff = options.callbackBackoffMs ?? 200;
   return async (url: string, body: RapCallback): Promise<void> => {
@@ -76,12 +84,20 @@ export function callbackPoster(options: { callbackAttempts?: number; callbackBac
         await res.body?.cancel();
         status = res.status;
         if (res.ok) return;
-        if (status === 410) throw new RapCallbackError('callback URL revoked (HTTP 410): the call was answered, its subscription ended or its thread closed', status);
+        if (status === 410)
+          throw new RapCallbackError(
+            'callback URL revoked (HTTP 410): the call was answered, its subscription ended or its thread closed',
+            status,
+          );
         if (status < 500) throw new RapCallbackError(`callback refused with HTTP ${status}`, status);
       } catch (e) {
         if (e instanceof RapCallbackError) throw e;
       }
-      if (attempt >= attempts) throw new RapCallbackError(`callback failed after ${attempts} attempts${status ? ` (HTTP ${status})` : ''}`, status);
+      if (attempt >= attempts)
+        throw new RapCallbackError(
+          `callback failed after ${attempts} attempts${status ? ` (HTTP ${status})` : ''}`,
+          status,
+        );
       await sleep(backoff * 2 ** (attempt - 1));
     }
   };
@@ -104,7 +120,11 @@ export interface CallSetup {
 }
 
 /** The handler's context for one call, and whether the call has its result yet or became a subscription. */
-export function callContext(setup: CallSetup): { ctx: RapCallContext; readonly answered: boolean; readonly subscribed: boolean } {
+export function callContext(setup: CallSetup): {
+  ctx: RapCallContext;
+  readonly answered: boolean;
+  readonly subscribed: boolean;
+} {
   const { body: b, id, groupId, callbackUrl, abort, post, choices } = setup;
   const callId = typeof b.call_id === 'string' ? b.call_id : null;
   const ids = { group_id: groupId, id, call_id: callId };
@@ -177,7 +197,16 @@ export function callContext(setup: CallSetup): { ctx: RapCallContext; readonly a
       }
       // A choice is identified by its call (RAP §5.2): one open choice per call at a time.
       const chosen = new Promise<number>((resolve) => choices.set(id, resolve));
-      await send({ type: 'user_choice', group_id: groupId, id, call_id: callId, prompt, choices: list, default: defaultIndex, response_url: setup.choiceResponseUrl });
+      await send({
+        type: 'user_choice',
+        group_id: groupId,
+        id,
+        call_id: callId,
+        prompt,
+        choices: list,
+        default: defaultIndex,
+        response_url: setup.choiceResponseUrl,
+      });
       return chosen;
     },
     view: async (viewType, content) => {

@@ -15,7 +15,10 @@ export { RapCallbackError, type RapCallContext, type RapResult, type RapSubscrip
 
 export interface RapToolHandler extends RapToolDef {
   /** Returning a string (or result) sends it as the result, unless one was sent already; throwing sends an error. */
-  handler(args: Record<string, unknown>, ctx: RapCallContext): Promise<string | RapResult | void> | string | RapResult | void;
+  handler(
+    args: Record<string, unknown>,
+    ctx: RapCallContext,
+  ): Promise<string | RapResult | void> | string | RapResult | void;
 }
 
 export interface RapToolServerOptions {
@@ -99,11 +102,22 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
     const callbackUrl = str(b?.callback_url);
     const operation = typeof b?.operation === 'string' ? b.operation : undefined;
     // Without these there is nobody to answer: refuse now (what Infinity's servers do, 422).
-    if (!id || !groupId || !callbackUrl || operation === undefined) return reply.code(422).send('missing operation, id, callback_url or group_id');
+    if (!id || !groupId || !callbackUrl || operation === undefined)
+      return reply.code(422).send('missing operation, id, callback_url or group_id');
     const abort = new AbortController();
     running.set(id, { threadId: groupId, abort });
     const choiceResponseUrl = `${baseOf(req.headers.host)}/user_choice_response`;
-    const call = callContext({ body: b, id, groupId, callbackUrl, abort, post, choices, choiceResponseUrl, onEnded: () => running.delete(id) });
+    const call = callContext({
+      body: b,
+      id,
+      groupId,
+      callbackUrl,
+      abort,
+      post,
+      choices,
+      choiceResponseUrl,
+      onEnded: () => running.delete(id),
+    });
     const { ctx } = call;
     // Acknowledge first; the work happens after the response (RAP §2.2).
     setImmediate(() => {
@@ -112,11 +126,13 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
           const tool = tools.get(operation);
           if (!tool) return await ctx.error(`unknown operation: ${operation}`);
           const args = (b.arguments ?? {}) as Record<string, unknown>;
-          if (!tool.validate(args)) return await ctx.error(`invalid arguments: ${ajv.errorsText(tool.validate.errors)}`);
+          if (!tool.validate(args))
+            return await ctx.error(`invalid arguments: ${ajv.errorsText(tool.validate.errors)}`);
           const out = await tool.def.handler(args, ctx);
           if (!call.answered && out !== undefined) await ctx.result(out);
         } catch (e) {
-          if (!call.answered && !(e instanceof RapCallbackError)) await ctx.error(e instanceof Error ? e.message : String(e)).catch(() => undefined);
+          if (!call.answered && !(e instanceof RapCallbackError))
+            await ctx.error(e instanceof Error ? e.message : String(e)).catch(() => undefined);
         } finally {
           if (!call.subscribed) running.delete(id);
         }

@@ -6,7 +6,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BUILTIN_TOOL_NAMES } from '../core/builtins';
 import { toolResult } from '../tools/messages';
-import { defineTool, type JsonSchemaObject, type Tool, type ToolContext, type ToolLifecycle, type ToolSource } from '../tools/tool';
+import {
+  defineTool,
+  type JsonSchemaObject,
+  type Tool,
+  type ToolContext,
+  type ToolLifecycle,
+  type ToolSource,
+} from '../tools/tool';
 import { traceHeaders } from './trace-context';
 import { checkManifest, type RapInvocation, type RapManifest, trimBase } from './wire';
 
@@ -53,7 +60,12 @@ export interface RapToolsets extends ToolLifecycle, ToolSource {
 export const rapRefusedText = (op: string, endpoint: string, status: number) =>
   `Error: RAP tool '${op}' failed: the server at ${endpoint} responded with HTTP ${status}. No result will arrive for this call.`;
 
-async function post(url: string, body: unknown, headers: Record<string, string> | undefined, timeoutMs: number): Promise<Response> {
+async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> | undefined,
+  timeoutMs: number,
+): Promise<Response> {
   return fetch(url, {
     method: 'POST',
     // W3C trace headers of the slice that calls (none when untraced): a traced tool server continues the trace.
@@ -65,7 +77,10 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 
 async function loadManifest(server: RapServerConfig, timeoutMs: number): Promise<RapManifest> {
   const url = `${trimBase(server.url)}/.well-known/rap-toolset`;
-  const res = await fetch(url, { headers: { accept: 'application/json', ...server.headers }, signal: AbortSignal.timeout(timeoutMs) });
+  const res = await fetch(url, {
+    headers: { accept: 'application/json', ...server.headers },
+    signal: AbortSignal.timeout(timeoutMs),
+  });
   if (!res.ok) throw new Error(`GET ${url} answered HTTP ${res.status}`);
   let json: unknown;
   try {
@@ -112,7 +127,9 @@ export async function loadRapToolsets(options: RapToolsetsOptions): Promise<RapT
       if (!f) continue;
       try {
         // A schema our validator cannot compile rejects the toolset whole, like any other manifest error.
-        const tools = f.manifest.tools.map((def) => rapTool(f.server, f.manifest, def.name, def.description, def.inputSchema));
+        const tools = f.manifest.tools.map((def) =>
+          rapTool(f.server, f.manifest, def.name, def.description, def.inputSchema),
+        );
         loaded.push({ ...f, tools });
         lastGood.set(f.server.url, f.manifest);
       } catch (e) {
@@ -123,19 +140,33 @@ export async function loadRapToolsets(options: RapToolsetsOptions): Promise<RapT
     const count = new Map<string, number>();
     for (const l of loaded) for (const t of l.tools) count.set(t.name, (count.get(t.name) ?? 0) + 1);
     for (const [name, n] of count) {
-      if (n > 1) errors.push({ server: '*', error: `tool '${name}' is defined by ${n} toolsets; none of them is exposed` });
-      if (BUILTIN_TOOL_NAMES.has(name)) errors.push({ server: '*', error: `tool '${name}' is a runtime tool name; not exposed` });
+      if (n > 1)
+        errors.push({ server: '*', error: `tool '${name}' is defined by ${n} toolsets; none of them is exposed` });
+      if (BUILTIN_TOOL_NAMES.has(name))
+        errors.push({ server: '*', error: `tool '${name}' is a runtime tool name; not exposed` });
     }
-    const tools = loaded.flatMap((l) => l.tools).filter((t) => count.get(t.name) === 1 && !BUILTIN_TOOL_NAMES.has(t.name));
+    const tools = loaded
+      .flatMap((l) => l.tools)
+      .filter((t) => count.get(t.name) === 1 && !BUILTIN_TOOL_NAMES.has(t.name));
     return { tools, loaded, errors };
   };
 
   /** Every configured server, concurrently, once; failures ignored (RAP §4.1, §4.2). */
   const notifyAll = async (path: string, body: unknown) => {
-    await Promise.allSettled(options.servers.map((s) => post(`${trimBase(s.url)}${path}`, body, s.headers, timeoutMs).then((r) => r.body?.cancel())));
+    await Promise.allSettled(
+      options.servers.map((s) =>
+        post(`${trimBase(s.url)}${path}`, body, s.headers, timeoutMs).then((r) => r.body?.cancel()),
+      ),
+    );
   };
 
-  function rapTool(server: RapServerConfig, manifest: RapManifest, name: string, description: string, inputSchema: Record<string, unknown>): Tool {
+  function rapTool(
+    server: RapServerConfig,
+    manifest: RapManifest,
+    name: string,
+    description: string,
+    inputSchema: Record<string, unknown>,
+  ): Tool {
     const parameters = { ...inputSchema, type: 'object' } as JsonSchemaObject;
     return defineTool({
       name,
@@ -200,7 +231,8 @@ export async function loadRapToolsets(options: RapToolsetsOptions): Promise<RapT
       if (trees.size > maxTrees) trees.delete(trees.keys().next().value!);
       return tools;
     },
-    callCancelled: (threadId, toolCallId) => notifyAll('/cancel_tool_call', { thread_id: threadId, tool_call_id: toolCallId }),
+    callCancelled: (threadId, toolCallId) =>
+      notifyAll('/cancel_tool_call', { thread_id: threadId, tool_call_id: toolCallId }),
     threadClosed: (threadId) => notifyAll('/close_thread', { thread_id: threadId }),
   };
 }

@@ -5,7 +5,17 @@
  * inside a `RapCallback:*` span that is that span's child. Everything here goes through the global OpenTelemetry API:
  * with tracing off it finds no propagator and no span, and costs one lookup.
  */
-import { type Attributes, context, type Link, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import {
+  type Attributes,
+  context,
+  type Link,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
 
 /** The gateway's tracer name (the same as the runtime's other spans). */
 const TRACER_NAME = 'infinity-temporal';
@@ -13,7 +23,8 @@ const TRACER_NAME = 'infinity-temporal';
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** A well-formed W3C `traceparent`, or undefined. */
-export const validTraceparent = (value: unknown): string | undefined => (typeof value === 'string' && TRACEPARENT.test(value) ? value : undefined);
+export const validTraceparent = (value: unknown): string | undefined =>
+  typeof value === 'string' && TRACEPARENT.test(value) ? value : undefined;
 
 /** The W3C trace headers of the active context (none when tracing is off or nothing is being traced). */
 export function traceHeaders(): Record<string, string> {
@@ -47,20 +58,31 @@ export async function inCallbackSpan<T>(cb: CallbackTrace, deliver: () => Promis
   const dispatch = propagation.extract(ROOT_CONTEXT, { traceparent: cb.traceparent });
   const dispatchSpan = trace.getSpanContext(dispatch);
   const links: Link[] = [];
-  const requested = cb.requestTraceparent && trace.getSpanContext(propagation.extract(ROOT_CONTEXT, { traceparent: cb.requestTraceparent }));
+  const requested =
+    cb.requestTraceparent &&
+    trace.getSpanContext(propagation.extract(ROOT_CONTEXT, { traceparent: cb.requestTraceparent }));
   if (requested) links.push({ context: requested });
   const ownTrace = cb.type === 'subscription_event';
   if (ownTrace && dispatchSpan) links.push({ context: dispatchSpan });
-  const attributes: Attributes = { 'infinity.thread_id': cb.threadId, 'infinity.tool_call_id': cb.callId, 'rap.callback_type': cb.type };
+  const attributes: Attributes = {
+    'infinity.thread_id': cb.threadId,
+    'infinity.tool_call_id': cb.callId,
+    'rap.callback_type': cb.type,
+  };
   const tracer = trace.getTracer(TRACER_NAME);
-  return tracer.startActiveSpan(`RapCallback:${cb.type}`, { kind: SpanKind.SERVER, attributes, links }, ownTrace ? ROOT_CONTEXT : dispatch, async (span: Span) => {
-    try {
-      return await deliver();
-    } catch (e) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) });
-      throw e;
-    } finally {
-      span.end();
-    }
-  });
+  return tracer.startActiveSpan(
+    `RapCallback:${cb.type}`,
+    { kind: SpanKind.SERVER, attributes, links },
+    ownTrace ? ROOT_CONTEXT : dispatch,
+    async (span: Span) => {
+      try {
+        return await deliver();
+      } catch (e) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) });
+        throw e;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }

@@ -123,7 +123,9 @@ function checkContent(v: unknown): string | undefined {
   if (!Array.isArray(v)) return 'content must be an array';
   for (const c of v) {
     if (!isObject(c)) return 'content items must be objects';
-    if (c.type === 'text' ? !isString(c.text) : c.type === 'image' ? !isString(c.data) || !isString(c.mediaType) : true) {
+    if (
+      c.type === 'text' ? !isString(c.text) : c.type === 'image' ? !isString(c.data) || !isString(c.mediaType) : true
+    ) {
       return `content item of type ${JSON.stringify(c.type)} is not text{text} or image{data,mediaType}`;
     }
   }
@@ -155,7 +157,10 @@ export function checkCallback(v: unknown): Check<RapCallback> {
     case 'subscription_event':
       if (!nonEmpty(v.tool_call_id)) return fail('tool_call_id is required');
       if (!isString(v.text)) return fail('text is required');
-      if (!optional(v.associative, (x) => typeof x === 'boolean') || !optional(v.final, (x) => typeof x === 'boolean')) {
+      if (
+        !optional(v.associative, (x) => typeof x === 'boolean') ||
+        !optional(v.final, (x) => typeof x === 'boolean')
+      ) {
         return fail('associative and final must be booleans');
       }
       break;
@@ -166,9 +171,11 @@ export function checkCallback(v: unknown): Check<RapCallback> {
     case 'user_choice': {
       if (!nonEmpty(v.id) || !callId()) return fail('user_choice needs id');
       if (!isString(v.prompt)) return fail('prompt is required');
-      if (!Array.isArray(v.choices) || v.choices.length === 0 || !v.choices.every(isString)) return fail('choices must be a non-empty array of strings');
+      if (!Array.isArray(v.choices) || v.choices.length === 0 || !v.choices.every(isString))
+        return fail('choices must be a non-empty array of strings');
       const d = v.default ?? 0;
-      if (!Number.isInteger(d) || (d as number) < 0 || (d as number) >= v.choices.length) return fail('default must index a choice');
+      if (!Number.isInteger(d) || (d as number) < 0 || (d as number) >= v.choices.length)
+        return fail('default must index a choice');
       if (!isUrl(v.response_url)) return fail('response_url must be an http(s) URL');
       return { ok: true, value: { ...(v as unknown as RapUserChoiceRequest), default: d as number } };
     }

@@ -88,7 +88,11 @@ export interface ConversationStore {
    */
   commit(request: CommitRequest): Promise<'committed' | 'duplicate'>;
   /** The thread's tool call with this id among its first `before` items (default: all), if any. */
-  findToolCall(threadId: string, callId: string, before?: number): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined>;
+  findToolCall(
+    threadId: string,
+    callId: string,
+    before?: number,
+  ): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined>;
   /** The most recently saved summary of the thread, optionally only among those with `upTo <= maxUpTo`. */
   latestSummary(threadId: string, maxUpTo?: number): Promise<Summary | undefined>;
   /**

@@ -93,7 +93,8 @@ export class StoreFileGuard {
         if (role === 'database') throw new StoreFileLostError(database, path, role, 'removed');
         continue;
       }
-      if (role === 'database' && before && !same(before, id)) throw new StoreFileLostError(database, path, role, 'replaced');
+      if (role === 'database' && before && !same(before, id))
+        throw new StoreFileLostError(database, path, role, 'replaced');
       this.files.push({ path, role, id });
     }
   }
@@ -102,7 +103,8 @@ export class StoreFileGuard {
   check(): void {
     for (const f of this.files) {
       const now = fileIdentity(f.path);
-      if (!now || !same(now, f.id)) throw new StoreFileLostError(this.database, f.path, f.role, now ? 'replaced' : 'removed');
+      if (!now || !same(now, f.id))
+        throw new StoreFileLostError(this.database, f.path, f.role, now ? 'replaced' : 'removed');
     }
   }
 }

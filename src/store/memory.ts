@@ -54,7 +54,8 @@ export class InMemoryConversationStore implements ConversationStore {
     const key = `${req.threadId}\u0000${req.sliceId}`;
     if (this.slices.has(key)) return 'duplicate';
     const list = this.items.get(req.threadId) ?? [];
-    if (list.length !== req.expectedLength) throw new CommitConflictError(req.threadId, req.expectedLength, list.length);
+    if (list.length !== req.expectedLength)
+      throw new CommitConflictError(req.threadId, req.expectedLength, list.length);
     list.push(...structuredClone(req.items));
     this.items.set(req.threadId, list);
     this.slices.set(key, structuredClone(req.result));
@@ -70,8 +71,14 @@ export class InMemoryConversationStore implements ConversationStore {
     return 'committed';
   }
 
-  async findToolCall(threadId: string, callId: string, before?: number): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
-    const found = (this.items.get(threadId) ?? []).slice(0, before).find((s) => s.item.kind === 'tool_call' && s.item.id === callId)?.item;
+  async findToolCall(
+    threadId: string,
+    callId: string,
+    before?: number,
+  ): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
+    const found = (this.items.get(threadId) ?? [])
+      .slice(0, before)
+      .find((s) => s.item.kind === 'tool_call' && s.item.id === callId)?.item;
     return found?.kind === 'tool_call' ? structuredClone(found) : undefined;
   }
 

@@ -48,5 +48,8 @@ export function openConversationStore(spec: string, options: OpenStoreOptions = 
       ...(itemCacheBytes !== undefined && { itemCacheBytes }),
     });
   }
-  return new SqliteConversationStore(spec, { ...(readonly !== undefined && { readonly }), ...(itemCacheBytes !== undefined && { itemCacheBytes }) });
+  return new SqliteConversationStore(spec, {
+    ...(readonly !== undefined && { readonly }),
+    ...(itemCacheBytes !== undefined && { itemCacheBytes }),
+  });
 }

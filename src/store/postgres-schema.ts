@@ -91,7 +91,11 @@ export const MIGRATIONS: readonly ((t: TableName) => string)[] = [
  * work done. PostgreSQL's DDL is transactional, so a failed migration leaves nothing half applied.
  * @returns the schema version now in place
  */
-export async function migrateSchema(pool: Pool, schema: string, migrations: readonly ((t: TableName) => string)[] = MIGRATIONS): Promise<number> {
+export async function migrateSchema(
+  pool: Pool,
+  schema: string,
+  migrations: readonly ((t: TableName) => string)[] = MIGRATIONS,
+): Promise<number> {
   const t = tablesIn(schema);
   return inTransaction(pool, async (c) => {
     await c.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);

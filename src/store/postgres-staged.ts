@@ -27,7 +27,10 @@ export class PostgresStagedInputs {
   }
 
   async load(ref: StagedRef): Promise<Uint8Array | undefined> {
-    const { rows } = await this.pool.query<{ data: Buffer }>(`SELECT data FROM ${this.t('staged_inputs')} WHERE id = $1`, [ref.id]);
+    const { rows } = await this.pool.query<{ data: Buffer }>(
+      `SELECT data FROM ${this.t('staged_inputs')} WHERE id = $1`,
+      [ref.id],
+    );
     return rows[0]?.data;
   }
 

@@ -56,7 +56,12 @@ interface ThreadRow {
 }
 
 function toRecord(row: ThreadRow): ThreadRecord {
-  const r: ThreadRecord = { threadId: row.thread_id, kind: row.kind, rootThreadId: row.root_thread_id, closed: row.closed };
+  const r: ThreadRecord = {
+    threadId: row.thread_id,
+    kind: row.kind,
+    rootThreadId: row.root_thread_id,
+    closed: row.closed,
+  };
   if (row.parent_thread_id !== null) r.parentThreadId = row.parent_thread_id;
   if (row.spawn_order !== null) r.spawnOrder = row.spawn_order;
   if (row.spawn_tool_call_id !== null) r.spawnToolCallId = row.spawn_tool_call_id;
@@ -91,13 +96,17 @@ export class PostgresConversationStore implements ConversationStore {
 
   constructor(options: PostgresStoreOptions) {
     this.schema = options.schema ?? 'public';
-    if (!SCHEMA_NAME.test(this.schema)) throw new Error(`schema '${this.schema}' must be a plain identifier (letters, digits, _)`);
+    if (!SCHEMA_NAME.test(this.schema))
+      throw new Error(`schema '${this.schema}' must be a plain identifier (letters, digits, _)`);
     this.t = tablesIn(this.schema);
     this.pool = new Pool({ ...options.pool, connectionString: options.connectionString });
     // An idle connection the server closes (a restart, a proxy's timeout) is reported here; without a listener the
     // process would crash. The pool drops it, and the next query gets a fresh connection or fails with the cause.
     this.pool.on('error', () => undefined);
-    this.cache = new ItemPrefixCache({ maxBytes: options.itemCacheBytes ?? 32 * 1024 * 1024, minItems: ITEM_CACHE_MIN_ITEMS });
+    this.cache = new ItemPrefixCache({
+      maxBytes: options.itemCacheBytes ?? 32 * 1024 * 1024,
+      minItems: ITEM_CACHE_MIN_ITEMS,
+    });
     this.staged = new PostgresStagedInputs(this.pool, this.t);
   }
 
@@ -128,7 +137,14 @@ export class PostgresConversationStore implements ConversationStore {
     await this.pool.query(
       `INSERT INTO ${this.t('threads')} (thread_id, kind, parent_thread_id, root_thread_id, spawn_order, spawn_tool_call_id)
        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (thread_id) DO NOTHING`,
-      [record.threadId, record.kind, record.parentThreadId ?? null, record.rootThreadId ?? record.threadId, record.spawnOrder ?? null, record.spawnToolCallId ?? null],
+      [
+        record.threadId,
+        record.kind,
+        record.parentThreadId ?? null,
+        record.rootThreadId ?? record.threadId,
+        record.spawnOrder ?? null,
+        record.spawnToolCallId ?? null,
+      ],
     );
     // A separate statement: it sees the row of whoever won a concurrent insert (each statement has its own snapshot).
     return (await this.getThread(record.threadId))!;
@@ -190,7 +206,10 @@ export class PostgresConversationStore implements ConversationStore {
   }
 
   async findSlice(threadId: string, sliceId: string): Promise<SliceResult | undefined> {
-    const [row] = await this.query<{ result: string }>(`SELECT result FROM ${this.t('slices')} WHERE thread_id = $1 AND slice_id = $2`, [threadId, sliceId]);
+    const [row] = await this.query<{ result: string }>(
+      `SELECT result FROM ${this.t('slices')} WHERE thread_id = $1 AND slice_id = $2`,
+      [threadId, sliceId],
+    );
     return row && (JSON.parse(row.result) as SliceResult);
   }
 
@@ -221,7 +240,11 @@ export class PostgresConversationStore implements ConversationStore {
           ],
         );
       }
-      await c.query(`INSERT INTO ${this.t('slices')} (thread_id, slice_id, result) VALUES ($1, $2, $3)`, [req.threadId, req.sliceId, JSON.stringify(req.result)]);
+      await c.query(`INSERT INTO ${this.t('slices')} (thread_id, slice_id, result) VALUES ($1, $2, $3)`, [
+        req.threadId,
+        req.sliceId,
+        JSON.stringify(req.result),
+      ]);
       if (req.summary) await this.saveSummary(c, req.summary);
       if (req.consumedStaged) await this.staged.remove(req.consumedStaged, c);
       return 'committed';
@@ -246,7 +269,11 @@ export class PostgresConversationStore implements ConversationStore {
     );
   }
 
-  async findToolCall(threadId: string, callId: string, before = ALL): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
+  async findToolCall(
+    threadId: string,
+    callId: string,
+    before = ALL,
+  ): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
     const [row] = await this.query<{ item: string }>(
       `SELECT item FROM ${this.t('items')} WHERE thread_id = $1 AND call_id = $2 AND position < $3::bigint ORDER BY position LIMIT 1`,
       [threadId, callId, before],

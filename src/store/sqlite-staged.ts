@@ -35,7 +35,13 @@ export class SqliteStagedInputs {
 
   stage(data: Uint8Array): StagedRef {
     const ref = newStagedRef(data);
-    this.s.insert.run(ref.id, ref.sha256, ref.bytes, Buffer.from(data.buffer, data.byteOffset, data.byteLength), Date.now());
+    this.s.insert.run(
+      ref.id,
+      ref.sha256,
+      ref.bytes,
+      Buffer.from(data.buffer, data.byteOffset, data.byteLength),
+      Date.now(),
+    );
     return ref;
   }
 

@@ -78,7 +78,12 @@ interface ThreadRow {
 }
 
 function toRecord(row: ThreadRow): ThreadRecord {
-  const r: ThreadRecord = { threadId: row.thread_id, kind: row.kind, rootThreadId: row.root_thread_id, closed: row.closed !== 0 };
+  const r: ThreadRecord = {
+    threadId: row.thread_id,
+    kind: row.kind,
+    rootThreadId: row.root_thread_id,
+    closed: row.closed !== 0,
+  };
   if (row.parent_thread_id !== null) r.parentThreadId = row.parent_thread_id;
   if (row.spawn_order !== null) r.spawnOrder = row.spawn_order;
   if (row.spawn_tool_call_id !== null) r.spawnToolCallId = row.spawn_tool_call_id;
@@ -118,7 +123,10 @@ export class SqliteConversationStore implements ConversationStore {
   ) {
     const before = fileIdentity(filename);
     this.db = new Database(filename, { readonly: options.readonly ?? false });
-    this.cache = new ItemPrefixCache({ maxBytes: options.itemCacheBytes ?? 32 * 1024 * 1024, minItems: ITEM_CACHE_MIN_ITEMS });
+    this.cache = new ItemPrefixCache({
+      maxBytes: options.itemCacheBytes ?? 32 * 1024 * 1024,
+      minItems: ITEM_CACHE_MIN_ITEMS,
+    });
     this.db.pragma('busy_timeout = 5000');
     if (!options.readonly) {
       this.db.pragma('journal_mode = WAL');
@@ -138,12 +146,18 @@ export class SqliteConversationStore implements ConversationStore {
         'SELECT message_id, item FROM items WHERE thread_id = ? AND position >= ? AND position < ? ORDER BY position',
       ),
       // One seek down the primary key; COUNT(*) would walk every row of the thread, items included.
-      length: this.db.prepare<[string], { n: number }>('SELECT COALESCE(MAX(position) + 1, 0) AS n FROM items WHERE thread_id = ?'),
+      length: this.db.prepare<[string], { n: number }>(
+        'SELECT COALESCE(MAX(position) + 1, 0) AS n FROM items WHERE thread_id = ?',
+      ),
       findSlice: this.db.prepare<[string, string], { result: string }>(
         'SELECT result FROM slices WHERE thread_id = ? AND slice_id = ?',
       ),
-      insertItem: this.db.prepare('INSERT INTO items (thread_id, position, message_id, slice_id, item) VALUES (?, ?, ?, ?, ?)'),
-      insertSlice: this.db.prepare('INSERT INTO slices (thread_id, slice_id, result, committed_at) VALUES (?, ?, ?, ?)'),
+      insertItem: this.db.prepare(
+        'INSERT INTO items (thread_id, position, message_id, slice_id, item) VALUES (?, ?, ?, ?, ?)',
+      ),
+      insertSlice: this.db.prepare(
+        'INSERT INTO slices (thread_id, slice_id, result, committed_at) VALUES (?, ?, ?, ?)',
+      ),
       saveSummary: this.db.prepare(
         `INSERT INTO summaries (thread_id, source_thread_id, up_to, summary) VALUES (@threadId, @sourceThreadId, @upTo, @summary)
          ON CONFLICT (thread_id, source_thread_id) DO UPDATE SET up_to = excluded.up_to, summary = excluded.summary`,
@@ -222,18 +236,20 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   private readonly commitTx = (req: CommitRequest): 'committed' | 'duplicate' =>
-    this.db.transaction((): 'committed' | 'duplicate' => {
-      if (this.stmts.findSlice.get(req.threadId, req.sliceId)) return 'duplicate';
-      const length = (this.stmts.length.get(req.threadId) as { n: number }).n;
-      if (length !== req.expectedLength) throw new CommitConflictError(req.threadId, req.expectedLength, length);
-      req.items.forEach((s, i) =>
-        this.stmts.insertItem.run(req.threadId, length + i, s.messageId, req.sliceId, JSON.stringify(s.item)),
-      );
-      this.stmts.insertSlice.run(req.threadId, req.sliceId, JSON.stringify(req.result), Date.now());
-      if (req.summary) this.stmts.saveSummary.run(req.summary);
-      if (req.consumedStaged) this.staged.remove(req.consumedStaged);
-      return 'committed';
-    }).immediate();
+    this.db
+      .transaction((): 'committed' | 'duplicate' => {
+        if (this.stmts.findSlice.get(req.threadId, req.sliceId)) return 'duplicate';
+        const length = (this.stmts.length.get(req.threadId) as { n: number }).n;
+        if (length !== req.expectedLength) throw new CommitConflictError(req.threadId, req.expectedLength, length);
+        req.items.forEach((s, i) =>
+          this.stmts.insertItem.run(req.threadId, length + i, s.messageId, req.sliceId, JSON.stringify(s.item)),
+        );
+        this.stmts.insertSlice.run(req.threadId, req.sliceId, JSON.stringify(req.result), Date.now());
+        if (req.summary) this.stmts.saveSummary.run(req.summary);
+        if (req.consumedStaged) this.staged.remove(req.consumedStaged);
+        return 'committed';
+      })
+      .immediate();
 
   async commit(req: CommitRequest): Promise<'committed' | 'duplicate'> {
     this.guard?.check();
@@ -243,7 +259,11 @@ export class SqliteConversationStore implements ConversationStore {
     return outcome;
   }
 
-  async findToolCall(threadId: string, callId: string, before = Number.MAX_SAFE_INTEGER): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
+  async findToolCall(
+    threadId: string,
+    callId: string,
+    before = Number.MAX_SAFE_INTEGER,
+  ): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
     const row = this.stmts.findToolCall.get(threadId, before, callId);
     return row && (JSON.parse(row.item) as Extract<HistoryItem, { kind: 'tool_call' }>);
   }

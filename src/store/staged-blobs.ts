@@ -8,4 +8,8 @@ export const sha256Hex = (data: Uint8Array): string => createHash('sha256').upda
  * A fresh reference for bytes about to be staged. A random id, not the hash: two inputs with equal content are staged
  * and removed independently, so a commit that consumes one never takes the other from a thread still waiting for it.
  */
-export const newStagedRef = (data: Uint8Array): StagedRef => ({ id: randomUUID(), sha256: sha256Hex(data), bytes: data.byteLength });
+export const newStagedRef = (data: Uint8Array): StagedRef => ({
+  id: randomUUID(),
+  sha256: sha256Hex(data),
+  bytes: data.byteLength,
+});

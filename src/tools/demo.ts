@@ -6,7 +6,12 @@ export function buildStatusDemoTool(delayMs = 2000): Tool {
   return defineTool<{ build_id: string }>({
     name: 'get_build_status',
     description: 'Look up the status of a CI build by its id. The result arrives later.',
-    parameters: { type: 'object', properties: { build_id: { type: 'string' } }, required: ['build_id'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { build_id: { type: 'string' } },
+      required: ['build_id'],
+      additionalProperties: false,
+    },
     execute(args, ctx) {
       // Start the work and return at once: the slice ends, the result arrives later as a signal.
       const status = args.build_id === '42' ? 'green (all 318 tests passed)' : 'unknown build';

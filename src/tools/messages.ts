@@ -18,7 +18,11 @@ export interface ToolResultOptions {
 }
 
 /** The result of a tool call. */
-export function toolResult(call: CallRef, content: string | ToolResultContent[], options: ToolResultOptions = {}): InputMessage {
+export function toolResult(
+  call: CallRef,
+  content: string | ToolResultContent[],
+  options: ToolResultOptions = {},
+): InputMessage {
   const msg = resultInput(call.threadId, call.toolCallId, content, options.id);
   if (options.subscription) msg.subscription = true;
   if (options.displayAs) msg.displayAs = options.displayAs;
@@ -26,7 +30,11 @@ export function toolResult(call: CallRef, content: string | ToolResultContent[],
 }
 
 /** The first result of a call that starts a subscription. */
-export function subscriptionStart(call: CallRef, content: string | ToolResultContent[], options: Omit<ToolResultOptions, 'subscription'> = {}): InputMessage {
+export function subscriptionStart(
+  call: CallRef,
+  content: string | ToolResultContent[],
+  options: Omit<ToolResultOptions, 'subscription'> = {},
+): InputMessage {
   return toolResult(call, content, { ...options, subscription: true });
 }
 

@@ -38,7 +38,10 @@ type Env = Record<string, string | undefined>;
  */
 export function tracingFromEnv(env: Env = process.env): TracingOptions | undefined {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
   if (exporters.includes('none')) return undefined;
   const endpoint = !!(env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim());
   return endpoint || exporters.includes('otlp') ? {} : undefined;

@@ -39,7 +39,9 @@ export const installedTracing = (): Tracing | undefined => installed;
 export function installTracing(options: TracingOptions = {}): Tracing {
   if (installed) {
     if (JSON.stringify(installed.options) !== JSON.stringify(options)) {
-      throw new TypeError(`tracing is already installed in this process with other options (${JSON.stringify(installed.options)})`);
+      throw new TypeError(
+        `tracing is already installed in this process with other options (${JSON.stringify(installed.options)})`,
+      );
     }
     return installed;
   }
@@ -49,7 +51,10 @@ export function installTracing(options: TracingOptions = {}): Tracing {
     .merge(envDetectorSync.detect())
     .merge(new Resource({ 'service.name': serviceName || DEFAULT_SERVICE_NAME }));
   // Without a URL the exporter reads OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT / _HEADERS / _TIMEOUT itself.
-  const exporter = new OTLPTraceExporter({ ...(options.endpoint && { url: options.endpoint }), ...(options.headers && { headers: options.headers }) });
+  const exporter = new OTLPTraceExporter({
+    ...(options.endpoint && { url: options.endpoint }),
+    ...(options.headers && { headers: options.headers }),
+  });
   // OTEL_BSP_* tune the batches; OTEL_TRACES_SAMPLER the sampler (the provider reads them).
   const spanProcessor = new BatchSpanProcessor(exporter);
   const provider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });

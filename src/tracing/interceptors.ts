@@ -35,10 +35,18 @@ export function tracingClientInterceptors(): ClientInterceptors {
 }
 
 /** A traced worker's interceptors and sinks; `workflowModules` only when the worker bundles its workflows itself. */
-export function tracingWorkerOptions(tracing: Tracing, bundles: boolean): { interceptors: WorkerInterceptors; sinks: InjectedSinks<OpenTelemetrySinks> } {
+export function tracingWorkerOptions(
+  tracing: Tracing,
+  bundles: boolean,
+): { interceptors: WorkerInterceptors; sinks: InjectedSinks<OpenTelemetrySinks> } {
   return {
     interceptors: {
-      activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+      activity: [
+        (ctx) => ({
+          inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+          outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+        }),
+      ],
       ...(bundles && { workflowModules: tracingWorkflowModules() }),
     },
     sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
@@ -46,7 +54,10 @@ export function tracingWorkerOptions(tracing: Tracing, bundles: boolean): { inte
 }
 
 /** `extra`'s interceptors after `base`'s (a worker's own options keep working with tracing on). */
-export function mergeWorkerInterceptors(base: WorkerInterceptors, extra: WorkerInterceptors | undefined): WorkerInterceptors {
+export function mergeWorkerInterceptors(
+  base: WorkerInterceptors,
+  extra: WorkerInterceptors | undefined,
+): WorkerInterceptors {
   if (!extra) return base;
   return {
     ...base,

@@ -8,7 +8,13 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import type { MetricMeter, PayloadCodec, VersioningBehavior } from '@temporalio/common';
-import { NativeConnection, Runtime, Worker, type WorkerDeploymentOptions, type WorkerOptions } from '@temporalio/worker';
+import {
+  NativeConnection,
+  Runtime,
+  Worker,
+  type WorkerDeploymentOptions,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import { createSliceActivities } from '../activities/slice';
 import { SliceJobs } from '../activities/slice-jobs';
 import { sliceMetrics } from '../activities/slice-metrics';
@@ -209,8 +215,14 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     tools: options.tools ?? [],
     ...(options.toolSources && { toolSources: options.toolSources }),
     send: async (message, from) => {
-      const limits = { store: options.store, ...(options.maxInputBytes !== undefined && { maxBytes: options.maxInputBytes }) };
-      await deliverAnswering(client, message, limits, { signalNames: options.signalNames ?? 'input', ...(from && { toolName: from.toolName }) });
+      const limits = {
+        store: options.store,
+        ...(options.maxInputBytes !== undefined && { maxBytes: options.maxInputBytes }),
+      };
+      await deliverAnswering(client, message, limits, {
+        signalNames: options.signalNames ?? 'input',
+        ...(from && { toolName: from.toolName }),
+      });
     },
     emit: onEvent,
     metrics: sliceMetrics(options.metricMeter ?? Runtime.instance().metricMeter),
@@ -229,9 +241,14 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       namespace,
       taskQueue: options.taskQueue,
       activities,
-      ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: threadWorkflowsPath() }),
+      ...(options.workflowBundle
+        ? { workflowBundle: options.workflowBundle }
+        : { workflowsPath: threadWorkflowsPath() }),
       maxCachedWorkflows: cached,
-      ...(!options.workerOptions?.tuner && { maxConcurrentWorkflowTaskExecutions: cached > 0 ? Math.max(2, Math.min(DEFAULT_WORKFLOW_TASK_SLOTS, cached)) : DEFAULT_WORKFLOW_TASK_SLOTS }),
+      ...(!options.workerOptions?.tuner && {
+        maxConcurrentWorkflowTaskExecutions:
+          cached > 0 ? Math.max(2, Math.min(DEFAULT_WORKFLOW_TASK_SLOTS, cached)) : DEFAULT_WORKFLOW_TASK_SLOTS,
+      }),
       ...(options.deployment && { workerDeploymentOptions: deploymentOptions(options.deployment) }),
       ...(dataConverter && { dataConverter }),
       ...options.workerOptions,

@@ -19,7 +19,9 @@ export function installMetricsRuntime(options: MetricsEndpointOptions, logLevel:
   const host = options.host ?? '127.0.0.1';
   Runtime.install({
     logger: new DefaultLogger(logLevel),
-    telemetryOptions: { metrics: { prometheus: { bindAddress: `${host}:${options.port}`, countersTotalSuffix: true } } },
+    telemetryOptions: {
+      metrics: { prometheus: { bindAddress: `${host}:${options.port}`, countersTotalSuffix: true } },
+    },
   });
   return `http://${host.includes(':') ? `[${host}]` : host}:${options.port}/metrics`;
 }

@@ -63,7 +63,8 @@ export async function startRemoteTools(options: RemoteToolsOptions): Promise<Rem
       const tokens = new CallbackTokens(options.keys ?? { current: 'k0', keys: { k0: newCallbackKey() } });
       let gateway: { callbackUrl(threadId: string, callId: string): string };
       if (options.externalGatewayUrl) {
-        if (!options.keys) throw new TypeError('an external gateway needs the shared callback keys (INFINITY_CALLBACK_KEYS)');
+        if (!options.keys)
+          throw new TypeError('an external gateway needs the shared callback keys (INFINITY_CALLBACK_KEYS)');
         gateway = callbackUrlMinter(tokens, options.externalGatewayUrl);
         gatewayUrl = options.externalGatewayUrl;
       } else {

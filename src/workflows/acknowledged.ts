@@ -49,7 +49,8 @@ export function installDeliverUpdate(
       validator: (raw: unknown) => {
         const v = validateInputMessage(raw);
         if (!v.ok) throw new Error(v.error);
-        if (v.value.threadId !== threadId) throw new Error(`input.threadId names '${v.value.threadId}', not this thread`);
+        if (v.value.threadId !== threadId)
+          throw new Error(`input.threadId names '${v.value.threadId}', not this thread`);
         const limit = inputLimitViolation(raw);
         if (limit) throw new Error(limit);
       },
@@ -68,7 +69,11 @@ export function installDeliverUpdate(
         if (!awaited.has(id) || awaited.get(id) !== undefined) continue;
         const drops = reasons.get(id) ?? [];
         const ack: DeliveryAck =
-          drops.length >= n ? { accepted: false, reason: drops[0]!.reason } : held.has(id) ? { accepted: true, deferred: true } : { accepted: true };
+          drops.length >= n
+            ? { accepted: false, reason: drops[0]!.reason }
+            : held.has(id)
+              ? { accepted: true, deferred: true }
+              : { accepted: true };
         awaited.set(id, ack);
       }
     },

@@ -18,7 +18,11 @@ export type ContinueAsNewDecision = 'stay' | 'now' | 'after-handlers';
  * Whether the run continues-as-new after this slice. Asks `v02()` once, every time (as the loop always did), and
  * `idle()` only under 0.1's rules once Temporal suggests it.
  */
-export function continueAsNewDecision(opts: ThreadOptions, st: ThreadState, idle: () => boolean): ContinueAsNewDecision {
+export function continueAsNewDecision(
+  opts: ThreadOptions,
+  st: ThreadState,
+  idle: () => boolean,
+): ContinueAsNewDecision {
   const info = workflowInfo();
   // 0.1 waited for an idle moment, which a flooded thread never has, and Temporal terminated it at its history limit.
   // 0.2 continues between any two slices once the run is long, if what it carries stays small.

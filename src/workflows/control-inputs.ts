@@ -20,13 +20,25 @@ async function startCompaction(ctx: ActionContext, safePoint: number): Promise<v
   const callId = uuid4();
   const seed: ThreadSeed = {
     pendingCall: { id: callId, name: COMPACTION_TOOL_NAME, passive: false },
-    prefix: [{ messageId: `${callId}-compaction-call`, item: { kind: 'tool_call', id: callId, name: COMPACTION_TOOL_NAME, args: {} } }],
+    prefix: [
+      {
+        messageId: `${callId}-compaction-call`,
+        item: { kind: 'tool_call', id: callId, name: COMPACTION_TOOL_NAME, args: {} },
+      },
+    ],
     inbox: [resultInput(childId, callId, compactionInstructions(childId), callId)],
     eventTargets: [],
   };
   // Marked before the start completes: the thread reads as compacting (and idle) while the child starts.
   ctx.st.compaction.running = childId;
-  await startThread(ctx, childId, 'compaction', { parentThreadId: ctx.args.threadId, toolCallId: callId, order: safePoint }, seed, `compaction of ${ctx.args.threadId} up to item ${safePoint}`);
+  await startThread(
+    ctx,
+    childId,
+    'compaction',
+    { parentThreadId: ctx.args.threadId, toolCallId: callId, order: safePoint },
+    seed,
+    `compaction of ${ctx.args.threadId} up to item ${safePoint}`,
+  );
 }
 
 /**
@@ -53,7 +65,8 @@ export async function handleControlInputs(
         continue;
       }
       const same = (p: (typeof ctx.st.prompts)[number]) =>
-        p.kind === syn.prompt.kind && (p.kind !== 'user_choice' || (syn.prompt.kind === 'user_choice' && p.id === syn.prompt.id));
+        p.kind === syn.prompt.kind &&
+        (p.kind !== 'user_choice' || (syn.prompt.kind === 'user_choice' && p.id === syn.prompt.id));
       ctx.st.prompts = [...ctx.st.prompts.filter((p) => !same(p)), { ...syn.prompt, toolCallId: syn.toolCallId }];
     } else if (syn?.type === 'compaction') {
       if (ctx.st.compaction.running) drop('duplicate', m);

@@ -71,12 +71,17 @@ export const HANDLER_DOCS = {
   report:
     'A child\'s report {"text","childThreadId","toolCallId","threadId","id"} (toolCallId: the spawn call), or a parent\'s message ' +
     '{"text","fromParent":true,"toolCallId","threadId","id"}; or any input message. Same inbox as input.',
-  control: 'A control input: compaction, compaction_complete or a tool prompt (an input message with that synthetic type).',
-  deliver: 'Like the input signal, acknowledged: returns {accepted, reason?, deferred?} once the thread has taken the input into a batch.',
-  status: 'The thread\'s status: running, idle or waiting on a tool, the pending call, history length, queue, drops, children, usage.',
-  waitForIdle: 'Returns the status once nothing runs or is queued; {"settled": true} also waits until no tool call is pending.',
+  control:
+    'A control input: compaction, compaction_complete or a tool prompt (an input message with that synthetic type).',
+  deliver:
+    'Like the input signal, acknowledged: returns {accepted, reason?, deferred?} once the thread has taken the input into a batch.',
+  status:
+    "The thread's status: running, idle or waiting on a tool, the pending call, history length, queue, drops, children, usage.",
+  waitForIdle:
+    'Returns the status once nothing runs or is queued; {"settled": true} also waits until no tool call is pending.',
   drops: 'Inputs the thread dropped: {counts: per reason, recent: [{id, reason, what}]} (the last few, newest last).',
-  transcript: 'The conversation as this run saw it go by, one line per item (the last 40; `infinity-temporal history <thread>` shows all).',
+  transcript:
+    'The conversation as this run saw it go by, one line per item (the last 40; `infinity-temporal history <thread>` shows all).',
   callbackState: 'Whether a callback URL for the given tool call id is still good (RAP gateway).',
 } as const;
 

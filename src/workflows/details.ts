@@ -22,7 +22,9 @@ export function currentDetails(threadId: string, st: ThreadState, status: AgentS
           `\`infinity-temporal answer ${threadId} ${p.id} <index>\` (${p.choices.map((c, i) => `${i} = ${c}`).join(', ')}; ` +
           `without an index: ${p.default}, the default)`,
     ),
-    st.lastCalls && st.lastCalls.length > 0 ? `slice ${st.slices} called ${st.lastCalls.map((c) => `\`${c}\``).join(', ')}` : '',
+    st.lastCalls && st.lastCalls.length > 0
+      ? `slice ${st.slices} called ${st.lastCalls.map((c) => `\`${c}\``).join(', ')}`
+      : '',
     st.lastText ? `last reply: ${st.lastText}` : '',
     st.lastError ? `last error: ${st.lastError}` : '',
     ...st.setAside.slice(-1).map((b) => `set aside ${b.messageIds.length} inputs of ${b.sliceId}: ${b.reason}`),

@@ -10,7 +10,11 @@ import { setAsideResult } from '../core/texts';
 import type { SetAsideBatch, StoredItem } from '../core/types';
 
 /** Failure types (the activity's `ApplicationFailure.type`) that block instead of setting the batch aside. */
-export const BLOCKING_FAILURES: ReadonlySet<string> = new Set(['CommitConflictError', 'StoreFileLostError', 'SliceDiverged']);
+export const BLOCKING_FAILURES: ReadonlySet<string> = new Set([
+  'CommitConflictError',
+  'StoreFileLostError',
+  'SliceDiverged',
+]);
 
 /** Set-aside batches kept in the thread's state (and `status()`), most recent last. */
 export const SET_ASIDE_KEPT = 20;

@@ -42,7 +42,10 @@ export function installInbox(
     counter.add(1, { reason });
     const id = typeof m?.id === 'string' ? m.id.slice(0, 100) : undefined;
     const described = what ?? (m !== undefined && 'content' in m ? inputLine(m, toolName) : 'an input');
-    st.recentDrops = [...st.recentDrops, { ...(id !== undefined && { id }), reason, what: described.slice(0, 200) }].slice(-DROPS_KEPT);
+    st.recentDrops = [
+      ...st.recentDrops,
+      { ...(id !== undefined && { id }), reason, what: described.slice(0, 200) },
+    ].slice(-DROPS_KEPT);
     dropped();
   };
 
@@ -80,7 +83,9 @@ export function installInbox(
       { description: HANDLER_DOCS[name] },
     );
   }
-  setHandler(dropsQuery, (): DroppedInputs => ({ counts: { ...st.dropped }, recent: [...st.recentDrops] }), { description: HANDLER_DOCS.drops });
+  setHandler(dropsQuery, (): DroppedInputs => ({ counts: { ...st.dropped }, recent: [...st.recentDrops] }), {
+    description: HANDLER_DOCS.drops,
+  });
   setHandler(transcriptQuery, () => [...transcript], { description: HANDLER_DOCS.transcript });
 
   return {
@@ -94,5 +99,7 @@ export function installInbox(
 
 /** The id of a raw payload, read without walking it (it may be anything, nested arbitrarily deep). */
 function asIdOnly(raw: unknown): { id?: unknown } | undefined {
-  return typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? { id: (raw as { id?: unknown }).id } : undefined;
+  return typeof raw === 'object' && raw !== null && !Array.isArray(raw)
+    ? { id: (raw as { id?: unknown }).id }
+    : undefined;
 }

@@ -71,21 +71,25 @@ export function loopState(st: ThreadState): LoopState {
     lastCallLine: undefined,
     replyBefore: undefined,
 
-    newSinceBlock: () => s.blockedAt !== undefined && (s.inputsArrived > s.blockedAt.inputs || st.inbox.length > s.blockedAt.queued),
+    newSinceBlock: () =>
+      s.blockedAt !== undefined && (s.inputsArrived > s.blockedAt.inputs || st.inbox.length > s.blockedAt.queued),
     // A thread blocked on its store (0.2) waits for the next input whatever is queued: that is idle too.
     idle: () =>
       !s.acting &&
       !s.sliceRunning &&
-      ((s.blockedAt !== undefined && !s.newSinceBlock()) || (st.inbox.length === 0 && (st.carry.length === 0 || st.blocked))),
+      ((s.blockedAt !== undefined && !s.newSinceBlock()) ||
+        (st.inbox.length === 0 && (st.carry.length === 0 || st.blocked))),
     // 0.2: a blocked thread retries once per input that arrives after it blocked, never in a loop on the queued ones.
-    hasWork: () => (s.blockedAt !== undefined ? s.newSinceBlock() : st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked)),
+    hasWork: () =>
+      s.blockedAt !== undefined ? s.newSinceBlock() : st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked),
     enqueue: (m) => {
       accepted.add(1);
       st.inbox.push(m);
       s.inputsArrived += 1;
       if (isUserText(m) && !st.prep.processedInputIds.has(m.id)) s.userTextsArrived += 1;
     },
-    toolName: (id) => (s.lastCall?.id === id ? s.lastCall.name : (st.prep.subscriptions.get(id) ?? st.prep.eventTargets.get(id))),
+    toolName: (id) =>
+      s.lastCall?.id === id ? s.lastCall.name : (st.prep.subscriptions.get(id) ?? st.prep.eventTargets.get(id)),
     callLine: (id) => (s.lastCall?.id === id ? s.lastCallLine : undefined),
   };
   return s;
@@ -98,7 +102,9 @@ export function loopState(st: ThreadState): LoopState {
 export function installStatusHandlers(st: ThreadState, loop: LoopState, snapshot: () => ThreadStatus): void {
   setHandler(statusQuery, snapshot, { description: HANDLER_DOCS.status });
   // For the RAP gateway's revocation check; a query issues no commands, so it is replay-safe.
-  setHandler(callbackStateQuery, (callId: string) => callbackState(st.prep, callId), { description: HANDLER_DOCS.callbackState });
+  setHandler(callbackStateQuery, (callId: string) => callbackState(st.prep, callId), {
+    description: HANDLER_DOCS.callbackState,
+  });
   // A wait still open when the run continues-as-new is abandoned on purpose: the client asks the next run again.
   setHandler(
     waitForIdleUpdate,

@@ -54,7 +54,8 @@ export function nextBatch(st: ThreadState, loop: LoopState, local: boolean): Tak
   }
   if (local && batch.length > 1) st.inbox.unshift(...batch.splice(1));
   // Event and compaction children inherit the committed history, without a trailing unanswered call.
-  const safePoint = st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
+  const safePoint =
+    st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
   return { batch, safePoint };
 }
 

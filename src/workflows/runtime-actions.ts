@@ -123,18 +123,32 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
         inbox: [resultInput(childId, action.callId, Threads.childSeed(childId, action.instructions), action.callId)],
         eventTargets: [[action.callId, 'spawn_thread']],
       };
-      await startThread(ctx, childId, 'child', { parentThreadId: self, toolCallId: action.callId, order: st.length }, seed, titleOf(action.instructions), action.instructions);
+      await startThread(
+        ctx,
+        childId,
+        'child',
+        { parentThreadId: self, toolCallId: action.callId, order: st.length },
+        seed,
+        titleOf(action.instructions),
+        action.instructions,
+      );
       st.prep.eventTargets.set(action.callId, 'spawn_thread');
       answer(ctx, action.callId, Threads.childSpawned(childId));
       return false;
     }
     case 'report': {
       const spawn = args.spawn!;
-      const text = args.kind === 'event' ? Threads.reportFromEventChild(action.report) : Threads.reportFromChild(action.report);
+      const text =
+        args.kind === 'event' ? Threads.reportFromEventChild(action.report) : Threads.reportFromChild(action.report);
       await signalThread(
         ctx,
         spawn.parentThreadId,
-        syntheticInput(action.callId, spawn.parentThreadId, { type: 'thread_report', toolCallId: spawn.toolCallId, childThreadId: self }, text),
+        syntheticInput(
+          action.callId,
+          spawn.parentThreadId,
+          { type: 'thread_report', toolCallId: spawn.toolCallId, childThreadId: self },
+          text,
+        ),
       );
       answer(ctx, action.callId, Threads.REPORT_SENT);
       return false;
@@ -143,7 +157,11 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
       const spawn = args.spawn!;
       if (args.kind === 'compaction') {
         // The summary is already in the store (saved with the closing commit); the parent only needs to know.
-        await signalThread(ctx, spawn.parentThreadId, compactionCompleteInput(action.callId, spawn.parentThreadId, T.COMPACTION_COMPLETE));
+        await signalThread(
+          ctx,
+          spawn.parentThreadId,
+          compactionCompleteInput(action.callId, spawn.parentThreadId, T.COMPACTION_COMPLETE),
+        );
         st.prep.closed = true;
         return true;
       }
@@ -157,7 +175,12 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
         await signalThread(
           ctx,
           spawn.parentThreadId,
-          syntheticInput(action.callId, spawn.parentThreadId, { type: 'thread_report', toolCallId: spawn.toolCallId, childThreadId: self }, text),
+          syntheticInput(
+            action.callId,
+            spawn.parentThreadId,
+            { type: 'thread_report', toolCallId: spawn.toolCallId, childThreadId: self },
+            text,
+          ),
         );
       }
       st.prep.closed = true;
@@ -170,7 +193,12 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
         (await signalThread(
           ctx,
           action.childThreadId,
-          syntheticInput(action.callId, action.childThreadId, { type: 'parent_message', toolCallId: spawnCall }, Threads.messageFromParent(action.message)),
+          syntheticInput(
+            action.callId,
+            action.childThreadId,
+            { type: 'parent_message', toolCallId: spawnCall },
+            Threads.messageFromParent(action.message),
+          ),
         ));
       answer(ctx, action.callId, delivered ? Threads.MESSAGE_SENT : `Error: thread ${action.childThreadId} is closed`);
       return false;
@@ -194,20 +222,41 @@ export async function spawnEventChild(ctx: ActionContext, req: EventChildRequest
     prefix: [
       {
         messageId: `${spawnCallId}-spawn-call`,
-        item: { kind: 'tool_call', id: spawnCallId, name: 'spawn_thread', args: { instructions: Threads.EVENT_CHILD_SPAWN_INSTRUCTIONS } },
+        item: {
+          kind: 'tool_call',
+          id: spawnCallId,
+          name: 'spawn_thread',
+          args: { instructions: Threads.EVENT_CHILD_SPAWN_INSTRUCTIONS },
+        },
       },
       {
         messageId: `${spawnCallId}-spawn-result`,
-        item: { kind: 'tool_result', id: spawnCallId, content: [{ type: 'text', text: Threads.eventChildSeed(childId, ctx.args.threadId) }] },
+        item: {
+          kind: 'tool_result',
+          id: spawnCallId,
+          content: [{ type: 'text', text: Threads.eventChildSeed(childId, ctx.args.threadId) }],
+        },
       },
       {
         messageId: `${eventCallId}-event-call`,
-        item: { kind: 'tool_call', id: eventCallId, name: T.INJECTED_TOOL_NAME, args: { original_tool_call_id: req.subscriptionCallId } },
+        item: {
+          kind: 'tool_call',
+          id: eventCallId,
+          name: T.INJECTED_TOOL_NAME,
+          args: { original_tool_call_id: req.subscriptionCallId },
+        },
       },
     ],
     inbox: [resultInput(childId, eventCallId, req.content, eventCallId)],
     eventTargets: [],
   };
   const source = ctx.st.prep.subscriptions.get(req.subscriptionCallId) ?? req.subscriptionCallId;
-  await startThread(ctx, childId, 'event', { parentThreadId: ctx.args.threadId, toolCallId: req.subscriptionCallId, order }, seed, `event of ${source}`);
+  await startThread(
+    ctx,
+    childId,
+    'event',
+    { parentThreadId: ctx.args.threadId, toolCallId: req.subscriptionCallId, order },
+    seed,
+    `event of ${source}`,
+  );
 }

@@ -7,7 +7,14 @@
  * streaming at the budget is adopted by a regular activity on the worker that runs it, where a user text can cancel it
  * as before. Any failure of that path falls back to release 0.2's activity, whose retries and timeouts are the server's.
  */
-import { ApplicationFailure, CancellationScope, condition, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+} from '@temporalio/workflow';
 import type { LocalSliceOutcome, SliceInput, SliceResult } from '../core/slice-protocol';
 import type { ThreadOptions } from './state';
 import { sliceActivityOptions } from './status-view';
@@ -81,17 +88,25 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): Slice
     }
   };
 
-  const remoteSlice = (input: SliceInput, summary: string) => interruptible(() => runSlice.executeWithOptions({ summary }, [input]), hooks.userTexts());
+  const remoteSlice = (input: SliceInput, summary: string) =>
+    interruptible(() => runSlice.executeWithOptions({ summary }, [input]), hooks.userTexts());
 
   const maxAttempts = remote.retry?.maximumAttempts ?? 10;
   /**
    * The local path is the slice's first attempt. After it failed, release 0.2's activity makes the others (attempts
    * 2…N, so reported), unless the failure was one no attempt can mend.
    */
-  const afterFirstAttempt = async (input: SliceInput, summary: string, outcome: SliceOutcome): Promise<SliceOutcome> => {
+  const afterFirstAttempt = async (
+    input: SliceInput,
+    summary: string,
+    outcome: SliceOutcome,
+  ): Promise<SliceOutcome> => {
     if (!('failed' in outcome) || outcome.final || maxAttempts <= 1) return outcome;
     const retry = { ...remote.retry, maximumAttempts: maxAttempts - 1 };
-    return await interruptible(() => runSlice.executeWithOptions({ ...remote, summary, retry }, [{ ...input, priorAttempts: 1 }]), hooks.userTexts());
+    return await interruptible(
+      () => runSlice.executeWithOptions({ ...remote, summary, retry }, [{ ...input, priorAttempts: 1 }]),
+      hooks.userTexts(),
+    );
   };
 
   /** Release 0.3's path: local first, adopted past the budget, release 0.2's activity when anything else happens. */
@@ -107,16 +122,26 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): Slice
     // A user text that arrived during the local part was held by the server until this workflow task: it interrupts.
     const interrupt = hooks.userTexts() > before;
     if (interrupt) hooks.interrupting();
-    const options = { ...remote, summary, taskQueue: first.handoff.taskQueue, scheduleToStartTimeout: ADOPT_SCHEDULE_TO_START, retry: { maximumAttempts: 1 } };
+    const options = {
+      ...remote,
+      summary,
+      taskQueue: first.handoff.taskQueue,
+      scheduleToStartTimeout: ADOPT_SCHEDULE_TO_START,
+      retry: { maximumAttempts: 1 },
+    };
     // Its failure — a timeout, the slice's own error, or the worker gone before it started — ends the first attempt.
-    const adopted = await interruptible(() => adoptSlice.executeWithOptions(options, [input, { interrupt }]), hooks.userTexts());
+    const adopted = await interruptible(
+      () => adoptSlice.executeWithOptions(options, [input, { interrupt }]),
+      hooks.userTexts(),
+    );
     return await afterFirstAttempt(input, summary, adopted);
   };
 
   const localEnabled = budgetMs > 0;
   return {
     localEnabled,
-    run: (input, summary, local) => (local && localEnabled ? localSlice({ ...input, local: true }, summary) : remoteSlice(input, summary)),
+    run: (input, summary, local) =>
+      local && localEnabled ? localSlice({ ...input, local: true }, summary) : remoteSlice(input, summary),
   };
 }
 

@@ -35,7 +35,12 @@ export interface SliceContext {
  * commits what it streamed). Not `async`: it returns the runner's promise itself, so the loop resumes exactly when
  * it did when this was inline.
  */
-export function runBatch(ctx: SliceContext, append: StoredItem[], interruptedCalls: string[], local: boolean): Promise<SliceOutcome> {
+export function runBatch(
+  ctx: SliceContext,
+  append: StoredItem[],
+  interruptedCalls: string[],
+  local: boolean,
+): Promise<SliceOutcome> {
   const { args, st, loop } = ctx;
   st.carry = append;
   if (!loop.retrying) ctx.inbox.note(append.map((s) => s.item));
@@ -55,7 +60,12 @@ export function runBatch(ctx: SliceContext, append: StoredItem[], interruptedCal
   const userId = userIdOf(ctx);
   if (userId !== undefined) input.userId = userId;
   const { replyBefore } = loop;
-  const summary = sliceSummary(st.slices + 1, append, { toolName: loop.toolName, callLine: loop.callLine, ...(replyBefore !== undefined && { replyBefore }) }, loop.retrying);
+  const summary = sliceSummary(
+    st.slices + 1,
+    append,
+    { toolName: loop.toolName, callLine: loop.callLine, ...(replyBefore !== undefined && { replyBefore }) },
+    loop.retrying,
+  );
   return ctx.slices.run(input, summary, local);
 }
 

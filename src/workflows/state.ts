@@ -3,7 +3,17 @@
  */
 import type { PrepareState } from '../core/prepare';
 import type { SpawnPoint } from '../core/slice-protocol';
-import type { DroppedInput, DropReason, InputMessage, PendingCall, PendingPrompt, SetAsideBatch, StoredItem, ThreadKind, TokenUsage } from '../core/types';
+import type {
+  DroppedInput,
+  DropReason,
+  InputMessage,
+  PendingCall,
+  PendingPrompt,
+  SetAsideBatch,
+  StoredItem,
+  ThreadKind,
+  TokenUsage,
+} from '../core/types';
 
 /** Tuning of a thread's slices; set by the client that starts threads, inherited by children. */
 export interface ThreadOptions {

@@ -2,7 +2,13 @@
  * What a thread shows of itself: its status (the `status` query), the `AgentStatus` search attribute and the Temporal
  * UI's current details, kept in step and written only on change; and the options of its slice activity.
  */
-import { type ActivityOptions, setCurrentDetails, upsertSearchAttributes, workflowInfo, ActivityCancellationType } from '@temporalio/workflow';
+import {
+  type ActivityOptions,
+  setCurrentDetails,
+  upsertSearchAttributes,
+  workflowInfo,
+  ActivityCancellationType,
+} from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { AgentStatus, ThreadStatus } from '../core/types';
 import { currentDetails } from './details';
@@ -44,7 +50,15 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
 
   // `failed` is only ever set under release 0.2's rules, so histories of 0.1 replay with the statuses they had.
   const status = (): AgentStatus =>
-    st.prep.closed ? 'closed' : sliceRunning() ? 'running' : st.failed ? 'failed' : st.prep.pendingCall ? 'waiting_tool' : 'idle';
+    st.prep.closed
+      ? 'closed'
+      : sliceRunning()
+        ? 'running'
+        : st.failed
+          ? 'failed'
+          : st.prep.pendingCall
+            ? 'waiting_tool'
+            : 'idle';
 
   const snapshot = (): ThreadStatus => {
     const s: ThreadStatus = {

@@ -33,7 +33,10 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   const inbox = installInbox(threadId, st, loop.enqueue, loop.toolName, () => showDetails());
   const count = inbox.drop;
   const acks = installDeliverUpdate(threadId, st, loop.enqueue, count);
-  const slices = sliceRunner(opts, { userTexts: () => loop.userTextsArrived, interrupting: () => (loop.interruptNext = true) });
+  const slices = sliceRunner(opts, {
+    userTexts: () => loop.userTextsArrived,
+    interrupting: () => (loop.interruptNext = true),
+  });
   installStatusHandlers(st, loop, snapshot);
   const sctx: SliceContext = { args, st, loop, inbox, slices, publish };
 

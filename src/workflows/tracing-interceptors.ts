@@ -21,7 +21,12 @@ import {
   OpenTelemetryInternalsInterceptor,
   OpenTelemetryOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry/lib/workflow';
-import { getRandomStream, type WorkflowInboundCallsInterceptor, type WorkflowInterceptorsFactory, type WorkflowOutboundCallsInterceptor } from '@temporalio/workflow';
+import {
+  getRandomStream,
+  type WorkflowInboundCallsInterceptor,
+  type WorkflowInterceptorsFactory,
+  type WorkflowOutboundCallsInterceptor,
+} from '@temporalio/workflow';
 import { waitForIdleUpdate } from './definitions';
 
 /** The name of the random stream spans draw their ids from (stable: replay derives the same stream from it). */

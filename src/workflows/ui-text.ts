@@ -44,7 +44,9 @@ export function sliceSummary(n: number, append: readonly StoredItem[], ctx: Summ
       }
       case 'subscription_event': {
         const text = quoted(firstText(item.result.content), 50);
-        return item.childThreadId ? `report from ${item.childThreadId.slice(0, 8)}… ${text}` : `event of ${ctx.toolName(item.toolCallId) ?? item.toolCallId} ${text}`;
+        return item.childThreadId
+          ? `report from ${item.childThreadId.slice(0, 8)}… ${text}`
+          : `event of ${ctx.toolName(item.toolCallId) ?? item.toolCallId} ${text}`;
       }
       case 'tool_call':
         return `call ${item.name}`;
@@ -53,7 +55,10 @@ export function sliceSummary(n: number, append: readonly StoredItem[], ctx: Summ
     }
   });
   const what = parts.join(', ') || 'continue';
-  const after = ctx.replyBefore !== undefined && append[0]?.item.kind === 'user' ? ` — after reply ${quoted(firstLine(ctx.replyBefore), 50)}` : '';
+  const after =
+    ctx.replyBefore !== undefined && append[0]?.item.kind === 'user'
+      ? ` — after reply ${quoted(firstLine(ctx.replyBefore), 50)}`
+      : '';
   return short(`slice ${n}: ${retry ? 'retry of ' : ''}${what}${after}`, 200);
 }
 
@@ -65,7 +70,10 @@ export function itemLine(item: HistoryItem, toolName: (callId: string) => string
     case 'tool_result':
       return short(`result of ${toolName(item.id) ?? item.id}: ${firstText(item.content)}`, 300);
     case 'subscription_event':
-      return short(`${item.childThreadId ? `report from ${item.childThreadId}` : `event of ${toolName(item.toolCallId) ?? item.toolCallId}`}: ${firstText(item.result.content)}`, 300);
+      return short(
+        `${item.childThreadId ? `report from ${item.childThreadId}` : `event of ${toolName(item.toolCallId) ?? item.toolCallId}`}: ${firstText(item.result.content)}`,
+        300,
+      );
     case 'tool_call':
       return short(`call ${item.name}`, 300);
     default:

@@ -16,14 +16,18 @@ export function conversationModel(): ScriptedModel {
     const child = !req.system.includes(`The root thread ID is \`${self}\``);
     const last = req.messages[req.messages.length - 1]!;
     if (child) {
-      if (last.role === 'tool_result' && last.name === 'spawn_thread') return { toolCall: { name: 'report_to_parent', args: { report: REPORT } } };
+      if (last.role === 'tool_result' && last.name === 'spawn_thread')
+        return { toolCall: { name: 'report_to_parent', args: { report: REPORT } } };
       return { text: 'Reported.' };
     }
-    if (last.role === 'user' && last.text.startsWith('Is build')) return { toolCall: { name: 'get_build_status', args: { build_id: '42' } } };
-    if (last.role === 'user' && last.text.startsWith('Find')) return { toolCall: { name: 'spawn_thread', args: { instructions: TASK, child_of: [self] } } };
+    if (last.role === 'user' && last.text.startsWith('Is build'))
+      return { toolCall: { name: 'get_build_status', args: { build_id: '42' } } };
+    if (last.role === 'user' && last.text.startsWith('Find'))
+      return { toolCall: { name: 'spawn_thread', args: { instructions: TASK, child_of: [self] } } };
     if (last.role === 'tool_result' && last.name === 'get_build_status') return { text: REPLY };
     if (last.role === 'tool_result' && last.name === 'spawn_thread') return { text: 'A helper is collecting them.' };
-    if (last.role === 'tool_result') return { text: `The helper says: ${firstText(last.content).replace(/^Report from child thread: /, '')}` };
+    if (last.role === 'tool_result')
+      return { text: `The helper says: ${firstText(last.content).replace(/^Report from child thread: /, '')}` };
     return { text: 'Hello.' };
   });
 }

@@ -21,13 +21,26 @@ let system: LocalSystem;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's (apt-get install chromium) or set CHROMIUM_PATH`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's (apt-get install chromium) or set CHROMIUM_PATH`);
   // Its own dev server: inputs go by kind and titles into `Title` (decision 62).
-  system = await startLocalSystem({ model: conversationModel(), tools: [buildStatusDemoTool(100)], dataDir: mkdtempSync(join(tmpdir(), 'ui-test-')) });
+  system = await startLocalSystem({
+    model: conversationModel(),
+    tools: [buildStatusDemoTool(100)],
+    dataDir: mkdtempSync(join(tmpdir(), 'ui-test-')),
+  });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     // Without the background-networking flags Chromium keeps calling out to a network this machine does not have.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 
@@ -48,12 +61,20 @@ async function until<T>(check: () => Promise<T | undefined | false>, what: strin
 
 /** The page's text and its frames' (the UI renders summaries and details, markdown, in sandboxed iframes). */
 async function allText(page: Page): Promise<string> {
-  const texts = await Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')));
+  const texts = await Promise.all(
+    page.frames().map((f) =>
+      f
+        .locator('body')
+        .innerText()
+        .catch(() => ''),
+    ),
+  );
   return texts.join('\n');
 }
 
 /** Waits until the page or one of its frames shows `text`. */
-const showing = (page: Page, text: string) => until(async () => (await allText(page)).includes(text) && (await allText(page)), `the UI to show "${text}"`);
+const showing = (page: Page, text: string) =>
+  until(async () => (await allText(page)).includes(text) && (await allText(page)), `the UI to show "${text}"`);
 
 const shot = async (page: Page, name: string) => {
   if (process.env.RECORD_SCREENSHOT === '1') await page.screenshot({ path: join(DOCS, name) });
@@ -66,16 +87,22 @@ describe('Temporal UI', () => {
     const thread = system.client.thread(threadId);
     await thread.waitForIdle({ settled: true });
     await thread.sendUserText('Find the flaky tests of build 42');
-    await until(async () => (await thread.history()).some((i) => i.kind === 'assistant' && i.text.endsWith(REPORT)), 'the report');
+    await until(
+      async () => (await thread.history()).some((i) => i.kind === 'assistant' && i.text.endsWith(REPORT)),
+      'the report',
+    );
     await thread.waitForIdle({ settled: true });
     const [childId] = (await thread.status()).children;
     await system.client.thread(childId!).waitForIdle({ settled: true });
     const page = await browser.newPage({ viewport: { width: 1800, height: 1000 } });
 
     // The list, with the Title column added the way a user does (the UI keeps the choice in the browser).
-    await page.goto(`${system.devServer.uiUrl}/namespaces/default/workflows?query=${encodeURIComponent('WorkflowType="agentThread"')}`);
+    await page.goto(
+      `${system.devServer.uiUrl}/namespaces/default/workflows?query=${encodeURIComponent('WorkflowType="agentThread"')}`,
+    );
     await page.getByRole('button', { name: 'Configure Columns' }).click({ timeout: 30_000 });
-    for (const column of ['Title', 'ThreadKind', 'AgentStatus']) await page.getByRole('button', { name: `Add ${column} column` }).click();
+    for (const column of ['Title', 'ThreadKind', 'AgentStatus'])
+      await page.getByRole('button', { name: `Add ${column} column` }).click();
     await page.getByRole('button', { name: 'Remove Run ID column' }).click();
     await page.getByRole('button', { name: /close/i }).filter({ visible: true }).first().click();
     await page.getByText('Configure Workflows Table').waitFor({ state: 'hidden' });
@@ -93,7 +120,10 @@ describe('Temporal UI', () => {
     for (const name of ['user_text', 'tool_result', 'report']) expect(timeline).toContain(name);
     expect(timeline).not.toMatch(/^input$/m);
     await page.getByRole('tab', { name: /Event History/ }).click();
-    await page.getByText('slice 2: get_build_status {"build_id":"42"} → "Build 42: green (all 318 tests passed)"').first().waitFor({ timeout: 30_000 });
+    await page
+      .getByText('slice 2: get_build_status {"build_id":"42"} → "Build 42: green (all 318 tests passed)"')
+      .first()
+      .waitFor({ timeout: 30_000 });
     const events = await page.innerText('body');
     expect(events).toContain('slice 1: user "Is build 42 green? Please check."');
     expect(events).toContain('slice 3: user "Find the flaky tests of build 42" — after reply "Build 42 is green."');

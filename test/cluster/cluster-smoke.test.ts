@@ -33,8 +33,13 @@ const getBuildStatus = defineTool<{ build_id: string }>({
 
 /** Rows of a query on the cluster's `temporal` database, fields split on `|`. */
 function sql(query: string): string[][] {
-  const out = execFileSync('psql', [inject('clusterDatabaseUrl'), '-v', 'ON_ERROR_STOP=1', '-qAtc', query], { encoding: 'utf8' });
-  return out.split('\n').filter(Boolean).map((l) => l.split('|'));
+  const out = execFileSync('psql', [inject('clusterDatabaseUrl'), '-v', 'ON_ERROR_STOP=1', '-qAtc', query], {
+    encoding: 'utf8',
+  });
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split('|'));
 }
 
 let sys: TestSystem;
@@ -81,7 +86,9 @@ describe('local cluster', () => {
 
     // One execution row per thread (no continue-as-new here), on shards 1..N, more than one of them used: with 20
     // random workflow ids over 4 shards, all on one shard has a chance of 4^-19.
-    const rows = sql(`SELECT shard_id, count(*) FROM executions WHERE workflow_id IN (${ids.map((id) => `'${id}'`).join(',')}) GROUP BY shard_id ORDER BY shard_id`);
+    const rows = sql(
+      `SELECT shard_id, count(*) FROM executions WHERE workflow_id IN (${ids.map((id) => `'${id}'`).join(',')}) GROUP BY shard_id ORDER BY shard_id`,
+    );
     const perShard = new Map(rows.map(([shard, n]) => [Number(shard), Number(n)]));
     expect([...perShard.values()].reduce((a, b) => a + b, 0)).toBe(ids.length);
     const shards = Array.from({ length: inject('clusterShards') }, (_, i) => i + 1);

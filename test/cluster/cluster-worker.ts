@@ -20,7 +20,8 @@ import { treeScript, treeTools } from '../fixtures/tree-script';
 import { workerMain } from '../fixtures/worker-main';
 
 /** The thread a request is for (the system prompt names it). */
-const threadOf = (req: ModelRequest) => /Your current thread ID is `([^`]+)`\. The root thread ID is `([^`]+)`\./.exec(req.system);
+const threadOf = (req: ModelRequest) =>
+  /Your current thread ID is `([^`]+)`\. The root thread ID is `([^`]+)`\./.exec(req.system);
 
 workerMain(async (connection) => {
   const env = process.env;
@@ -42,7 +43,8 @@ workerMain(async (connection) => {
     workflowBundle: { codePath: env.BUNDLE_PATH! },
     maxCachedWorkflows: Number(env.MAX_CACHED_WORKFLOWS ?? 1000),
     onEvent(e) {
-      if (e.type === 'info' && e.text.startsWith('Error')) console.log(`SLICE-ERROR ${e.threadId} ${e.text.replace(/\s+/g, ' ')}`);
+      if (e.type === 'info' && e.text.startsWith('Error'))
+        console.log(`SLICE-ERROR ${e.threadId} ${e.text.replace(/\s+/g, ' ')}`);
     },
     workerOptions: {
       identity: `worker-${env.WORKER_ID!}`,

@@ -50,7 +50,10 @@ export default async function setup(project: SetupContext): Promise<() => Promis
     processes: process.env.CLUSTER_PROCESSES === 'per-service' ? 'per-service' : 'one',
     log: (l) => l.startsWith('[cluster]') && console.log(l),
   });
-  const { code } = await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('WARN') });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: threadWorkflowsPath(),
+    logger: new DefaultLogger('WARN'),
+  });
   const workflowBundlePath = join(scratchDir, 'workflows-bundle.js');
   writeFileSync(workflowBundlePath, code);
   project.provide('temporalAddress', cluster.address);

@@ -37,7 +37,10 @@ type HistoryEvent = proto.api.history.v1.IHistoryEvent;
 
 const THREADS = Number(process.env.MANY_WORKERS_THREADS ?? 500);
 /** The threads' `localSliceBudgetMs`; undefined: the release's default. */
-const LOCAL_SLICE_BUDGET_MS = process.env.MANY_WORKERS_LOCAL_SLICE_BUDGET_MS === undefined ? undefined : Number(process.env.MANY_WORKERS_LOCAL_SLICE_BUDGET_MS);
+const LOCAL_SLICE_BUDGET_MS =
+  process.env.MANY_WORKERS_LOCAL_SLICE_BUDGET_MS === undefined
+    ? undefined
+    : Number(process.env.MANY_WORKERS_LOCAL_SLICE_BUDGET_MS);
 const WORKER_IDS = ['worker-1', 'worker-2', 'worker-3'];
 const VICTIM = 'worker-2';
 /** Parts of a slow first turn stream this far apart: four parts, past the 500 ms local-slice budget. */
@@ -116,7 +119,11 @@ function startWorker(identity: string): WorkerProc {
 const alive = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
 
 /** Runs `fn` over `items`, at most `limit` at a time. */
-async function mapLimit<I, R>(items: readonly I[], limit: number, fn: (item: I, index: number) => Promise<R>): Promise<R[]> {
+async function mapLimit<I, R>(
+  items: readonly I[],
+  limit: number,
+  fn: (item: I, index: number) => Promise<R>,
+): Promise<R[]> {
   const out: R[] = new Array<R>(items.length);
   let next = 0;
   await Promise.all(
@@ -158,7 +165,11 @@ afterAll(async () => {
 });
 
 const commandFor = (kind: Kind, n: number) =>
-  ({ tool: `call wait_for_ci {"build":${n}}`, tree: `spawn wait:a ${n};wait:b ${n}`, sub: `call watch {"topic":"t${n}"}` })[kind];
+  ({
+    tool: `call wait_for_ci {"build":${n}}`,
+    tree: `spawn wait:a ${n};wait:b ${n}`,
+    sub: `call watch {"topic":"t${n}"}`,
+  })[kind];
 
 /** A root's committed history once its first turns are done and it waits on the test. */
 function parkedLines(t: Thread): string[] {
@@ -200,7 +211,10 @@ function finalLines(t: Thread): string[] {
   }
 }
 
-const childParked = (t: Thread, c: Child) => [`result #1: ${Threads.childSeed(c.id, `wait:${c.label} ${t.n}`)}`, 'call #2 child_wait {}'];
+const childParked = (t: Thread, c: Child) => [
+  `result #1: ${Threads.childSeed(c.id, `wait:${c.label} ${t.n}`)}`,
+  'call #2 child_wait {}',
+];
 const childFinal = (t: Thread, c: Child) => [
   ...childParked(t, c),
   `result #2: ci passed ${c.label} ${t.n}`,
@@ -253,7 +267,10 @@ it(`runs ${THREADS} threads on ${WORKER_IDS.length} worker processes, one SIGKIL
     await db.connect();
     try {
       for (;;) {
-        const { rows } = await db.query<{ n: number }>('SELECT count(DISTINCT thread_id)::int AS n FROM slices WHERE thread_id = ANY($1)', [rootIds]);
+        const { rows } = await db.query<{ n: number }>(
+          'SELECT count(DISTINCT thread_id)::int AS n FROM slices WHERE thread_id = ANY($1)',
+          [rootIds],
+        );
         const committed = rows[0]!.n;
         if (committed >= THREADS / 3) {
           victim.child.kill('SIGKILL');
@@ -282,7 +299,10 @@ it(`runs ${THREADS} threads on ${WORKER_IDS.length} worker processes, one SIGKIL
     const id = t.handle.threadId;
     if (t.kind === 'tool') {
       const status = await t.handle.waitForIdle({ timeoutMs: WAIT_MS });
-      expect(status, id).toMatchObject({ status: 'waiting_tool', pendingCall: { name: 'wait_for_ci', passive: false } });
+      expect(status, id).toMatchObject({
+        status: 'waiting_tool',
+        pendingCall: { name: 'wait_for_ci', passive: false },
+      });
       t.callId = status.pendingCall!.id;
     } else {
       const status = await t.handle.waitForIdle({ settled: true, timeoutMs: WAIT_MS });
@@ -340,7 +360,15 @@ it(`runs ${THREADS} threads on ${WORKER_IDS.length} worker processes, one SIGKIL
     }
     const lines = finalLines(t);
     expect(render(await t.handle.history()), id).toEqual(lines);
-    expect(status, id).toMatchObject({ status: 'idle', pendingCall: null, historyLength: lines.length, queued: 0, deferred: 0, dropped: {}, runs: 1 });
+    expect(status, id).toMatchObject({
+      status: 'idle',
+      pendingCall: null,
+      historyLength: lines.length,
+      queued: 0,
+      deferred: 0,
+      dropped: {},
+      runs: 1,
+    });
     for (const c of t.children) {
       const child = await sys.client.thread(c.id).waitForIdle({ settled: true, timeoutMs: WAIT_MS });
       expect(child, c.id).toMatchObject({ status: 'idle', pendingCall: null, queued: 0, dropped: {}, runs: 1 });
@@ -359,7 +387,9 @@ it(`runs ${THREADS} threads on ${WORKER_IDS.length} worker processes, one SIGKIL
   }
   const db = new pg.Client({ connectionString: url });
   await db.connect();
-  const rows = await db.query<{ thread_id: string; n: number }>('SELECT thread_id, count(*)::int AS n FROM items GROUP BY thread_id').finally(() => db.end());
+  const rows = await db
+    .query<{ thread_id: string; n: number }>('SELECT thread_id, count(*)::int AS n FROM items GROUP BY thread_id')
+    .finally(() => db.end());
   expect(new Map(rows.rows.map((r) => [r.thread_id, r.n]))).toEqual(expected);
 
   // ---- Temporal's record of every workflow: roots, tree children, event children.
@@ -401,7 +431,9 @@ it(`runs ${THREADS} threads on ${WORKER_IDS.length} worker processes, one SIGKIL
       if (failed) {
         const cause = proto.api.enums.v1.WorkflowTaskFailedCause[failed.cause ?? 0] ?? String(failed.cause);
         failures[cause] = (failures[cause] ?? 0) + 1;
-        if (failed.cause === proto.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR) {
+        if (
+          failed.cause === proto.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR
+        ) {
           nondeterministic.push(`${workflowId} event ${String(e.eventId)}: ${failed.failure?.message ?? ''}`);
         }
       }
@@ -452,26 +484,33 @@ it(`runs ${THREADS} threads on ${WORKER_IDS.length} worker processes, one SIGKIL
   expect(nondeterministic).toEqual([]);
   // The kill caught work in flight: a workflow task or a slice activity of the dead worker had to time out.
   const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
-  expect((workflowTaskTimeouts.START_TO_CLOSE ?? 0) + sum(activityTimeouts) + activities.sliceAttemptsAfterFirst).toBeGreaterThan(0);
+  expect(
+    (workflowTaskTimeouts.START_TO_CLOSE ?? 0) + sum(activityTimeouts) + activities.sliceAttemptsAfterFirst,
+  ).toBeGreaterThan(0);
   expect(Object.keys(tasksPerWorker).sort()).toEqual(WORKER_IDS);
   // All three ran workflow tasks before the kill.
   for (const w of WORKER_IDS) expect(firstTaskAt[w], `${w}'s first task before the kill`).toBeLessThan(killed.at);
   // The survivors ran later tasks of threads whose earlier tasks the killed worker ran: each of them did.
   expect(movedFromVictim).toBeGreaterThan(0);
-  for (const w of WORKER_IDS.filter((w) => w !== VICTIM)) expect(takenOverBy[w] ?? 0, `threads ${w} took over`).toBeGreaterThan(0);
+  for (const w of WORKER_IDS.filter((w) => w !== VICTIM))
+    expect(takenOverBy[w] ?? 0, `threads ${w} took over`).toBeGreaterThan(0);
 
   // Each history that went from one worker to another replays to its end in a fresh worker too (all 1,000 would take
   // ~50 s here; the others were written by one worker from start to end).
   const replayErrors: string[] = [];
   const replays = Worker.runReplayHistories(
     { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: 'many-workers' },
-    histories.filter((h) => onSeveralWorkers.has(h.workflowId)).map((h) => ({ workflowId: h.workflowId, history: { events: h.events } })),
+    histories
+      .filter((h) => onSeveralWorkers.has(h.workflowId))
+      .map((h) => ({ workflowId: h.workflowId, history: { events: h.events } })),
   );
   for await (const r of replays) if (r.error) replayErrors.push(`${r.workflowId}: ${String(r.error)}`);
   expect(replayErrors).toEqual([]);
   phaseDone('replay');
 
-  const sliceErrors = workers.flatMap((w) => w.lines.filter((l) => l.startsWith('SLICE-ERROR')).map((l) => `${w.identity} ${l}`));
+  const sliceErrors = workers.flatMap((w) =>
+    w.lines.filter((l) => l.startsWith('SLICE-ERROR')).map((l) => `${w.identity} ${l}`),
+  );
   console.log(
     JSON.stringify({
       threads: THREADS,

@@ -32,7 +32,11 @@ beforeAll(async () => {
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
   mcp = await connectMcpTools([
-    { name: 'calc', command: process.execPath, args: ['--import', 'tsx', join(__dirname, '..', 'fixtures', 'mcp-tools-server.ts')] },
+    {
+      name: 'calc',
+      command: process.execPath,
+      args: ['--import', 'tsx', join(__dirname, '..', 'fixtures', 'mcp-tools-server.ts')],
+    },
     { name: 'web', url },
     { name: 'broken', command: '/nonexistent/mcp-server' },
   ]);
@@ -72,8 +76,14 @@ describe('MCP tools', () => {
   });
 
   it('formats results like the reference bridge', () => {
-    expect(formatMcpResult('t', { content: [{ type: 'text', text: 'a' }, { type: 'image', mimeType: 'image/png' }, { type: 'resource', resource: { uri: 'file:///x' } }] })).toBe(
-      'Tool "t" completed.\n\na\n[Image: image/png]\n[Resource: file:///x]\n',
-    );
+    expect(
+      formatMcpResult('t', {
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'image', mimeType: 'image/png' },
+          { type: 'resource', resource: { uri: 'file:///x' } },
+        ],
+      }),
+    ).toBe('Tool "t" completed.\n\na\n[Image: image/png]\n[Resource: file:///x]\n');
   });
 });

@@ -11,7 +11,12 @@ import { ScriptedModel } from '../../src/model/scripted';
 import type { CallbackStateCheck } from '../../src/rap/callback-guard';
 import { startRapGateway, type RapGateway } from '../../src/rap/gateway';
 import { CallbackTokens, newCallbackKey } from '../../src/rap/tokens';
-import { createRapToolServer, RapCallbackError, type RapSubscription, type RapToolServer } from '../../src/rap/tool-server';
+import {
+  createRapToolServer,
+  RapCallbackError,
+  type RapSubscription,
+  type RapToolServer,
+} from '../../src/rap/tool-server';
 import { loadRapToolsets } from '../../src/rap/toolsets';
 import { eventually, render, startTestSystem, type TestSystem, uid } from '../helpers';
 
@@ -45,7 +50,9 @@ const model = new ScriptedModel((req) => {
   const text = last.role === 'user' ? last.text : last.role === 'tool_result' ? firstText(last.content) : '';
   const m = /\bcall (\S+) (\{.*\})/.exec(text);
   if (m) return { toolCall: { name: m[1]!, args: JSON.parse(m[2]!) } };
-  return { text: `${last.role === 'tool_result' && last.name === 'receive_event__injected' ? 'noted' : 'got'}: ${text}` };
+  return {
+    text: `${last.role === 'tool_result' && last.name === 'receive_event__injected' ? 'noted' : 'got'}: ${text}`,
+  };
 });
 
 beforeAll(async () => {
@@ -58,10 +65,18 @@ beforeAll(async () => {
         description: 'Subscribes to pushes of a repository.',
         inputSchema: { type: 'object', properties: { repo: { type: 'string' } }, required: ['repo'] },
         handler: async (args, ctx) => {
-          subscriptions.set(ctx.toolCallId, { sub: await ctx.subscribe(`watching ${String(args.repo)}`), signal: ctx.signal });
+          subscriptions.set(ctx.toolCallId, {
+            sub: await ctx.subscribe(`watching ${String(args.repo)}`),
+            signal: ctx.signal,
+          });
         },
       },
-      { name: 'run_job', description: 'Runs a job.', inputSchema: { type: 'object' }, handler: (args) => `job ${String(args.name)} done` },
+      {
+        name: 'run_job',
+        description: 'Runs a job.',
+        inputSchema: { type: 'object' },
+        handler: (args) => `job ${String(args.name)} done`,
+      },
     ],
     routes: (app) =>
       app.addHook('preHandler', async (req, reply) => {
@@ -70,7 +85,11 @@ beforeAll(async () => {
       }),
   });
   // The worker asks whichever gateway is current for URLs: the last test restarts it on the same port.
-  const toolsets = await loadRapToolsets({ servers: [{ url: toolServer.url }], gateway: { callbackUrl: (t, c) => gateway.callbackUrl(t, c) }, backoffMs: 20 });
+  const toolsets = await loadRapToolsets({
+    servers: [{ url: toolServer.url }],
+    gateway: { callbackUrl: (t, c) => gateway.callbackUrl(t, c) },
+    backoffMs: 20,
+  });
   sys = ref.sys = await startTestSystem({ model, tools: toolsets.tools, toolLifecycle: [toolsets] });
   ref.check = callbackStateOf(sys.client.temporal);
 }, 60_000);
@@ -88,14 +107,19 @@ afterAll(async () => {
 const post = async (url: string, body: unknown, attempt = 1): Promise<{ status: number; body: { error?: string } }> => {
   let res: Response;
   try {
-    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   } catch (e) {
     if (attempt > 1) throw e;
     return post(url, body, attempt + 1);
   }
   return { status: res.status, body: (await res.json()) as { error?: string } };
 };
-const invocation = (threadId: string, operation: string) => eventually(() => invocations.find((i) => i.group_id === threadId && i.operation === operation));
+const invocation = (threadId: string, operation: string) =>
+  eventually(() => invocations.find((i) => i.group_id === threadId && i.operation === operation));
 
 /** A root thread with an active `watch_repo` subscription. */
 async function subscribed(repo: string) {
@@ -114,17 +138,30 @@ describe('callback URLs live as long as their call', () => {
     skew = 400 * DAY; // the gateway now believes the URL is 400 days old
     try {
       await sub.event('push after 400 days', { associative: true });
-      await eventually(async () => render(await thread.history()).includes('event #1: push after 400 days') || undefined);
+      await eventually(
+        async () => render(await thread.history()).includes('event #1: push after 400 days') || undefined,
+      );
     } finally {
       skew = 0;
     }
-    expect(new CallbackTokens({ current: 'k1', keys: { k1 } }).verify(inv.callback_url.split('/').pop()!)).toEqual({ ok: true, claims: { threadId: thread.threadId, callId: inv.id } });
+    expect(new CallbackTokens({ current: 'k1', keys: { k1 } }).verify(inv.callback_url.split('/').pop()!)).toEqual({
+      ok: true,
+      claims: { threadId: thread.threadId, callId: inv.id },
+    });
     // An operator can still bound a URL's life: its tokens then carry an expiry, checked like any signed claim.
     const tokens = new CallbackTokens({ current: 'k1', keys: { k1 } });
-    const bounded = await startRapGateway({ tokens, deliver: async () => ({ delivered: true }), tokenTtlMs: DAY, now: () => 1_000_000 });
+    const bounded = await startRapGateway({
+      tokens,
+      deliver: async () => ({ delivered: true }),
+      tokenTtlMs: DAY,
+      now: () => 1_000_000,
+    });
     try {
       const token = bounded.callbackUrl('t', 'c').split('/').pop()!;
-      expect(tokens.verify(token, 1_000_000)).toEqual({ ok: true, claims: { threadId: 't', callId: 'c', expiresAt: 1_000_000 + DAY } });
+      expect(tokens.verify(token, 1_000_000)).toEqual({
+        ok: true,
+        claims: { threadId: 't', callId: 'c', expiresAt: 1_000_000 + DAY },
+      });
       expect(tokens.verify(token, 1_000_000 + DAY)).toEqual({ ok: false, reason: 'expired' });
     } finally {
       await bounded.close();
@@ -134,7 +171,9 @@ describe('callback URLs live as long as their call', () => {
   it('revokes a cancelled subscription: 410, nothing reaches the thread, and the SDK stops even if the cancel notice was lost', async () => {
     const { thread, inv, sub, signal } = await subscribed('acme/web');
     // The call already has its result while the subscription is active: a second one is a conflict, not a revocation.
-    expect(await post(inv.callback_url, { type: 'tool_result', group_id: thread.threadId, id: inv.id, text: 'again' })).toMatchObject({ status: 409 });
+    expect(
+      await post(inv.callback_url, { type: 'tool_result', group_id: thread.threadId, id: inv.id, text: 'again' }),
+    ).toMatchObject({ status: 409 });
     loseCancelNotices = true;
     try {
       await thread.sendUserText(`call cancel_subscription {"tool_call_id":"${inv.id}"}`);
@@ -147,7 +186,15 @@ describe('callback URLs live as long as their call', () => {
     expect(signal.aborted).toBe(false); // the tool never heard of the cancellation
     const history = render(await thread.history());
 
-    expect(await post(inv.callback_url, { type: 'subscription_event', group_id: thread.threadId, tool_call_id: inv.id, text: 'raw push', associative: true })).toEqual({
+    expect(
+      await post(inv.callback_url, {
+        type: 'subscription_event',
+        group_id: thread.threadId,
+        tool_call_id: inv.id,
+        text: 'raw push',
+        associative: true,
+      }),
+    ).toEqual({
       status: 410,
       body: { error: 'this callback URL was revoked: its tool call was answered, or its subscription ended' },
     });
@@ -170,7 +217,14 @@ describe('callback URLs live as long as their call', () => {
     const done = await thread.waitForIdle({ settled: true });
     expect(render(await thread.history()).slice(-2)).toEqual(['result #1: job a done', 'assistant: got: job a done']);
     const inv = await invocation(thread.threadId, 'run_job');
-    expect(await post(inv.callback_url, { type: 'tool_result', group_id: thread.threadId, id: inv.id, text: 'job a done twice' })).toMatchObject({ status: 410 });
+    expect(
+      await post(inv.callback_url, {
+        type: 'tool_result',
+        group_id: thread.threadId,
+        id: inv.id,
+        text: 'job a done twice',
+      }),
+    ).toMatchObject({ status: 410 });
     const after = await thread.status();
     expect([after.historyLength, after.dropped]).toEqual([done.historyLength, done.dropped]);
   });
@@ -178,17 +232,26 @@ describe('callback URLs live as long as their call', () => {
   it('delivers anyway when the thread cannot answer (no worker): a signal is durable; only a second result is refused', async () => {
     const idle = await startTestSystem({ model, noWorker: true });
     const check = callbackStateOf(idle.client.temporal, { timeoutMs: 200 }); // nobody can answer: no need to wait 5 s
-    const g = await startRapGateway({ tokens: new CallbackTokens({ current: 'k1', keys: { k1 } }), deliver: (m) => idle.client.deliver(m), callbackState: check });
+    const g = await startRapGateway({
+      tokens: new CallbackTokens({ current: 'k1', keys: { k1 } }),
+      deliver: (m) => idle.client.deliver(m),
+      callbackState: check,
+    });
     try {
       const thread = await idle.client.startThread({ threadId: uid('no-worker') });
       const body = { type: 'tool_result', group_id: thread.threadId, id: 'call-1', text: 'while no worker runs' };
-      expect(await post(g.callbackUrl(thread.threadId, 'call-1'), body)).toEqual({ status: 200, body: { ok: true, delivered: true } });
+      expect(await post(g.callbackUrl(thread.threadId, 'call-1'), body)).toEqual({
+        status: 200,
+        body: { ok: true, delivered: true },
+      });
       expect(await post(g.callbackUrl(thread.threadId, 'call-1'), body)).toMatchObject({ status: 409 }); // from memory
       const { events } = await thread.workflow.fetchHistory();
       expect(events!.filter((e) => e.workflowExecutionSignaledEventAttributes)).toHaveLength(1);
       // A closed execution needs no worker either: the server refuses the query at once.
       await thread.workflow.terminate('the thread is gone');
-      expect(await post(g.callbackUrl(thread.threadId, 'call-2'), { ...body, id: 'call-2' })).toMatchObject({ status: 410 });
+      expect(await post(g.callbackUrl(thread.threadId, 'call-2'), { ...body, id: 'call-2' })).toMatchObject({
+        status: 410,
+      });
     } finally {
       await g.close();
       await idle.shutdown();
@@ -197,7 +260,9 @@ describe('callback URLs live as long as their call', () => {
 
   it("answers 410 for a closed thread's URLs, its still-active subscription included", async () => {
     const root = await sys.client.startThread({ threadId: uid('parent') });
-    await root.sendUserText(`call spawn_thread {"instructions":"call watch_repo {\\"repo\\":\\"acme/child\\"}","child_of":["${root.threadId}"]}`);
+    await root.sendUserText(
+      `call spawn_thread {"instructions":"call watch_repo {\\"repo\\":\\"acme/child\\"}","child_of":["${root.threadId}"]}`,
+    );
     const childId = (await eventually(async () => (await root.status()).children[0]))!;
     const child = sys.client.thread(childId);
     const inv = await invocation(childId, 'watch_repo');
@@ -209,7 +274,15 @@ describe('callback URLs live as long as their call', () => {
     const history = render(await child.history());
     // The closed thread still lists the subscription (the runtime need not cancel it on close); the URL is dead anyway.
     expect(Object.keys((await child.status()).subscriptions)).toEqual([inv.id]);
-    expect(await post(inv.callback_url, { type: 'subscription_event', group_id: childId, tool_call_id: inv.id, text: 'orphan', associative: true })).toEqual({
+    expect(
+      await post(inv.callback_url, {
+        type: 'subscription_event',
+        group_id: childId,
+        tool_call_id: inv.id,
+        text: 'orphan',
+        associative: true,
+      }),
+    ).toEqual({
       status: 410,
       body: { error: 'this callback URL was revoked: its thread is closed' },
     });
@@ -230,7 +303,14 @@ describe('callback URLs live as long as their call', () => {
     gateway = await startGateway({ current: 'k2', keys: { k2, k1 } }, port);
     await sub.event('push after rotation', { associative: true });
     await eventually(async () => render(await thread.history()).includes('event #1: push after rotation') || undefined);
-    expect(await post(spent.callback_url, { type: 'tool_result', group_id: job.threadId, id: spent.id, text: 'replayed after restart' })).toMatchObject({ status: 410 });
+    expect(
+      await post(spent.callback_url, {
+        type: 'tool_result',
+        group_id: job.threadId,
+        id: spent.id,
+        text: 'replayed after restart',
+      }),
+    ).toMatchObject({ status: 410 });
     await job.sendUserText('call run_job {"name":"c"}');
     await eventually(async () => (render(await job.history()).includes('result #2: job c done') ? true : undefined));
     const fresh = invocations.filter((i) => i.group_id === job.threadId).at(-1)!;
@@ -239,7 +319,14 @@ describe('callback URLs live as long as their call', () => {
     // k1 removed: its URLs are refused before anything else (401), the active subscription's included.
     await gateway.close();
     gateway = await startGateway({ current: 'k2', keys: { k2 } }, port);
-    expect(await post(inv.callback_url, { type: 'subscription_event', group_id: thread.threadId, tool_call_id: inv.id, text: 'x' })).toEqual({
+    expect(
+      await post(inv.callback_url, {
+        type: 'subscription_event',
+        group_id: thread.threadId,
+        tool_call_id: inv.id,
+        text: 'x',
+      }),
+    ).toEqual({
       status: 401,
       body: { error: 'callback token refused: unknown_key' },
     });

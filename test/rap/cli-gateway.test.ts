@@ -16,7 +16,9 @@ import { eventually } from '../helpers';
 const taskQueue = `rap-cli-${randomUUID()}`;
 const store = join(inject('scratchDir'), `rap-cli-${randomUUID()}.sqlite`);
 const keys = `k2:${randomBytes(32).toString('base64')},k1:${randomBytes(32).toString('base64')}`;
-const runner = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store], { INFINITY_CALLBACK_KEYS: keys });
+const runner = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store], {
+  INFINITY_CALLBACK_KEYS: keys,
+});
 let toolServer: RapToolServer;
 const processes: ChildProcess[] = [];
 
@@ -38,7 +40,16 @@ beforeAll(async () => {
   const gateway = runner.start(['gateway', '--port', '0']);
   processes.push(gateway);
   const gatewayUrl = (await waitForLine(gateway, /^gateway (\S+) /)).trim();
-  const worker = runner.start(['worker', '--model', 'simulated', '--rap', toolServer.url, '--gateway-url', gatewayUrl, '--no-events']);
+  const worker = runner.start([
+    'worker',
+    '--model',
+    'simulated',
+    '--rap',
+    toolServer.url,
+    '--gateway-url',
+    gatewayUrl,
+    '--no-events',
+  ]);
   processes.push(worker);
   await waitForLine(worker, /^(worker ready)/);
 }, 90_000);
@@ -59,6 +70,9 @@ describe('RAP across processes', () => {
       return items.length >= 5 ? items : undefined;
     }, 60_000);
     expect(history.map((h) => h.kind)).toEqual(['user', 'assistant', 'tool_call', 'tool_result', 'assistant']);
-    expect(history[3]).toMatchObject({ kind: 'tool_result', content: [{ type: 'text', text: 'Build 42: green, from the RAP server' }] });
+    expect(history[3]).toMatchObject({
+      kind: 'tool_result',
+      content: [{ type: 'text', text: 'Build 42: green, from the RAP server' }],
+    });
   });
 });

@@ -23,16 +23,32 @@ async function peer(...args: Parameters<typeof startPeer>) {
   return p;
 }
 
-const tool = (name: string, extra: Record<string, unknown> = {}) => ({ name, description: `${name} tool`, inputSchema: { type: 'object' }, ...extra });
+const tool = (name: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  description: `${name} tool`,
+  inputSchema: { type: 'object' },
+  ...extra,
+});
 const gatewayStub = { callbackUrl: (t: string, c: string) => `http://127.0.0.1:9/cb/${t}/${c}` };
 function ctx(over: Partial<ToolContext> = {}): ToolContext & { sent: InputMessage[] } {
   const sent: InputMessage[] = [];
-  return { threadId: 'th-1', rootThreadId: 'th-1', ancestors: [], toolCallId: 'call-1', toolName: 'x', send: async (m) => void sent.push(m), sent, ...over };
+  return {
+    threadId: 'th-1',
+    rootThreadId: 'th-1',
+    ancestors: [],
+    toolCallId: 'call-1',
+    toolName: 'x',
+    send: async (m) => void sent.push(m),
+    sent,
+    ...over,
+  };
 }
 
 describe('runtime: discovery and invocation', () => {
   it('1 · fetches the manifest under the trimmed base with Accept: application/json, and invokes the endpoint verbatim', async () => {
-    const p = await peer(manifestRoute((url) => ({ name: 'p', endpoint: `${url}/custom/invoke-here`, tools: [tool('ping')] })));
+    const p = await peer(
+      manifestRoute((url) => ({ name: 'p', endpoint: `${url}/custom/invoke-here`, tools: [tool('ping')] })),
+    );
     const ts = await loadRapToolsets({ servers: [{ url: `${p.url}/` }], gateway: gatewayStub });
     expect(ts.errors).toEqual([]);
     expect(p.requests[0]).toMatchObject({ method: 'GET', path: '/.well-known/rap-toolset' });
@@ -43,31 +59,55 @@ describe('runtime: discovery and invocation', () => {
 
   it('2 · rejects a whole toolset with no tools or a tool without inputSchema; others still load', async () => {
     const empty = await peer(manifestRoute((url) => ({ name: 'empty', endpoint: url, tools: [] })));
-    const noSchema = await peer(manifestRoute((url) => ({ name: 'bad', endpoint: url, tools: [tool('ok_one'), { name: 'broken', description: 'd' }] })));
+    const noSchema = await peer(
+      manifestRoute((url) => ({
+        name: 'bad',
+        endpoint: url,
+        tools: [tool('ok_one'), { name: 'broken', description: 'd' }],
+      })),
+    );
     const good = await peer(manifestRoute((url) => ({ name: 'good', endpoint: url, tools: [tool('fine')] })));
-    const ts = await loadRapToolsets({ servers: [{ url: empty.url }, { url: noSchema.url }, { url: good.url }], gateway: gatewayStub });
+    const ts = await loadRapToolsets({
+      servers: [{ url: empty.url }, { url: noSchema.url }, { url: good.url }],
+      gateway: gatewayStub,
+    });
     expect(ts.tools.map((t) => t.name)).toEqual(['fine']);
     expect(ts.errors.map((e) => e.error)).toEqual(['manifest has no tools', "tool 'broken' has no inputSchema object"]);
   });
 
   it('3 · exposes neither tool when two toolsets define the same name, and says so', async () => {
-    const a = await peer(manifestRoute((url) => ({ name: 'a', endpoint: url, tools: [tool('get_time'), tool('only_a')] })));
+    const a = await peer(
+      manifestRoute((url) => ({ name: 'a', endpoint: url, tools: [tool('get_time'), tool('only_a')] })),
+    );
     const b = await peer(manifestRoute((url) => ({ name: 'b', endpoint: url, tools: [tool('get_time')] })));
     const ts = await loadRapToolsets({ servers: [{ url: a.url }, { url: b.url }], gateway: gatewayStub });
     expect(ts.tools.map((t) => t.name)).toEqual(['only_a']);
-    expect(ts.errors).toEqual([{ server: '*', error: "tool 'get_time' is defined by 2 toolsets; none of them is exposed" }]);
+    expect(ts.errors).toEqual([
+      { server: '*', error: "tool 'get_time' is defined by 2 toolsets; none of them is exposed" },
+    ]);
   });
 
   it('5 · sends exactly the invocation fields, with ancestors for a child and null at the root', async () => {
     const p = await peer(manifestRoute((url) => ({ name: 'p', endpoint: `${url}/invoke`, tools: [tool('ping')] })));
     const ts = await loadRapToolsets({ servers: [{ url: p.url }], gateway: gatewayStub });
-    await ts.tools[0]!.execute({ a: 1 }, ctx({ threadId: 'child', ancestors: ['root', 'parent'], toolCallId: 'toolu_1' }));
+    await ts.tools[0]!.execute(
+      { a: 1 },
+      ctx({ threadId: 'child', ancestors: ['root', 'parent'], toolCallId: 'toolu_1' }),
+    );
     await ts.tools[0]!.execute({}, ctx());
     await ts.tools[0]!.execute({}, ctx({ toolCallId: 'toolu_2', userId: 'alice' }));
     const [child, root, withUser] = p.requests.slice(1);
     expect(child!.headers['content-type']).toBe('application/json');
     const body = JSON.parse(child!.body) as Record<string, unknown>;
-    expect(Object.keys(body)).toEqual(['operation', 'arguments', 'id', 'call_id', 'callback_url', 'group_id', 'thread_ancestors']);
+    expect(Object.keys(body)).toEqual([
+      'operation',
+      'arguments',
+      'id',
+      'call_id',
+      'callback_url',
+      'group_id',
+      'thread_ancestors',
+    ]);
     expect(body).toEqual({
       operation: 'ping',
       arguments: { a: 1 },
@@ -79,18 +119,38 @@ describe('runtime: discovery and invocation', () => {
     });
     expect((JSON.parse(root!.body) as { thread_ancestors: unknown }).thread_ancestors).toBeNull();
     // user_id only when known, before thread_ancestors (Infinity's order).
-    expect(Object.keys(JSON.parse(withUser!.body) as object)).toEqual(['operation', 'arguments', 'id', 'call_id', 'callback_url', 'group_id', 'user_id', 'thread_ancestors']);
+    expect(Object.keys(JSON.parse(withUser!.body) as object)).toEqual([
+      'operation',
+      'arguments',
+      'id',
+      'call_id',
+      'callback_url',
+      'group_id',
+      'user_id',
+      'thread_ancestors',
+    ]);
     expect((JSON.parse(withUser!.body) as { user_id: string }).user_id).toBe('alice');
   });
 
   it('7 · retries a 503 with backoff, then records the error result; a 4xx is not retried', async () => {
     let status = 503;
-    const p = await peer(manifestRoute((url) => ({ name: 'p', endpoint: `${url}/invoke`, tools: [tool('flaky')] }), (_r, res) => res.writeHead(status).end()));
+    const p = await peer(
+      manifestRoute(
+        (url) => ({ name: 'p', endpoint: `${url}/invoke`, tools: [tool('flaky')] }),
+        (_r, res) => res.writeHead(status).end(),
+      ),
+    );
     const ts = await loadRapToolsets({ servers: [{ url: p.url }], gateway: gatewayStub, attempts: 3, backoffMs: 10 });
     const c = ctx();
     await ts.tools[0]!.execute({}, c);
     expect(p.requests.filter((r) => r.method === 'POST')).toHaveLength(3);
-    expect(c.sent.map((m) => m.content)).toEqual([{ type: 'tool_result', toolCallId: 'call-1', content: [{ type: 'text', text: rapRefusedText('flaky', `${p.url}/invoke`, 503) }] }]);
+    expect(c.sent.map((m) => m.content)).toEqual([
+      {
+        type: 'tool_result',
+        toolCallId: 'call-1',
+        content: [{ type: 'text', text: rapRefusedText('flaky', `${p.url}/invoke`, 503) }],
+      },
+    ]);
     status = 404;
     const c2 = ctx({ toolCallId: 'call-2' });
     await ts.tools[0]!.execute({}, c2);
@@ -100,8 +160,15 @@ describe('runtime: discovery and invocation', () => {
 
   it('22/25 · sends cancel and close notices to every configured server, tolerating failures', async () => {
     const a = await peer(manifestRoute((url) => ({ name: 'a', endpoint: url, tools: [tool('ta')] })));
-    const b = await peer((r, res) => (r.method === 'GET' ? manifestRoute((url) => ({ name: 'b', endpoint: url, tools: [tool('tb')] }))(r, res, b.url) : res.writeHead(500).end()));
-    const ts = await loadRapToolsets({ servers: [{ url: a.url }, { url: b.url }, { url: 'http://127.0.0.1:9' }], gateway: gatewayStub });
+    const b = await peer((r, res) =>
+      r.method === 'GET'
+        ? manifestRoute((url) => ({ name: 'b', endpoint: url, tools: [tool('tb')] }))(r, res, b.url)
+        : res.writeHead(500).end(),
+    );
+    const ts = await loadRapToolsets({
+      servers: [{ url: a.url }, { url: b.url }, { url: 'http://127.0.0.1:9' }],
+      gateway: gatewayStub,
+    });
     await ts.callCancelled!('th-1', 'call-9');
     await ts.threadClosed!('th-1');
     for (const p of [a, b]) {
@@ -115,23 +182,53 @@ describe('runtime: discovery and invocation', () => {
 });
 
 describe('gateway', () => {
-  async function gateway(deliver: (m: InputMessage) => Promise<{ delivered: true }> = async () => ({ delivered: true })) {
+  async function gateway(
+    deliver: (m: InputMessage) => Promise<{ delivered: true }> = async () => ({ delivered: true }),
+  ) {
     const tokens = new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } });
     const delivered: InputMessage[] = [];
     const g = await startRapGateway({ tokens, deliver: async (m) => (delivered.push(m), deliver(m)) });
     cleanups.push(g.close);
     const post = (url: string, body: unknown, contentType = 'application/json') =>
-      fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': contentType },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      });
     return { g, delivered, post, tokens };
   }
 
   it('10/11 · prefers non-empty content over text, falls back to text, and drops unknown display segments', async () => {
     const { g, delivered, post } = await gateway();
     const img = { type: 'image', data: 'iVBORw0KGgo=', mediaType: 'image/png' };
-    await post(g.callbackUrl('th', 'a'), { type: 'tool_result', group_id: 'th', id: 'a', text: 'summary', content: [{ type: 'text', text: 'see image' }, img] });
-    await post(g.callbackUrl('th', 'b'), { type: 'tool_result', group_id: 'th', id: 'b', text: 'plain', content: [], display_as: [{ type: 'chart', content: {} }, { type: 'text', content: 's' }] });
-    expect(delivered[0]!.content).toEqual({ type: 'tool_result', toolCallId: 'a', content: [{ type: 'text', text: 'see image' }, img] });
-    expect(delivered[1]!.content).toEqual({ type: 'tool_result', toolCallId: 'b', content: [{ type: 'text', text: 'plain' }] });
+    await post(g.callbackUrl('th', 'a'), {
+      type: 'tool_result',
+      group_id: 'th',
+      id: 'a',
+      text: 'summary',
+      content: [{ type: 'text', text: 'see image' }, img],
+    });
+    await post(g.callbackUrl('th', 'b'), {
+      type: 'tool_result',
+      group_id: 'th',
+      id: 'b',
+      text: 'plain',
+      content: [],
+      display_as: [
+        { type: 'chart', content: {} },
+        { type: 'text', content: 's' },
+      ],
+    });
+    expect(delivered[0]!.content).toEqual({
+      type: 'tool_result',
+      toolCallId: 'a',
+      content: [{ type: 'text', text: 'see image' }, img],
+    });
+    expect(delivered[1]!.content).toEqual({
+      type: 'tool_result',
+      toolCallId: 'b',
+      content: [{ type: 'text', text: 'plain' }],
+    });
     // No copy of the raw text as a last segment: the result's own content is every UI's fallback.
     expect(delivered[1]!.displayAs).toEqual([{ type: 'text', content: 's' }]);
     expect(delivered.map((m) => m.id)).toEqual(['rap-tool-result-a', 'rap-tool-result-b']);
@@ -151,7 +248,9 @@ describe('gateway', () => {
     expect((await fetch(url)).status).toBe(405);
     expect((await post(url, { type: 'tool_result', group_id: 'th', id: 'c1', text: 'once' })).status).toBe(200);
     expect((await post(url, { type: 'tool_result', group_id: 'th', id: 'c1', text: 'once' })).status).toBe(409);
-    expect((await post(g.callbackUrl('ghost', 'c'), { type: 'tool_result', group_id: 'ghost', id: 'c', text: 'x' })).status).toBe(404);
+    expect(
+      (await post(g.callbackUrl('ghost', 'c'), { type: 'tool_result', group_id: 'ghost', id: 'c', text: 'x' })).status,
+    ).toBe(404);
     expect(delivered.filter((m) => m.threadId === 'th')).toHaveLength(1);
   });
 
@@ -159,11 +258,19 @@ describe('gateway', () => {
     const tokens = new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } });
     const seen: unknown[] = [];
     const delivered: InputMessage[] = [];
-    const g = await startRapGateway({ tokens, deliver: async (m) => (delivered.push(m), { delivered: true }), onEvent: (e) => seen.push(e) });
+    const g = await startRapGateway({
+      tokens,
+      deliver: async (m) => (delivered.push(m), { delivered: true }),
+      onEvent: (e) => seen.push(e),
+    });
     cleanups.push(g.close);
     const url = g.callbackUrl('th', 'c');
     for (const files of [['a.ts'], ['a.ts', 'b.ts']]) {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'view_update', group_id: 'th', view_type: 'diff', content: { files } }) });
+      const r = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'view_update', group_id: 'th', view_type: 'diff', content: { files } }),
+      });
       expect(r.status).toBe(200);
     }
     expect(g.views('th')).toEqual({ diff: { files: ['a.ts', 'b.ts'] } });
@@ -179,8 +286,14 @@ describe('gateway', () => {
     const during = new CallbackTokens({ current: 'k2', keys: { k1, k2 } });
     expect(during.verify(old)).toMatchObject({ ok: true, claims: { threadId: 't', callId: 'c' } });
     expect(during.mint({ threadId: 't', callId: 'c', expiresAt: Date.now() + 60_000 }).startsWith('k2.')).toBe(true);
-    expect(new CallbackTokens({ current: 'k2', keys: { k2 } }).verify(old)).toEqual({ ok: false, reason: 'unknown_key' });
-    expect(during.verify(before.mint({ threadId: 't', callId: 'c', expiresAt: Date.now() - 1 }))).toEqual({ ok: false, reason: 'expired' });
+    expect(new CallbackTokens({ current: 'k2', keys: { k2 } }).verify(old)).toEqual({
+      ok: false,
+      reason: 'unknown_key',
+    });
+    expect(during.verify(before.mint({ threadId: 't', callId: 'c', expiresAt: Date.now() - 1 }))).toEqual({
+      ok: false,
+      reason: 'expired',
+    });
   });
 
   it('accepts only the canonical spelling of a signature (base64url leaves bits of the last character unused)', () => {
@@ -190,7 +303,9 @@ describe('gateway', () => {
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
     const last = token.at(-1)!;
     // A 32-byte HMAC is 43 characters; the last one holds 4 bits, so these 3 siblings decode to the same bytes.
-    const siblings = [1, 2, 3].map((d) => alphabet[(alphabet.indexOf(last) & ~3) | ((alphabet.indexOf(last) + d) & 3)]!);
+    const siblings = [1, 2, 3].map(
+      (d) => alphabet[(alphabet.indexOf(last) & ~3) | ((alphabet.indexOf(last) + d) & 3)]!,
+    );
     for (const s of siblings) {
       const variant = token.slice(0, -1) + s;
       expect(Buffer.from(variant.split('.')[2]!, 'base64url')).toEqual(Buffer.from(token.split('.')[2]!, 'base64url'));
@@ -200,16 +315,42 @@ describe('gateway', () => {
 });
 
 describe('tool-server SDK', () => {
-  async function sdk(handler: Parameters<typeof createRapToolServer>[0]['tools'][number]['handler'], onCloseThread?: (id: string) => void) {
+  async function sdk(
+    handler: Parameters<typeof createRapToolServer>[0]['tools'][number]['handler'],
+    onCloseThread?: (id: string) => void,
+  ) {
     const callbacks: Record<string, unknown>[] = [];
     const sink = await peer((r, res) => {
       callbacks.push(JSON.parse(r.body) as Record<string, unknown>);
       res.end('OK');
     });
-    const server = await createRapToolServer({ name: 'sdk', tools: [{ name: 'work', description: 'does work', inputSchema: { type: 'object', properties: { n: { type: 'number' } } }, handler }], ...(onCloseThread && { onCloseThread }) });
+    const server = await createRapToolServer({
+      name: 'sdk',
+      tools: [
+        {
+          name: 'work',
+          description: 'does work',
+          inputSchema: { type: 'object', properties: { n: { type: 'number' } } },
+          handler,
+        },
+      ],
+      ...(onCloseThread && { onCloseThread }),
+    });
     cleanups.push(server.close);
     const invoke = (body: Record<string, unknown>) =>
-      fetch(`${server.url}/invoke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ operation: 'work', arguments: {}, id: 'call-1', call_id: 'prov-1', callback_url: sink.url, group_id: 'th-1', ...body }) });
+      fetch(`${server.url}/invoke`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          operation: 'work',
+          arguments: {},
+          id: 'call-1',
+          call_id: 'prov-1',
+          callback_url: sink.url,
+          group_id: 'th-1',
+          ...body,
+        }),
+      });
     return { server, sink, callbacks, invoke };
   }
 
@@ -225,7 +366,9 @@ describe('tool-server SDK', () => {
     expect(callbacks).toEqual([]);
     release();
     await eventually(() => callbacks[0]);
-    expect(callbacks).toEqual([{ type: 'tool_result', group_id: 'th-1', id: 'call-1', call_id: 'prov-1', text: 'done' }]);
+    expect(callbacks).toEqual([
+      { type: 'tool_result', group_id: 'th-1', id: 'call-1', call_id: 'prov-1', text: 'done' },
+    ]);
   });
 
   it('8 · acks an unknown operation and answers it with an error result; invalid arguments likewise', async () => {
@@ -234,7 +377,13 @@ describe('tool-server SDK', () => {
     expect((await invoke({ id: 'call-2', arguments: { n: 'three' } })).status).toBe(200);
     await eventually(() => callbacks.length === 2 || undefined);
     const byId = Object.fromEntries(callbacks.map((c) => [c.id, c]));
-    expect(byId['call-1']).toEqual({ type: 'tool_result', group_id: 'th-1', id: 'call-1', call_id: 'prov-1', text: 'Error: unknown operation: nope' });
+    expect(byId['call-1']).toEqual({
+      type: 'tool_result',
+      group_id: 'th-1',
+      id: 'call-1',
+      call_id: 'prov-1',
+      text: 'Error: unknown operation: nope',
+    });
     expect(String(byId['call-2']!.text)).toMatch(/^Error: invalid arguments: data\/n must be number/);
   });
 
@@ -244,7 +393,10 @@ describe('tool-server SDK', () => {
     });
     await invoke({});
     await eventually(() => callbacks[0]);
-    expect(callbacks[0]).toMatchObject({ type: 'tool_result', text: "Error: display segment type 'markdown' is not text, diff or image" });
+    expect(callbacks[0]).toMatchObject({
+      type: 'tool_result',
+      text: "Error: display segment type 'markdown' is not text, diff or image",
+    });
     expect(callbacks[0]).not.toHaveProperty('display_as');
   });
 
@@ -258,7 +410,12 @@ describe('tool-server SDK', () => {
       (id) => void closedIds.push(id),
     );
     await invoke({});
-    const post = (path: string, body: unknown) => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (path: string, body: unknown) =>
+      fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     for (let i = 0; i < 2; i++) {
       const r = await post('/cancel_tool_call', { thread_id: 'th-1', tool_call_id: 'unknown' });
       expect([r.status, await r.text()]).toEqual([200, '']);
@@ -266,37 +423,53 @@ describe('tool-server SDK', () => {
     expect(aborted).toBe(false);
     await post('/cancel_tool_call', { thread_id: 'th-1', tool_call_id: 'call-1' });
     await eventually(() => aborted || undefined);
-    for (const id of ['th-1', '../../etc', 'a/b', 'unknown-thread']) expect((await post('/close_thread', { thread_id: id })).status).toBe(200);
+    for (const id of ['th-1', '../../etc', 'a/b', 'unknown-thread'])
+      expect((await post('/close_thread', { thread_id: id })).status).toBe(200);
     expect(closedIds).toEqual(['th-1', 'unknown-thread']);
   });
 
   it('answers cancel and close with 200 whatever the content type, and reads JSON however it is labelled', async () => {
     const closedIds: string[] = [];
-    const { server } = await sdk(() => 'x', (id) => void closedIds.push(id));
+    const { server } = await sdk(
+      () => 'x',
+      (id) => void closedIds.push(id),
+    );
     const post = (path: string, body: string, type?: string) =>
       fetch(`${server.url}${path}`, { method: 'POST', ...(type && { headers: { 'content-type': type } }), body });
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream', undefined]) {
       for (const path of ['/cancel_tool_call', '/close_thread']) {
-        const r = await post(path, JSON.stringify({ thread_id: `th-${(type ?? 'none').replace('/', '_')}`, tool_call_id: 'c' }), type);
+        const r = await post(
+          path,
+          JSON.stringify({ thread_id: `th-${(type ?? 'none').replace('/', '_')}`, tool_call_id: 'c' }),
+          type,
+        );
         expect({ path, type, status: r.status, body: await r.text() }).toEqual({ path, type, status: 200, body: '' });
       }
       expect((await post('/close_thread', 'not json at all', type)).status).toBe(200);
     }
-    expect(closedIds).toEqual(['th-text_plain', 'th-application_x-www-form-urlencoded', 'th-application_octet-stream', 'th-none']);
+    expect(closedIds).toEqual([
+      'th-text_plain',
+      'th-application_x-www-form-urlencoded',
+      'th-application_octet-stream',
+      'th-none',
+    ]);
   });
 
-  it('names its endpoint by each request\'s Host header, not the first one it saw', async () => {
+  it("names its endpoint by each request's Host header, not the first one it saw", async () => {
     const { server } = await sdk(() => 'x');
     const port = new URL(server.url).port;
     const manifest = async (host: string) => {
       // fetch sets Host itself; node:http lets the test name it.
       const { request } = await import('node:http');
       return new Promise<{ endpoint: string }>((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port, path: '/.well-known/rap-toolset', headers: { host, accept: 'application/json' } }, (res) => {
-          let data = '';
-          res.on('data', (d: Buffer) => (data += d.toString()));
-          res.on('end', () => resolve(JSON.parse(data) as { endpoint: string }));
-        });
+        const req = request(
+          { host: '127.0.0.1', port, path: '/.well-known/rap-toolset', headers: { host, accept: 'application/json' } },
+          (res) => {
+            let data = '';
+            res.on('data', (d: Buffer) => (data += d.toString()));
+            res.on('end', () => resolve(JSON.parse(data) as { endpoint: string }));
+          },
+        );
         req.on('error', reject);
         req.end();
       });
@@ -325,8 +498,15 @@ describe('tool-server SDK', () => {
     });
     await invoke({});
     await eventually(() => callbacks[0]);
-    expect(seen).toEqual(["view 'board' needs content", 'choose needs at least one choice', 'choose: the default 2 is not one of 0..1', 'a result needs text or content']);
+    expect(seen).toEqual([
+      "view 'board' needs content",
+      'choose needs at least one choice',
+      'choose: the default 2 is not one of 0..1',
+      'a result needs text or content',
+    ]);
     // Nothing invalid went out; the handler's own result did.
-    expect(callbacks).toEqual([{ type: 'tool_result', group_id: 'th-1', id: 'call-1', call_id: 'prov-1', text: 'fine' }]);
+    expect(callbacks).toEqual([
+      { type: 'tool_result', group_id: 'th-1', id: 'call-1', call_id: 'prov-1', text: 'fine' },
+    ]);
   });
 });

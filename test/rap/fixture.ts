@@ -22,7 +22,8 @@ export const obedientModel = () =>
       const m = /^call (\S+) (.*)$/.exec(last.text);
       return m ? { toolCall: { name: m[1]!, args: JSON.parse(m[2]!) } } : { text: `ok: ${last.text}` };
     }
-    if (last.role === 'tool_result') return { text: `${last.name === 'receive_event__injected' ? 'noted' : 'got'}: ${firstText(last.content)}` };
+    if (last.role === 'tool_result')
+      return { text: `${last.name === 'receive_event__injected' ? 'noted' : 'got'}: ${firstText(last.content)}` };
     return { text: 'ok' };
   });
 
@@ -34,14 +35,21 @@ export interface RecordedRequest {
 }
 
 /** A hand-written peer: answers by `route`, records every request. */
-export async function startPeer(route: (req: RecordedRequest, res: ServerResponse, url: string) => void): Promise<{ url: string; requests: RecordedRequest[]; close(): Promise<void> }> {
+export async function startPeer(
+  route: (req: RecordedRequest, res: ServerResponse, url: string) => void,
+): Promise<{ url: string; requests: RecordedRequest[]; close(): Promise<void> }> {
   const requests: RecordedRequest[] = [];
   let url = '';
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const r = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() };
+      const r = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString(),
+      };
       requests.push(r);
       route(r, res, url);
     });
@@ -52,7 +60,10 @@ export async function startPeer(route: (req: RecordedRequest, res: ServerRespons
 }
 
 /** A manifest handler for peers. */
-export function manifestRoute(manifest: (url: string) => unknown, invoke: (req: RecordedRequest, res: ServerResponse) => void = (_r, res) => res.end('OK')) {
+export function manifestRoute(
+  manifest: (url: string) => unknown,
+  invoke: (req: RecordedRequest, res: ServerResponse) => void = (_r, res) => res.end('OK'),
+) {
   return (req: RecordedRequest, res: ServerResponse, url: string) => {
     if (req.method === 'GET' && req.path === '/.well-known/rap-toolset') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(manifest(url)));
@@ -70,7 +81,10 @@ export interface RapSystem {
   close(): Promise<void>;
 }
 
-export async function startRapSystem(handlers: RapToolHandler[], extraServers: RapServerConfig[] = []): Promise<RapSystem> {
+export async function startRapSystem(
+  handlers: RapToolHandler[],
+  extraServers: RapServerConfig[] = [],
+): Promise<RapSystem> {
   const tokens = new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } });
   // The gateway starts first (tools need its URLs); the system it delivers to comes after.
   const ref: { sys?: TestSystem; check?: CallbackStateCheck } = {};
@@ -82,8 +96,16 @@ export async function startRapSystem(handlers: RapToolHandler[], extraServers: R
     onEvent: (e) => ref.sys?.events.emit(e),
   });
   const toolServer = await createRapToolServer({ name: 'test-tools', tools: handlers });
-  const toolsets = await loadRapToolsets({ servers: [{ url: toolServer.url }, ...extraServers], gateway, backoffMs: 20 });
-  const sys = (ref.sys = await startTestSystem({ model: obedientModel(), tools: toolsets.tools, toolLifecycle: [toolsets] }));
+  const toolsets = await loadRapToolsets({
+    servers: [{ url: toolServer.url }, ...extraServers],
+    gateway,
+    backoffMs: 20,
+  });
+  const sys = (ref.sys = await startTestSystem({
+    model: obedientModel(),
+    tools: toolsets.tools,
+    toolLifecycle: [toolsets],
+  }));
   ref.check = callbackStateOf(sys.client.temporal);
   return {
     sys,

@@ -30,7 +30,12 @@ const model = new ScriptedModel((req) => {
   return { text: `got: ${text}` };
 });
 
-const tool = (name: string): RapToolHandler => ({ name, description: `The ${name} tool.`, inputSchema: { type: 'object' }, handler: () => `${name} ran` });
+const tool = (name: string): RapToolHandler => ({
+  name,
+  description: `The ${name} tool.`,
+  inputSchema: { type: 'object' },
+  handler: () => `${name} ran`,
+});
 
 /** A port nothing listens on yet. */
 const freePort = () =>
@@ -56,9 +61,18 @@ const turn = async (threadId: string, text: string) => {
 
 beforeAll(async () => {
   port = await freePort();
-  gateway = await startRapGateway({ tokens: new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } }), deliver: (m) => ref.sys!.client.deliver(m) });
+  gateway = await startRapGateway({
+    tokens: new CallbackTokens({ current: 'k1', keys: { k1: newCallbackKey() } }),
+    deliver: (m) => ref.sys!.client.deliver(m),
+  });
   // The server is down while the worker starts: the first load reports it and offers no tools of it.
-  toolsets = await loadRapToolsets({ servers: [{ url: `http://127.0.0.1:${port}` }], gateway, attempts: 1, timeoutMs: 2_000, refreshAfterMs: 0 });
+  toolsets = await loadRapToolsets({
+    servers: [{ url: `http://127.0.0.1:${port}` }],
+    gateway,
+    attempts: 1,
+    timeoutMs: 2_000,
+    refreshAfterMs: 0,
+  });
   sys = ref.sys = await startTestSystem({ model, toolSources: [toolsets], toolLifecycle: [toolsets] });
 }, 60_000);
 
@@ -93,5 +107,7 @@ it('offers a server that was down at start to the next root thread, and a change
   server = undefined;
   const down = await turn(uid('down'), 'call run_tests {}');
   expect(down).toContain('call #1 run_tests {}');
-  expect(down.find((l) => l.startsWith('result #1:'))).toMatch(/^result #1: Error: (Tool call failed|RAP tool 'run_tests' failed)/);
+  expect(down.find((l) => l.startsWith('result #1:'))).toMatch(
+    /^result #1: Error: (Tool call failed|RAP tool 'run_tests' failed)/,
+  );
 });

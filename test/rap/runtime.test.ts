@@ -19,7 +19,12 @@ beforeAll(async () => {
     {
       name: 'run_build',
       description: 'Runs a CI build; the result arrives when it finishes.',
-      inputSchema: { type: 'object', properties: { ref: { type: 'string' } }, required: ['ref'], additionalProperties: false },
+      inputSchema: {
+        type: 'object',
+        properties: { ref: { type: 'string' } },
+        required: ['ref'],
+        additionalProperties: false,
+      },
       handler: async (args, ctx) => {
         users.push(ctx.userId);
         const text = await new Promise<string>((resolve) => {
@@ -29,7 +34,10 @@ beforeAll(async () => {
             resolve('aborted');
           });
         });
-        return { text: `build of ${String(args.ref)}: ${text}`, displayAs: [{ type: 'text', content: 'build finished' }] };
+        return {
+          text: `build of ${String(args.ref)}: ${text}`,
+          displayAs: [{ type: 'text', content: 'build finished' }],
+        };
       },
     },
     {
@@ -81,7 +89,12 @@ describe('RAP tools in a thread', () => {
     releaseBuild!('green');
     await thread.waitForIdle({ settled: true });
     const history = await thread.history();
-    expect(render(history)).toEqual(['user: call run_build {"ref":"main"}', 'call #1 run_build {"ref":"main"}', 'result #1: build of main: green', 'assistant: got: build of main: green']);
+    expect(render(history)).toEqual([
+      'user: call run_build {"ref":"main"}',
+      'call #1 run_build {"ref":"main"}',
+      'result #1: build of main: green',
+      'assistant: got: build of main: green',
+    ]);
     expect(history[2]).toMatchObject({ displayAs: [{ type: 'text', content: 'build finished' }] });
   }, 60_000);
 
@@ -93,7 +106,9 @@ describe('RAP tools in a thread', () => {
     expect(Object.values((await thread.status()).subscriptions)).toEqual(['watch_repo']);
     await sub.event('push 1', { associative: true });
     await sub.event('push 1', { associative: true }); // identical events are distinct events
-    await eventually(async () => (await thread.history()).filter((i) => i.kind === 'subscription_event').length === 2 || undefined);
+    await eventually(
+      async () => (await thread.history()).filter((i) => i.kind === 'subscription_event').length === 2 || undefined,
+    );
     await sub.event('push 2'); // threaded: a child thread handles it
     await eventually(async () => ((await thread.status()).children.length === 1 ? true : undefined));
     await sub.event('last push', { associative: true, final: true });
@@ -108,7 +123,12 @@ describe('RAP tools in a thread', () => {
     const thread = await rap.sys.client.startThread({ threadId: uid('rap-choice') });
     await thread.sendUserText('call deploy {}');
     const prompt = await eventually(async () => (await thread.status()).prompts[0]);
-    expect(prompt).toMatchObject({ kind: 'user_choice', prompt: 'Deploy to production?', choices: ['Yes', 'Yes, and remember', 'No'], default: 2 });
+    expect(prompt).toMatchObject({
+      kind: 'user_choice',
+      prompt: 'Deploy to production?',
+      choices: ['Yes', 'Yes, and remember', 'No'],
+      default: 2,
+    });
     expect(rap.sys.seen).toContainEqual(expect.objectContaining({ type: 'prompt', threadId: thread.threadId }));
     // Dismissed without a choice: the tool gets the default.
     expect(await thread.answerChoice((prompt as { id: string }).id)).toBe(2);
@@ -123,7 +143,10 @@ describe('RAP tools in a thread', () => {
     const prompt = await eventually(async () => (await thread.status()).prompts[0]);
     expect(prompt).toMatchObject({ kind: 'oauth', authUrl: 'https://github.example/login/oauth/authorize?state=abc' });
     await thread.waitForIdle({ settled: true });
-    expect(render(await thread.history()).slice(-2)).toEqual(['result #1: 3 open issues', 'assistant: got: 3 open issues']);
+    expect(render(await thread.history()).slice(-2)).toEqual([
+      'result #1: 3 open issues',
+      'assistant: got: 3 open issues',
+    ]);
     expect((await thread.status()).prompts).toEqual([]);
   });
 

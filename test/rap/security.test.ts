@@ -76,23 +76,37 @@ describe('callback gateway under attack', () => {
           break;
         case 6: // a large body on a forged token: refused before it is read (a genuine URL's output of any size is
           // answered, over the limit with an error result and 413: test/large-inputs.test.ts)
-          attacks.push({ url: base + randomBytes(48).toString('base64url'), body: json({ ...good, text: 'x'.repeat(1_100_000 + i) }) });
+          attacks.push({
+            url: base + randomBytes(48).toString('base64url'),
+            body: json({ ...good, text: 'x'.repeat(1_100_000 + i) }),
+          });
           break;
         case 7: // unknown callback type
           attacks.push({ url: callbackUrl, body: json({ ...good, type: 'tool_result_v2' }) });
           break;
         case 8: // an expired token signed with the real key
-          attacks.push({ url: base + rap.tokens.mint({ threadId: thread.threadId, callId, expiresAt: Date.now() - 1000 }), body: json(good) });
+          attacks.push({
+            url: base + rap.tokens.mint({ threadId: thread.threadId, callId, expiresAt: Date.now() - 1000 }),
+            body: json(good),
+          });
           break;
         case 9: // not JSON at all
-          attacks.push({ url: callbackUrl, body: 'id=1&text=forged', contentType: 'application/x-www-form-urlencoded' });
+          attacks.push({
+            url: callbackUrl,
+            body: 'id=1&text=forged',
+            contentType: 'application/x-www-form-urlencoded',
+          });
           break;
       }
     }
     const statuses = new Map<number, number>();
     for (let i = 0; i < attacks.length; i += 50) {
       const batch = attacks.slice(i, i + 50).map(async (a) => {
-        const res = await fetch(a.url, { method: 'POST', headers: { 'content-type': a.contentType ?? 'application/json' }, body: a.body });
+        const res = await fetch(a.url, {
+          method: 'POST',
+          headers: { 'content-type': a.contentType ?? 'application/json' },
+          body: a.body,
+        });
         await res.body?.cancel();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       });
@@ -103,15 +117,31 @@ describe('callback gateway under attack', () => {
 
     expect(render(await thread.history())).toEqual(historyBefore);
     const statusAfter = await thread.status();
-    expect(statusAfter).toMatchObject({ status: statusBefore.status, pendingCall: statusBefore.pendingCall, historyLength: statusBefore.historyLength, dropped: {} });
+    expect(statusAfter).toMatchObject({
+      status: statusBefore.status,
+      pendingCall: statusBefore.pendingCall,
+      historyLength: statusBefore.historyLength,
+      dropped: {},
+    });
 
     // The genuine callback still works, exactly once; a replay after the thread recorded it finds the URL revoked.
-    const real = await fetch(callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: json({ ...good, text: 'the real result' }) });
+    const real = await fetch(callbackUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: json({ ...good, text: 'the real result' }),
+    });
     expect(real.status).toBe(200);
     await thread.waitForIdle({ settled: true });
-    const replay = await fetch(callbackUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: json({ ...good, text: 'the real result' }) });
+    const replay = await fetch(callbackUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: json({ ...good, text: 'the real result' }),
+    });
     expect(replay.status).toBe(410);
     await eventually(async () => (await thread.status()).status === 'idle' || undefined);
-    expect(render(await thread.history()).slice(-2)).toEqual(['result #1: the real result', 'assistant: got: the real result']);
+    expect(render(await thread.history()).slice(-2)).toEqual([
+      'result #1: the real result',
+      'assistant: got: the real result',
+    ]);
   }, 120_000);
 });

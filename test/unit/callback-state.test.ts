@@ -26,10 +26,24 @@ describe('callbackState', () => {
   it('tells pending, subscribed, spent, closed and unknown calls apart', () => {
     const pendingCall = { id: 'p', name: 'run_build', passive: false };
     // `s` started a subscription (its result marked it processed), `a` was answered, `e` was a subscription that ended.
-    const state = prep({ pendingCall, processedToolCalls: new Set(['s', 'a', 'e']), subscriptions: new Map([['s', 'watch_repo']]) });
-    expect(['p', 's', 'a', 'e', 'never-seen'].map((id) => callbackState(state, id))).toEqual(['pending', 'subscribed', 'spent', 'spent', 'unknown']);
+    const state = prep({
+      pendingCall,
+      processedToolCalls: new Set(['s', 'a', 'e']),
+      subscriptions: new Map([['s', 'watch_repo']]),
+    });
+    expect(['p', 's', 'a', 'e', 'never-seen'].map((id) => callbackState(state, id))).toEqual([
+      'pending',
+      'subscribed',
+      'spent',
+      'spent',
+      'unknown',
+    ]);
     // A closed thread revokes everything, its active subscriptions and its pending call included.
-    expect(['p', 's', 'never-seen'].map((id) => callbackState({ ...state, closed: true }, id))).toEqual(['closed', 'closed', 'closed']);
+    expect(['p', 's', 'never-seen'].map((id) => callbackState({ ...state, closed: true }, id))).toEqual([
+      'closed',
+      'closed',
+      'closed',
+    ]);
   });
 
   it('calls an interrupted call spent: its late result must not be delivered', () => {
@@ -40,7 +54,13 @@ describe('callbackState', () => {
 
 describe('callbackGuard', () => {
   const result = (id: string): RapCallback => ({ type: 'tool_result', group_id: 't', id, text: 'r' });
-  const event = (final = false): RapCallback => ({ type: 'subscription_event', group_id: 't', tool_call_id: 's', text: 'e', ...(final && { final: true }) });
+  const event = (final = false): RapCallback => ({
+    type: 'subscription_event',
+    group_id: 't',
+    tool_call_id: 's',
+    text: 'e',
+    ...(final && { final: true }),
+  });
 
   it('answers 410 for spent and closed calls, 409 for a second result to an active subscription, and lets events through', async () => {
     const states = { a: 'spent', c: 'closed', s: 'subscribed', p: 'pending' } as const;
@@ -57,7 +77,11 @@ describe('callbackGuard', () => {
     expect(await guard.admit(result('x'), 't', 'x')).toEqual({ ok: true });
     expect(await guard.admit(result('x'), 't', 'x')).toMatchObject({ ok: false, status: 409 });
     expect(await guard.admit(event(true), 't', 's')).toEqual({ ok: true });
-    expect(await guard.admit(event(), 't', 's')).toMatchObject({ ok: false, status: 409, error: 'this subscription has ended' });
+    expect(await guard.admit(event(), 't', 's')).toMatchObject({
+      ok: false,
+      status: 409,
+      error: 'this subscription has ended',
+    });
     expect(await guard.admit(result('y'), 't', 'y')).toEqual({ ok: true }); // a third entry: `x` is forgotten
     expect(await guard.admit(result('x'), 't', 'x')).toEqual({ ok: true });
     guard.undo(result('x'), 't', 'x');
@@ -70,7 +94,10 @@ describe('callback tokens', () => {
     const k1 = newCallbackKey();
     const tokens = new CallbackTokens({ current: 'k1', keys: { k1 } });
     const forever = tokens.mint({ threadId: 't', callId: 'c' });
-    expect(tokens.verify(forever, Date.now() + 10 * 365 * 24 * 3600_000)).toEqual({ ok: true, claims: { threadId: 't', callId: 'c' } });
+    expect(tokens.verify(forever, Date.now() + 10 * 365 * 24 * 3600_000)).toEqual({
+      ok: true,
+      claims: { threadId: 't', callId: 'c' },
+    });
     const bounded = tokens.mint({ threadId: 't', callId: 'c', expiresAt: Date.now() + 1000 });
     expect(tokens.verify(bounded)).toMatchObject({ ok: true, claims: { expiresAt: expect.any(Number) } });
     expect(tokens.verify(bounded, Date.now() + 2000)).toEqual({ ok: false, reason: 'expired' });

@@ -26,7 +26,11 @@ describe('status lines', () => {
   });
 
   it('do not say a closed thread waits for its close_thread call', () => {
-    const lines = statusLines({ ...base, status: 'closed', pendingCall: { id: 'call_9', name: 'close_thread', passive: false } });
+    const lines = statusLines({
+      ...base,
+      status: 'closed',
+      pendingCall: { id: 'call_9', name: 'close_thread', passive: false },
+    });
     expect(lines[0]).toBe('t1 root closed');
     expect(lines.join('\n')).not.toContain('waiting for');
   });

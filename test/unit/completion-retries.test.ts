@@ -8,7 +8,13 @@ import type { ThreadEvent } from '../../src/core/types';
 import type { ModelStreamPart } from '../../src/model/provider';
 import { ScriptedModel } from '../../src/model/scripted';
 
-const policy = { ...DEFAULT_COMPLETION_POLICY, initiateTimeoutMs: 80, chunkTimeoutMs: 80, unexpectedEndWaitMs: 1, maxRetries: 3 };
+const policy = {
+  ...DEFAULT_COMPLETION_POLICY,
+  initiateTimeoutMs: 80,
+  chunkTimeoutMs: 80,
+  unexpectedEndWaitMs: 1,
+  maxRetries: 3,
+};
 
 /** Parts, then silence until the request is aborted. */
 async function* thenStall(parts: ModelStreamPart[], signal?: AbortSignal): AsyncIterable<ModelStreamPart> {
@@ -35,12 +41,15 @@ function run(model: ScriptedModel, signal = new AbortController().signal) {
   return { out, events };
 }
 
-const infos = (events: ThreadEvent[]) => events.filter((e) => e.type === 'info').map((e) => (e as { text: string }).text);
+const infos = (events: ThreadEvent[]) =>
+  events.filter((e) => e.type === 'info').map((e) => (e as { text: string }).text);
 const finish: ModelStreamPart = { type: 'finish', usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 } };
 
 describe('completion timeouts', () => {
   it('retries a request that does not start in time', async () => {
-    const model = new ScriptedModel((_req, call) => (call === 0 ? thenStall([]) : [{ type: 'text-delta', text: 'late but fine' }, finish]));
+    const model = new ScriptedModel((_req, call) =>
+      call === 0 ? thenStall([]) : [{ type: 'text-delta', text: 'late but fine' }, finish],
+    );
     const { out, events } = run(model);
     const result = await out;
     expect(result.buffer.flushed.map((s) => s.item)).toEqual([{ kind: 'assistant', text: 'late but fine' }]);
@@ -48,7 +57,11 @@ describe('completion timeouts', () => {
   });
 
   it('discards a stalled stream and commits only the retried turn', async () => {
-    const model = new ScriptedModel((_req, call) => (call === 0 ? thenStall([{ type: 'text-delta', text: 'half a tho' }]) : [{ type: 'text-delta', text: 'whole thought' }, finish]));
+    const model = new ScriptedModel((_req, call) =>
+      call === 0
+        ? thenStall([{ type: 'text-delta', text: 'half a tho' }])
+        : [{ type: 'text-delta', text: 'whole thought' }, finish],
+    );
     const { out, events } = run(model);
     const result = await out;
     expect(result.buffer.flushed.map((s) => s.item)).toEqual([{ kind: 'assistant', text: 'whole thought' }]);

@@ -39,5 +39,7 @@ it('finds the CLI named by TEMPORAL_CLI first', () => {
 });
 
 it('reports a server that exits at once with its output', async () => {
-  await expect(startDevServer({ cliPath: '/bin/false', ui: false, startTimeoutMs: 5000 })).rejects.toThrow(/exited with code 1|did not become ready/);
+  await expect(startDevServer({ cliPath: '/bin/false', ui: false, startTimeoutMs: 5000 })).rejects.toThrow(
+    /exited with code 1|did not become ready/,
+  );
 });

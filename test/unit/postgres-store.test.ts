@@ -42,7 +42,13 @@ it('commits a slice once when two workers commit it at the same moment', async (
   const [a, b] = await workers(2);
   for (let n = 0; n < 10; n++) {
     const commit = (s: ConversationStore, text: string) =>
-      s.commit({ threadId: 't', sliceId: `s${n}`, expectedLength: n, items: [user(`m${n}`, text)], result: result(`s${n}`, n + 1) });
+      s.commit({
+        threadId: 't',
+        sliceId: `s${n}`,
+        expectedLength: n,
+        items: [user(`m${n}`, text)],
+        result: result(`s${n}`, n + 1),
+      });
     const outcomes = await Promise.all([commit(a!, `a${n}`), commit(b!, `b${n}`)]);
     expect(outcomes.sort()).toEqual(['committed', 'duplicate']);
   }
@@ -58,7 +64,13 @@ it('lets exactly one of 20 concurrent commits with the same expected length win;
   const stores = await workers(4);
   await commitN(stores[0]!, 't', 2, 0);
   const attempts = Array.from({ length: 20 }, (_, i) =>
-    stores[i % 4]!.commit({ threadId: 't', sliceId: `race-${i}`, expectedLength: 2, items: [user(`r${i}`, `racer ${i}`), user(`q${i}`, 'second')], result: result(`race-${i}`, 4) }),
+    stores[i % 4]!.commit({
+      threadId: 't',
+      sliceId: `race-${i}`,
+      expectedLength: 2,
+      items: [user(`r${i}`, `racer ${i}`), user(`q${i}`, 'second')],
+      result: result(`race-${i}`, 4),
+    }),
   );
   const settled = await Promise.allSettled(attempts);
   const won = settled.flatMap((r, i) => (r.status === 'fulfilled' ? [[i, r.value] as const] : []));
@@ -77,9 +89,15 @@ it('migrates an empty database once when workers start against it together, in t
   opened.push(...stores);
   expect(stores[0]!.schema).toBe('public');
   // Some migrate explicitly, some lazily through their first call: all at once.
-  const outcomes = await Promise.all(stores.map((s, i) => (i % 2 === 0 ? s.migrate() : s.ensureThread({ threadId: `w${i}`, kind: 'root' }).then(() => s.migrate()))));
+  const outcomes = await Promise.all(
+    stores.map((s, i) =>
+      i % 2 === 0 ? s.migrate() : s.ensureThread({ threadId: `w${i}`, kind: 'root' }).then(() => s.migrate()),
+    ),
+  );
   expect(outcomes).toEqual(Array(5).fill(MIGRATIONS.length));
-  expect(await queryOnce(fresh, 'SELECT version FROM public.infinity_schema_version')).toEqual([{ version: MIGRATIONS.length }]);
+  expect(await queryOnce(fresh, 'SELECT version FROM public.infinity_schema_version')).toEqual([
+    { version: MIGRATIONS.length },
+  ]);
   expect(await stores[4]!.getThread('w1')).toMatchObject({ threadId: 'w1' });
 });
 
@@ -98,7 +116,10 @@ it('reopens a schema it created and goes on; a schema a later release migrated f
   // Migration N+1 from a later release (an added column), then this release again (a rollback).
   const pool = new pg.Pool({ connectionString: url });
   try {
-    const later = [...MIGRATIONS, (t: (name: string) => string) => `ALTER TABLE ${t('items')} ADD COLUMN tokens integer`];
+    const later = [
+      ...MIGRATIONS,
+      (t: (name: string) => string) => `ALTER TABLE ${t('items')} ADD COLUMN tokens integer`,
+    ];
     expect(await migrateSchema(pool, first.schema, later)).toBe(MIGRATIONS.length + 1);
   } finally {
     await pool.end();
@@ -107,7 +128,9 @@ it('reopens a schema it created and goes on; a schema a later release migrated f
   expect(await rolledBack.migrate()).toBe(MIGRATIONS.length + 1);
   expect(await commitN(rolledBack, 't', 1, 4)).toBe('committed');
   expect(await rolledBack.length('t')).toBe(5);
-  expect(await queryOnce(url, `SELECT version FROM "${first.schema}".infinity_schema_version`)).toEqual([{ version: MIGRATIONS.length + 1 }]);
+  expect(await queryOnce(url, `SELECT version FROM "${first.schema}".infinity_schema_version`)).toEqual([
+    { version: MIGRATIONS.length + 1 },
+  ]);
 });
 
 it('retries a migration that failed: a database that did not exist yet works once it does', async () => {
@@ -124,12 +147,15 @@ it('keeps schemas of one database apart, and refuses a schema name it would have
   await commitN(a, 't', 2, 0);
   expect(await b.length('t')).toBe(0);
   expect(await commitN(b, 't', 1, 0)).toBe('committed'); // same thread and slice ids, another store
-  expect(() => new PostgresConversationStore({ connectionString: url, schema: 'bad"name' })).toThrow(/plain identifier/);
+  expect(() => new PostgresConversationStore({ connectionString: url, schema: 'bad"name' })).toThrow(
+    /plain identifier/,
+  );
 });
 
 it('serves cached prefixes, reads what another worker appended since, and drops a prefix changed behind its back', async () => {
   const [a, b] = await workers(2);
-  const texts = async (s: ConversationStore, from?: number) => (await s.load('t', from)).map((x) => (x.item.kind === 'user' ? x.item.text : ''));
+  const texts = async (s: ConversationStore, from?: number) =>
+    (await s.load('t', from)).map((x) => (x.item.kind === 'user' ? x.item.text : ''));
   await commitN(a!, 't', 10, 0);
   expect(await texts(a!)).toHaveLength(10);
   const [first] = await a!.load('t');
@@ -140,7 +166,13 @@ it('serves cached prefixes, reads what another worker appended since, and drops 
   await queryOnce(url, `DELETE FROM "${a!.schema}".items WHERE thread_id = 't' AND position >= 5`);
   await queryOnce(url, `DELETE FROM "${a!.schema}".slices`);
   const rewritten = Array.from({ length: 8 }, (_, i) => user(`x-${5 + i}`, `rewritten ${5 + i}`));
-  await b!.commit({ threadId: 't', sliceId: 'again', expectedLength: 5, items: rewritten, result: result('again', 13) });
+  await b!.commit({
+    threadId: 't',
+    sliceId: 'again',
+    expectedLength: 5,
+    items: rewritten,
+    result: result('again', 13),
+  });
   const expected = ['item 3', 'item 4', ...rewritten.map((x) => (x.item.kind === 'user' ? x.item.text : ''))];
   expect(await texts(a!, 3)).toEqual(expected);
   expect(await a!.load('t')).toEqual(await b!.load('t'));
@@ -152,6 +184,13 @@ it('stages an input of the full 32 MiB', async () => {
   const ref = await s.stageInput(data);
   expect(ref.bytes).toBe(data.byteLength);
   expect(Buffer.from((await s.loadStaged(ref))!).equals(data)).toBe(true);
-  await s.commit({ threadId: 't', sliceId: 's', expectedLength: 0, items: [], result: result('s', 0), consumedStaged: [ref.id] });
+  await s.commit({
+    threadId: 't',
+    sliceId: 's',
+    expectedLength: 0,
+    items: [],
+    result: result('s', 0),
+    consumedStaged: [ref.id],
+  });
   expect(await s.loadStaged(ref)).toBeUndefined();
 });

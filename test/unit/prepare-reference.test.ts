@@ -28,18 +28,25 @@ const synthetic = (id: string, callId: string, text: string, syn: SyntheticKind)
   content: { type: 'tool_result', toolCallId: callId, content: [{ type: 'text', text }] },
   synthetic: syn,
 });
-const report = (id: string, callId: string, text: string) => synthetic(id, callId, text, { type: 'thread_report', toolCallId: callId, childThreadId: 'child-1' });
+const report = (id: string, callId: string, text: string) =>
+  synthetic(id, callId, text, { type: 'thread_report', toolCallId: callId, childThreadId: 'child-1' });
 const event = (id: string, callId: string, text: string, associative: boolean) =>
   synthetic(id, callId, text, { type: 'subscription_event', toolCallId: callId, associative, final: false });
 
 describe('reference event-processor scenarios not covered in prepare.test.ts', () => {
   it('thread_report_tool_interruption: a report for the pending call itself answers it as interrupted, then inlines the report', () => {
     // History [user "subscribe", call tc-sub] with tc-sub unanswered; the report is tied to tc-sub (reference §8 scenario 13).
-    const s = fresh({ pendingCall: { id: 'tc-sub', name: 'subscribe_tool', passive: false }, eventTargets: new Map([['tc-sub', 'subscribe_tool']]) });
+    const s = fresh({
+      pendingCall: { id: 'tc-sub', name: 'subscribe_tool', passive: false },
+      eventTargets: new Map([['tc-sub', 'subscribe_tool']]),
+    });
     const out = prepareBatch(s, [report('msg-2', 'tc-sub', 'thread report data')], ids());
     expect(out.ready).toBe(true);
     expect(out.append).toEqual([
-      { messageId: 'tc-sub-interrupted', item: { kind: 'tool_result', id: 'tc-sub', content: [{ type: 'text', text: 'Tool call interrupted by user' }] } },
+      {
+        messageId: 'tc-sub-interrupted',
+        item: { kind: 'tool_result', id: 'tc-sub', content: [{ type: 'text', text: 'Tool call interrupted by user' }] },
+      },
       {
         messageId: 'msg-2',
         item: {
@@ -54,23 +61,49 @@ describe('reference event-processor scenarios not covered in prepare.test.ts', (
     expect(out.interruptedCalls).toEqual(['tc-sub']);
     expect(s.pendingCall).toBeNull();
     // The call's real result, arriving later, is dropped and recorded (reference §5.1).
-    const late = prepareBatch(s, [{ id: 'r-late', threadId: 'thread-1', content: { type: 'tool_result', toolCallId: 'tc-sub', content: [{ type: 'text', text: 'late' }] } }], ids());
+    const late = prepareBatch(
+      s,
+      [
+        {
+          id: 'r-late',
+          threadId: 'thread-1',
+          content: { type: 'tool_result', toolCallId: 'tc-sub', content: [{ type: 'text', text: 'late' }] },
+        },
+      ],
+      ids(),
+    );
     expect(late.dropped).toEqual([{ id: 'r-late', reason: 'already_processed' }]);
   });
 
   it('thread_report_tool_interruption, in the workflow: a non-passive pending call holds the report back instead (reference §5.3, local driver)', () => {
-    const s = fresh({ pendingCall: { id: 'tc-sub', name: 'subscribe_tool', passive: false }, eventTargets: new Map([['tc-sub', 'subscribe_tool']]) });
+    const s = fresh({
+      pendingCall: { id: 'tc-sub', name: 'subscribe_tool', passive: false },
+      eventTargets: new Map([['tc-sub', 'subscribe_tool']]),
+    });
     expect(applyDeferral(s, [report('msg-2', 'tc-sub', 'thread report data')])).toEqual([]);
     expect(s.deferred.map((m) => m.id)).toEqual(['msg-2']);
   });
 
   it('subscription_event_spawned_thread: a redelivered threaded event is a duplicate, not a second event child (decision 19)', () => {
     // The reference keeps no dedup record for a threaded event and spawns another child for a redelivery (§4.3 step 5).
-    const s = fresh({ subscriptions: new Map([['tc-sub', 'subscribe_tool']]), eventTargets: new Map([['tc-sub', 'subscribe_tool']]) });
+    const s = fresh({
+      subscriptions: new Map([['tc-sub', 'subscribe_tool']]),
+      eventTargets: new Map([['tc-sub', 'subscribe_tool']]),
+    });
     const first = prepareBatch(s, [event('msg-2', 'tc-sub', 'event payload', false)], ids());
-    expect(first).toMatchObject({ ready: false, append: [], eventChildren: [{ messageId: 'msg-2', subscriptionCallId: 'tc-sub' }] });
+    expect(first).toMatchObject({
+      ready: false,
+      append: [],
+      eventChildren: [{ messageId: 'msg-2', subscriptionCallId: 'tc-sub' }],
+    });
     const again = prepareBatch(s, [event('msg-2', 'tc-sub', 'event payload', false)], ids());
-    expect(again).toEqual({ ready: false, append: [], dropped: [{ id: 'msg-2', reason: 'duplicate' }], interruptedCalls: [], eventChildren: [] });
+    expect(again).toEqual({
+      ready: false,
+      append: [],
+      dropped: [{ id: 'msg-2', reason: 'duplicate' }],
+      interruptedCalls: [],
+      eventChildren: [],
+    });
   });
 
   it('subscription_event_spawned_thread with a call pending: the event child is spawned, the pending call untouched (reference §8 scenario 16)', () => {
@@ -80,7 +113,9 @@ describe('reference event-processor scenarios not covered in prepare.test.ts', (
       eventTargets: new Map([['tc-sub', 'subscribe_tool']]),
     });
     const out = prepareBatch(s, [event('msg-2', 'tc-sub', 'event payload', false)], ids());
-    expect(out.eventChildren).toEqual([{ messageId: 'msg-2', subscriptionCallId: 'tc-sub', content: [{ type: 'text', text: 'event payload' }] }]);
+    expect(out.eventChildren).toEqual([
+      { messageId: 'msg-2', subscriptionCallId: 'tc-sub', content: [{ type: 'text', text: 'event payload' }] },
+    ]);
     expect(out.append).toEqual([]);
     expect(out.interruptedCalls).toEqual([]);
     expect(s.pendingCall).toEqual({ id: 'tc-other', name: 'build', passive: false });
@@ -91,7 +126,13 @@ describe('reference event-processor scenarios not covered in prepare.test.ts', (
     // subscription is not an active subscription here, and the RAP spec says to discard such events.
     const s = fresh({ pendingCall: { id: 'tc-sub', name: 'subscribe_tool', passive: false } });
     const out = prepareBatch(s, [event('msg-2', 'tc-sub', 'event payload', false)], ids());
-    expect(out).toEqual({ ready: false, append: [], dropped: [{ id: 'msg-2', reason: 'unknown_subscription' }], interruptedCalls: [], eventChildren: [] });
+    expect(out).toEqual({
+      ready: false,
+      append: [],
+      dropped: [{ id: 'msg-2', reason: 'unknown_subscription' }],
+      interruptedCalls: [],
+      eventChildren: [],
+    });
     expect(s.pendingCall?.id).toBe('tc-sub');
     expect(s.processedInputIds.has('msg-2')).toBe(false);
   });
@@ -117,7 +158,10 @@ describe('reference event-processor scenarios not covered in prepare.test.ts', (
       ['tc-1-interrupted', 'tool_result'],
       ['msg-2', 'subscription_event'],
     ]);
-    expect(out.append[1]!.item).toMatchObject({ toolCallId: 'tc-cmd', result: { content: [{ type: 'text', text: 'build output chunk\n[exit code: 0]' }] } });
+    expect(out.append[1]!.item).toMatchObject({
+      toolCallId: 'tc-cmd',
+      result: { content: [{ type: 'text', text: 'build output chunk\n[exit code: 0]' }] },
+    });
     expect(out.append[1]!.item).not.toHaveProperty('childThreadId');
     expect(out.interruptedCalls).toEqual(['tc-1']);
   });
@@ -125,13 +169,21 @@ describe('reference event-processor scenarios not covered in prepare.test.ts', (
   it('metadata_is_updated_before_processing: a first input sets the root metadata', () => {
     const s = fresh();
     expect(s.metadata).toBeUndefined();
-    prepareBatch(s, [{ id: 'msg-1', threadId: 'thread-1', content: { type: 'text', text: 'hi' }, metadata: { user_id: 'u-123' } }], ids());
+    prepareBatch(
+      s,
+      [{ id: 'msg-1', threadId: 'thread-1', content: { type: 'text', text: 'hi' }, metadata: { user_id: 'u-123' } }],
+      ids(),
+    );
     expect(s.metadata).toEqual({ user_id: 'u-123' });
   });
 
   it('closed_thread_ignores: a closed thread changes no metadata either (reference §5.4)', () => {
     const s = fresh({ closed: true, metadata: { user_id: 'before' } });
-    const out = prepareBatch(s, [{ id: 'msg-1', threadId: 'thread-1', content: { type: 'text', text: 'hello' }, metadata: { user_id: 'after' } }], ids());
+    const out = prepareBatch(
+      s,
+      [{ id: 'msg-1', threadId: 'thread-1', content: { type: 'text', text: 'hello' }, metadata: { user_id: 'after' } }],
+      ids(),
+    );
     expect(out.dropped).toEqual([{ id: 'msg-1', reason: 'closed' }]);
     expect(s.metadata).toEqual({ user_id: 'before' });
   });
@@ -147,16 +199,35 @@ describe('reference event-processor scenarios not covered in prepare.test.ts', (
       synthetic: { type: 'prompt', toolCallId: 'tc-1', prompt: { kind: 'oauth', authUrl: 'https://example.com/auth' } },
     };
     const out = prepareBatch(s, [prompt], ids());
-    expect(out).toEqual({ ready: false, append: [], dropped: [{ id: 'oauth-1', reason: 'malformed' }], interruptedCalls: [], eventChildren: [] });
+    expect(out).toEqual({
+      ready: false,
+      append: [],
+      dropped: [{ id: 'oauth-1', reason: 'malformed' }],
+      interruptedCalls: [],
+      eventChildren: [],
+    });
     expect(s.pendingCall?.id).toBe('tc-1');
   });
 
   it('a stale result together with a held-back event runs no completion (reference §8 scenario 49)', () => {
-    const s = fresh({ pendingCall: { id: 'tc-1', name: 'build', passive: false }, eventTargets: new Map([['sp', 'spawn_thread']]) });
-    const stale: InputMessage = { id: 'r-x', threadId: 'thread-1', content: { type: 'tool_result', toolCallId: 'tc-other', content: [{ type: 'text', text: 'stale' }] } };
+    const s = fresh({
+      pendingCall: { id: 'tc-1', name: 'build', passive: false },
+      eventTargets: new Map([['sp', 'spawn_thread']]),
+    });
+    const stale: InputMessage = {
+      id: 'r-x',
+      threadId: 'thread-1',
+      content: { type: 'tool_result', toolCallId: 'tc-other', content: [{ type: 'text', text: 'stale' }] },
+    };
     const now = applyDeferral(s, [report('rep-1', 'sp', 'A'), stale]);
     const out = prepareBatch(s, now, ids());
-    expect(out).toEqual({ ready: false, append: [], dropped: [{ id: 'r-x', reason: 'wrong_call' }], interruptedCalls: [], eventChildren: [] });
+    expect(out).toEqual({
+      ready: false,
+      append: [],
+      dropped: [{ id: 'r-x', reason: 'wrong_call' }],
+      interruptedCalls: [],
+      eventChildren: [],
+    });
     expect(s.deferred.map((m) => m.id)).toEqual(['rep-1']);
   });
 });

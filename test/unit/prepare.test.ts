@@ -26,8 +26,17 @@ const result = (id: string, callId: string, t: string, extra: Partial<InputMessa
 describe('prepareBatch', () => {
   it('accepts user text once per id', () => {
     const s = fresh();
-    expect(prepareBatch(s, [text('m1', 'hello')], newId)).toMatchObject({ ready: true, append: [{ messageId: 'm1', item: { kind: 'user', text: 'hello' } }] });
-    expect(prepareBatch(s, [text('m1', 'hello')], newId)).toEqual({ ready: false, append: [], dropped: [{ id: 'm1', reason: 'duplicate' }], interruptedCalls: [], eventChildren: [] });
+    expect(prepareBatch(s, [text('m1', 'hello')], newId)).toMatchObject({
+      ready: true,
+      append: [{ messageId: 'm1', item: { kind: 'user', text: 'hello' } }],
+    });
+    expect(prepareBatch(s, [text('m1', 'hello')], newId)).toEqual({
+      ready: false,
+      append: [],
+      dropped: [{ id: 'm1', reason: 'duplicate' }],
+      interruptedCalls: [],
+      eventChildren: [],
+    });
   });
 
   it('drops everything for a closed thread without recording it', () => {
@@ -39,7 +48,9 @@ describe('prepareBatch', () => {
   it('accepts the result of the pending call and clears it', () => {
     const s = fresh({ pendingCall: { id: 'tc-1', name: 'x', passive: false } });
     const out = prepareBatch(s, [result('r1', 'tc-1', 'tool output')], newId);
-    expect(out.append).toEqual([{ messageId: 'r1', item: { kind: 'tool_result', id: 'tc-1', content: [{ type: 'text', text: 'tool output' }] } }]);
+    expect(out.append).toEqual([
+      { messageId: 'r1', item: { kind: 'tool_result', id: 'tc-1', content: [{ type: 'text', text: 'tool output' }] } },
+    ]);
     expect(s.pendingCall).toBeNull();
     expect(s.processedToolCalls.has('tc-1')).toBe(true);
   });
@@ -48,7 +59,10 @@ describe('prepareBatch', () => {
     const s = fresh({ pendingCall: { id: 'tc-1', name: 'x', passive: false } });
     const out = prepareBatch(s, [text('m2', 'actually, never mind')], newId);
     expect(out.append.map((a) => [a.messageId, a.item])).toEqual([
-      ['tc-1-interrupted', { kind: 'tool_result', id: 'tc-1', content: [{ type: 'text', text: 'Tool call interrupted by user' }] }],
+      [
+        'tc-1-interrupted',
+        { kind: 'tool_result', id: 'tc-1', content: [{ type: 'text', text: 'Tool call interrupted by user' }] },
+      ],
       ['m2', { kind: 'user', text: 'actually, never mind' }],
     ]);
     expect(out.interruptedCalls).toEqual(['tc-1']);
@@ -59,7 +73,9 @@ describe('prepareBatch', () => {
 
   it('drops a result for a call that is not pending without recording it', () => {
     const s = fresh({ pendingCall: { id: 'tc-1', name: 'x', passive: false } });
-    expect(prepareBatch(s, [result('r9', 'tc-x', 'stale')], newId).dropped).toEqual([{ id: 'r9', reason: 'wrong_call' }]);
+    expect(prepareBatch(s, [result('r9', 'tc-x', 'stale')], newId).dropped).toEqual([
+      { id: 'r9', reason: 'wrong_call' },
+    ]);
     expect(s.processedInputIds.has('r9')).toBe(false);
     expect(s.pendingCall?.id).toBe('tc-1');
   });
@@ -81,7 +97,10 @@ describe('splitInterruptBatch', () => {
   it('keeps only user texts, marks the first, and queues the rest in order', () => {
     const r = result('r1', 'tc', 'x');
     const { batch, rest } = splitInterruptBatch([r, text('a', 'stop'), text('b', 'and this')]);
-    expect(batch.map((m) => (m.content.type === 'text' ? m.content.text : ''))).toEqual(['<interrupt>stop', 'and this']);
+    expect(batch.map((m) => (m.content.type === 'text' ? m.content.text : ''))).toEqual([
+      '<interrupt>stop',
+      'and this',
+    ]);
     expect(rest).toEqual([r]);
   });
 });
@@ -91,7 +110,12 @@ describe('synthetic inputs (docs/semantics.md §6–§10; reference spec §4, §
     ...result(id, callId, t),
     synthetic: { type: 'thread_report', toolCallId: callId, childThreadId: child },
   });
-  const event = (id: string, callId: string, t: string, extra: { associative?: boolean; final?: boolean } = {}): InputMessage => ({
+  const event = (
+    id: string,
+    callId: string,
+    t: string,
+    extra: { associative?: boolean; final?: boolean } = {},
+  ): InputMessage => ({
     ...result(id, callId, t),
     synthetic: { type: 'subscription_event', toolCallId: callId, ...extra },
   });
@@ -115,7 +139,10 @@ describe('synthetic inputs (docs/semantics.md §6–§10; reference spec §4, §
   });
 
   it('puts the interruption before an inline event when a call is pending (no deferral)', () => {
-    const s = fresh({ eventTargets: new Map([['sp', 'spawn_thread']]), pendingCall: { id: 'tc-1', name: 'x', passive: true } });
+    const s = fresh({
+      eventTargets: new Map([['sp', 'spawn_thread']]),
+      pendingCall: { id: 'tc-1', name: 'x', passive: true },
+    });
     const out = prepareBatch(s, [report('r1', 'sp', 'c', 'R')], newId);
     expect(out.append.map((a) => a.item.kind)).toEqual(['tool_result', 'subscription_event']);
     expect(out.interruptedCalls).toEqual(['tc-1']);
@@ -136,20 +163,31 @@ describe('synthetic inputs (docs/semantics.md §6–§10; reference spec §4, §
     const out = prepareBatch(s, [event('e1', 'tc-sub', 'tick', { final: true })], newId);
     expect(out.append).toEqual([]);
     expect(out.ready).toBe(false);
-    expect(out.eventChildren).toEqual([{ messageId: 'e1', subscriptionCallId: 'tc-sub', content: [{ type: 'text', text: 'tick' }] }]);
+    expect(out.eventChildren).toEqual([
+      { messageId: 'e1', subscriptionCallId: 'tc-sub', content: [{ type: 'text', text: 'tick' }] },
+    ]);
     expect(s.subscriptions.size).toBe(0);
   });
 
   it('inlines an associative event without a child thread id', () => {
     const s = fresh({ subscriptions: new Map([['tc-cmd', 'run']]), eventTargets: new Map([['tc-cmd', 'run']]) });
     const out = prepareBatch(s, [event('e1', 'tc-cmd', 'line 1', { associative: true })], () => 'inv');
-    expect(out.append[0]!.item).toMatchObject({ kind: 'subscription_event', toolCallId: 'tc-cmd', result: { id: 'inv' } });
+    expect(out.append[0]!.item).toMatchObject({
+      kind: 'subscription_event',
+      toolCallId: 'tc-cmd',
+      result: { id: 'inv' },
+    });
     expect(out.append[0]!.item).not.toHaveProperty('childThreadId');
   });
 
   it('defers reports while a non-passive call is pending, and releases them after its result', () => {
-    const s = fresh({ eventTargets: new Map([['sp', 'spawn_thread']]), pendingCall: { id: 'tc-1', name: 'build', passive: false } });
-    expect(applyDeferral(s, [report('r1', 'sp', 'c', 'A'), result('x', 'tc-other', 'stale')])).toEqual([result('x', 'tc-other', 'stale')]);
+    const s = fresh({
+      eventTargets: new Map([['sp', 'spawn_thread']]),
+      pendingCall: { id: 'tc-1', name: 'build', passive: false },
+    });
+    expect(applyDeferral(s, [report('r1', 'sp', 'c', 'A'), result('x', 'tc-other', 'stale')])).toEqual([
+      result('x', 'tc-other', 'stale'),
+    ]);
     expect(applyDeferral(s, [report('r2', 'sp', 'c', 'B')])).toEqual([]);
     expect(s.deferred.map((m) => m.id)).toEqual(['r1', 'r2']);
     const now = applyDeferral(s, [result('res', 'tc-1', 'built')]);

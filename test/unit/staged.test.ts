@@ -36,7 +36,11 @@ async function stage(input: InputMessage): Promise<InputMessage> {
 describe('staged forms', () => {
   it('keep a preview and a reference, and the workflow accepts them', async () => {
     const user = await stage({ id: 'u1', threadId: 't', content: { type: 'text', text } });
-    expect(user.content).toEqual({ type: 'text', text: preview, staged: expect.objectContaining({ bytes: Buffer.byteLength(text) }) });
+    expect(user.content).toEqual({
+      type: 'text',
+      text: preview,
+      staged: expect.objectContaining({ bytes: Buffer.byteLength(text) }),
+    });
     expect(preview.length).toBe(PREVIEW_CHARS - 1);
     const staged = await stage(result);
     expect(staged).not.toHaveProperty('displayAs');
@@ -45,8 +49,16 @@ describe('staged forms', () => {
   });
 
   it('are refused when the reference is not one', () => {
-    const bad = (staged: unknown) => validateInputMessage({ id: 'x', threadId: 't', content: { type: 'tool_result', toolCallId: 'c', content: [{ type: 'text', text: '', staged }] } });
-    expect(bad({ id: 'a', sha256: 'A'.repeat(64), bytes: 1 })).toEqual({ ok: false, error: 'input.content.content[0].staged sha256 must be 64 lowercase hex digits' });
+    const bad = (staged: unknown) =>
+      validateInputMessage({
+        id: 'x',
+        threadId: 't',
+        content: { type: 'tool_result', toolCallId: 'c', content: [{ type: 'text', text: '', staged }] },
+      });
+    expect(bad({ id: 'a', sha256: 'A'.repeat(64), bytes: 1 })).toEqual({
+      ok: false,
+      error: 'input.content.content[0].staged sha256 must be 64 lowercase hex digits',
+    });
     expect(bad({ id: '', sha256: 'a'.repeat(64), bytes: 1 })).toMatchObject({ ok: false });
     expect(bad({ id: 'a', sha256: 'a'.repeat(64), bytes: -1 })).toMatchObject({ ok: false });
     expect(bad('ref')).toMatchObject({ ok: false });
@@ -56,7 +68,12 @@ describe('staged forms', () => {
 describe('an output over the limit', () => {
   it('becomes an error result for the same call: size, limit, and how it began', () => {
     const answer = oversizeInput({ ...result, subscription: true }, 40_000_000, 33_554_432)!;
-    expect(answer).toMatchObject({ id: 'r1', threadId: 't', subscription: true, content: { type: 'tool_result', toolCallId: 'c1' } });
+    expect(answer).toMatchObject({
+      id: 'r1',
+      threadId: 't',
+      subscription: true,
+      content: { type: 'tool_result', toolCallId: 'c1' },
+    });
     expect(answer).not.toHaveProperty('displayAs');
     const said = (answer.content as { content: ToolResultContent[] }).content;
     expect(said).toHaveLength(1);
@@ -77,10 +94,18 @@ describe('resolution in the slice', () => {
     const c = user.content as { text: string; staged: StagedRef };
     const items: StoredItem[] = [
       { messageId: 'u1', item: { kind: 'user', text: `${INTERRUPT_PREFIX}${c.text}`, staged: c.staged } },
-      { messageId: 'r1', item: { kind: 'tool_result', id: 'c1', content: (staged.content as { content: ToolResultContent[] }).content } },
+      {
+        messageId: 'r1',
+        item: { kind: 'tool_result', id: 'c1', content: (staged.content as { content: ToolResultContent[] }).content },
+      },
       {
         messageId: 'e1',
-        item: { kind: 'subscription_event', toolCallId: 'c1', invocation: { id: 'i', name: 'receive_event__injected', args: {} }, result: { id: 'i', content: (event.content as { content: ToolResultContent[] }).content } },
+        item: {
+          kind: 'subscription_event',
+          toolCallId: 'c1',
+          invocation: { id: 'i', name: 'receive_event__injected', args: {} },
+          result: { id: 'i', content: (event.content as { content: ToolResultContent[] }).content },
+        },
       },
     ];
     const out = await resolveStaged(store, items);
@@ -99,16 +124,24 @@ describe('resolution in the slice', () => {
     const ref = (m: InputMessage) => (m.content as { content: ToolResultContent[] }).content;
     await store.discardStaged([(ref(lost)[0] as { staged: { id: string } }).staged.id]);
     const db = new Database(file);
-    db.prepare("UPDATE staged_inputs SET data = CAST('{\"content\":[]}' AS BLOB) WHERE id = ?").run((ref(altered)[0] as { staged: { id: string } }).staged.id);
+    db.prepare('UPDATE staged_inputs SET data = CAST(\'{"content":[]}\' AS BLOB) WHERE id = ?').run(
+      (ref(altered)[0] as { staged: { id: string } }).staged.id,
+    );
     db.close();
     const out = await resolveStaged(store, [
       { messageId: 'r1', item: { kind: 'tool_result', id: 'c1', content: ref(lost) } },
       { messageId: 'r2', item: { kind: 'tool_result', id: 'c2', content: ref(altered) } },
     ]);
     expect(out.consumed).toEqual([]);
-    expect(out.unavailable).toEqual([expect.stringMatching(/is not in the conversation store$/), expect.stringMatching(/does not match its reference/)]);
+    expect(out.unavailable).toEqual([
+      expect.stringMatching(/is not in the conversation store$/),
+      expect.stringMatching(/does not match its reference/),
+    ]);
     const texts = out.items.map((s) => (s.item as { content: ToolResultContent[] }).content[0]);
-    expect(texts[0]).toEqual({ type: 'text', text: `Error: ${out.unavailable[0]}, so only the start of this input arrived:\n\n${preview}` });
+    expect(texts[0]).toEqual({
+      type: 'text',
+      text: `Error: ${out.unavailable[0]}, so only the start of this input arrived:\n\n${preview}`,
+    });
     expect(texts[1]).toMatchObject({ type: 'text', text: expect.stringContaining('does not match its reference') });
   });
 });

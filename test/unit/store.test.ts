@@ -21,12 +21,25 @@ let schemas = 0;
 
 storeContract('in-memory', () => new InMemoryConversationStore());
 storeContract('sqlite', () => new SqliteConversationStore(join(dir, `${Math.random()}.sqlite`)));
-storeContract('postgres', async () => new PostgresConversationStore({ connectionString: await (database ??= createTestDatabase('store')), schema: `contract_${++schemas}` }));
+storeContract(
+  'postgres',
+  async () =>
+    new PostgresConversationStore({
+      connectionString: await (database ??= createTestDatabase('store')),
+      schema: `contract_${++schemas}`,
+    }),
+);
 
 it('sqlite: survives reopening and is readable from a second connection', async () => {
   const file = join(dir, 'reopen.sqlite');
   const a = new SqliteConversationStore(file);
-  await a.commit({ threadId: 't', sliceId: 's1', expectedLength: 0, items: [user('a', 'persisted')], result: result('s1', 1) });
+  await a.commit({
+    threadId: 't',
+    sliceId: 's1',
+    expectedLength: 0,
+    items: [user('a', 'persisted')],
+    result: result('s1', 1),
+  });
   const reader = new SqliteConversationStore(file, { readonly: true });
   expect(await reader.load('t')).toEqual([user('a', 'persisted')]);
   await reader.close();
@@ -60,15 +73,37 @@ it('sqlite: upgrades a store written by an older schema without losing items', a
     ['b', { kind: 'user', text: 'second' }],
   ]);
   expect(await s.length('t')).toBe(2);
-  expect(await s.commit({ threadId: 't', sliceId: 's1', expectedLength: 2, items: [user('c', 'x')], result: result('s1', 3) })).toBe('duplicate');
-  expect(await s.commit({ threadId: 't', sliceId: 's2', expectedLength: 2, items: [user('c', 'after')], result: result('s2', 3) })).toBe('committed');
-  await expect(s.commit({ threadId: 't', sliceId: 's3', expectedLength: 2, items: [user('d', 'x')], result: result('s3', 3) })).rejects.toBeInstanceOf(CommitConflictError);
+  expect(
+    await s.commit({
+      threadId: 't',
+      sliceId: 's1',
+      expectedLength: 2,
+      items: [user('c', 'x')],
+      result: result('s1', 3),
+    }),
+  ).toBe('duplicate');
+  expect(
+    await s.commit({
+      threadId: 't',
+      sliceId: 's2',
+      expectedLength: 2,
+      items: [user('c', 'after')],
+      result: result('s2', 3),
+    }),
+  ).toBe('committed');
+  await expect(
+    s.commit({ threadId: 't', sliceId: 's3', expectedLength: 2, items: [user('d', 'x')], result: result('s3', 3) }),
+  ).rejects.toBeInstanceOf(CommitConflictError);
   expect((await s.load('t', 2)).map((x) => x.item)).toEqual([{ kind: 'user', text: 'after' }]);
   await s.close();
   const check = new Database(file, { readonly: true });
   expect(check.pragma('user_version', { simple: true })).toBe(4);
-  expect(check.prepare("SELECT sql FROM sqlite_master WHERE name = 'items'").pluck().get()).not.toMatch(/WITHOUT ROWID/);
-  expect(check.prepare("SELECT name FROM sqlite_master WHERE name = 'staged_inputs'").pluck().get()).toBe('staged_inputs'); // migration 4
+  expect(check.prepare("SELECT sql FROM sqlite_master WHERE name = 'items'").pluck().get()).not.toMatch(
+    /WITHOUT ROWID/,
+  );
+  expect(check.prepare("SELECT name FROM sqlite_master WHERE name = 'staged_inputs'").pluck().get()).toBe(
+    'staged_inputs',
+  ); // migration 4
   check.close();
 });
 
@@ -117,7 +152,10 @@ describe('sqlite item cache', () => {
 
   it('shares frozen items of long threads; short ones are not cached', async () => {
     const s = new SqliteConversationStore(join(dir, 'cache-frozen.sqlite'));
-    for (const [t, n] of [['long', N], ['short', N - 1]] as const) {
+    for (const [t, n] of [
+      ['long', N],
+      ['short', N - 1],
+    ] as const) {
       await s.ensureThread({ threadId: t, kind: 'root' });
       await commitN(s, t, n, 0);
     }
@@ -133,7 +171,9 @@ describe('sqlite item cache', () => {
 
   it('stays correct when the bound evicts threads, and with the cache off', async () => {
     for (const itemCacheBytes of [5000, 0]) {
-      const s = new SqliteConversationStore(join(dir, `cache-${itemCacheBytes}-${Math.random()}.sqlite`), { itemCacheBytes });
+      const s = new SqliteConversationStore(join(dir, `cache-${itemCacheBytes}-${Math.random()}.sqlite`), {
+        itemCacheBytes,
+      });
       for (const t of ['x', 'y', 'z']) {
         await s.ensureThread({ threadId: t, kind: 'root' });
         await commitN(s, t, N, 0);

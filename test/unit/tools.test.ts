@@ -18,9 +18,16 @@ describe('defineTool', () => {
   });
 
   it('rejects bad names and bad schemas at definition time', () => {
-    expect(() => defineTool({ name: 'has space', description: '', parameters: { type: 'object' }, execute() {} })).toThrow(/must match/);
     expect(() =>
-      defineTool({ name: 'x', description: '', parameters: { type: 'object', properties: { a: { type: 'nonsense' } } }, execute() {} }),
+      defineTool({ name: 'has space', description: '', parameters: { type: 'object' }, execute() {} }),
+    ).toThrow(/must match/);
+    expect(() =>
+      defineTool({
+        name: 'x',
+        description: '',
+        parameters: { type: 'object', properties: { a: { type: 'nonsense' } } },
+        execute() {},
+      }),
     ).toThrow(/invalid parameters schema/);
   });
 });
@@ -29,7 +36,11 @@ describe('message builders', () => {
   it('build valid inputs with stable dedup ids for results and fresh ids for events', () => {
     const call = { threadId: 't', toolCallId: 'tc-1' };
     const r = toolResult(call, 'done');
-    expect(r).toEqual({ id: 'tc-1-result', threadId: 't', content: { type: 'tool_result', toolCallId: 'tc-1', content: [{ type: 'text', text: 'done' }] } });
+    expect(r).toEqual({
+      id: 'tc-1-result',
+      threadId: 't',
+      content: { type: 'tool_result', toolCallId: 'tc-1', content: [{ type: 'text', text: 'done' }] },
+    });
     expect(validateInputMessage(r).ok).toBe(true);
     const e1 = subscriptionEvent(call, 'tick', { associative: true });
     const e2 = subscriptionEvent(call, 'tick', { associative: true });
@@ -38,8 +49,17 @@ describe('message builders', () => {
   });
 
   it('reports what is wrong with a malformed input', () => {
-    expect(validateInputMessage({ id: '', threadId: 't', content: { type: 'text', text: 'x' } })).toEqual({ ok: false, error: 'input.id must be a non-empty string' });
-    expect(validateInputMessage({ id: 'a', threadId: 't', content: { type: 'tool_result', toolCallId: 'c', content: [{ type: 'audio' }] } })).toEqual({
+    expect(validateInputMessage({ id: '', threadId: 't', content: { type: 'text', text: 'x' } })).toEqual({
+      ok: false,
+      error: 'input.id must be a non-empty string',
+    });
+    expect(
+      validateInputMessage({
+        id: 'a',
+        threadId: 't',
+        content: { type: 'tool_result', toolCallId: 'c', content: [{ type: 'audio' }] },
+      }),
+    ).toEqual({
       ok: false,
       error: "input.content.content[0].type must be 'text' or 'image'",
     });

@@ -35,7 +35,11 @@ function frames(turn: WireTurn): string[] {
       { type: 'signature_delta', signature: turn.reasoning.signature },
     ]);
   }
-  if (turn.text) block({ type: 'text', text: '' }, turn.text.map((text) => ({ type: 'text_delta', text })));
+  if (turn.text)
+    block(
+      { type: 'text', text: '' },
+      turn.text.map((text) => ({ type: 'text_delta', text })),
+    );
   if (turn.toolCall) {
     block(
       { type: 'tool_use', id: turn.toolCall.id, name: turn.toolCall.name, input: {} },
@@ -56,7 +60,12 @@ function frames(turn: WireTurn): string[] {
   return out;
 }
 
-const ERROR_TYPES: Record<number, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 429: 'rate_limit_error', 529: 'overloaded_error' };
+const ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  429: 'rate_limit_error',
+  529: 'overloaded_error',
+};
 
 export const anthropicDialect: WireDialect = {
   name: 'anthropic',

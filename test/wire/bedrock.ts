@@ -24,8 +24,18 @@ function frames(turn: WireTurn): Uint8Array[] {
   const out = [event('messageStart', { role: 'assistant' })];
   let index = 0;
   if (turn.reasoning) {
-    out.push(event('contentBlockDelta', { contentBlockIndex: index, delta: { reasoningContent: { text: turn.reasoning.text } } }));
-    out.push(event('contentBlockDelta', { contentBlockIndex: index, delta: { reasoningContent: { signature: turn.reasoning.signature } } }));
+    out.push(
+      event('contentBlockDelta', {
+        contentBlockIndex: index,
+        delta: { reasoningContent: { text: turn.reasoning.text } },
+      }),
+    );
+    out.push(
+      event('contentBlockDelta', {
+        contentBlockIndex: index,
+        delta: { reasoningContent: { signature: turn.reasoning.signature } },
+      }),
+    );
     out.push(event('contentBlockStop', { contentBlockIndex: index }));
     index++;
   }
@@ -37,7 +47,8 @@ function frames(turn: WireTurn): Uint8Array[] {
   if (turn.toolCall) {
     const { id, name, argChunks } = turn.toolCall;
     out.push(event('contentBlockStart', { contentBlockIndex: index, start: { toolUse: { toolUseId: id, name } } }));
-    for (const input of argChunks) out.push(event('contentBlockDelta', { contentBlockIndex: index, delta: { toolUse: { input } } }));
+    for (const input of argChunks)
+      out.push(event('contentBlockDelta', { contentBlockIndex: index, delta: { toolUse: { input } } }));
     out.push(event('contentBlockStop', { contentBlockIndex: index }));
   }
   out.push(event('messageStop', { stopReason: turn.toolCall ? 'tool_use' : 'end_turn' }));
@@ -50,7 +61,12 @@ function frames(turn: WireTurn): Uint8Array[] {
   return out;
 }
 
-const ERROR_TYPES: Record<number, string> = { 429: 'ThrottlingException', 400: 'ValidationException', 500: 'InternalServerException', 503: 'ServiceUnavailableException' };
+const ERROR_TYPES: Record<number, string> = {
+  429: 'ThrottlingException',
+  400: 'ValidationException',
+  500: 'InternalServerException',
+  503: 'ServiceUnavailableException',
+};
 
 export const bedrockDialect: WireDialect = {
   name: 'bedrock',
@@ -58,7 +74,10 @@ export const bedrockDialect: WireDialect = {
   contentType: 'application/vnd.amazon.eventstream',
   frames,
   error: (status, message) => ({
-    headers: { 'content-type': 'application/json', 'x-amzn-errortype': ERROR_TYPES[status] ?? 'InternalServerException' },
+    headers: {
+      'content-type': 'application/json',
+      'x-amzn-errortype': ERROR_TYPES[status] ?? 'InternalServerException',
+    },
     body: JSON.stringify({ message }),
   }),
 };

@@ -4,7 +4,13 @@ import { sse, type WireDialect, type WireTurn } from './server';
 function frames(turn: WireTurn): string[] {
   const usage = turn.usage ?? { input: 10, output: 5 };
   const chunk = (delta: unknown, finish_reason: string | null = null) =>
-    sse({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'gpt-test', choices: [{ index: 0, delta, finish_reason }] });
+    sse({
+      id: 'chatcmpl-1',
+      object: 'chat.completion.chunk',
+      created: 1_700_000_000,
+      model: 'gpt-test',
+      choices: [{ index: 0, delta, finish_reason }],
+    });
   const out = [chunk({ role: 'assistant', content: '' })];
   for (const t of turn.text ?? []) out.push(chunk({ content: t }));
   if (turn.toolCall) {
@@ -30,7 +36,9 @@ function frames(turn: WireTurn): string[] {
 export function openAiError(status: number, message: string) {
   return {
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ error: { message, type: status === 429 ? 'rate_limit_exceeded' : 'server_error', param: null, code: null } }),
+    body: JSON.stringify({
+      error: { message, type: status === 429 ? 'rate_limit_exceeded' : 'server_error', param: null, code: null },
+    }),
   };
 }
 

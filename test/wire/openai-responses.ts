@@ -20,11 +20,37 @@ function frames(turn: WireTurn): string[] {
   const done: unknown[] = [];
   let outputIndex = 0;
   if (turn.reasoning) {
-    const item = { type: 'reasoning', id: 'rs_1', summary: [] as unknown[], encrypted_content: turn.reasoning.signature };
+    const item = {
+      type: 'reasoning',
+      id: 'rs_1',
+      summary: [] as unknown[],
+      encrypted_content: turn.reasoning.signature,
+    };
     out.push(ev('response.output_item.added', { output_index: outputIndex, item }));
-    out.push(ev('response.reasoning_summary_part.added', { item_id: 'rs_1', output_index: outputIndex, summary_index: 0, part: { type: 'summary_text', text: '' } }));
-    out.push(ev('response.reasoning_summary_text.delta', { item_id: 'rs_1', output_index: outputIndex, summary_index: 0, delta: turn.reasoning.text }));
-    out.push(ev('response.reasoning_summary_part.done', { item_id: 'rs_1', output_index: outputIndex, summary_index: 0, part: { type: 'summary_text', text: turn.reasoning.text } }));
+    out.push(
+      ev('response.reasoning_summary_part.added', {
+        item_id: 'rs_1',
+        output_index: outputIndex,
+        summary_index: 0,
+        part: { type: 'summary_text', text: '' },
+      }),
+    );
+    out.push(
+      ev('response.reasoning_summary_text.delta', {
+        item_id: 'rs_1',
+        output_index: outputIndex,
+        summary_index: 0,
+        delta: turn.reasoning.text,
+      }),
+    );
+    out.push(
+      ev('response.reasoning_summary_part.done', {
+        item_id: 'rs_1',
+        output_index: outputIndex,
+        summary_index: 0,
+        part: { type: 'summary_text', text: turn.reasoning.text },
+      }),
+    );
     const finished = { ...item, summary: [{ type: 'summary_text', text: turn.reasoning.text }] };
     out.push(ev('response.output_item.done', { output_index: outputIndex, item: finished }));
     done.push(finished);
@@ -32,11 +58,46 @@ function frames(turn: WireTurn): string[] {
   }
   if (turn.text) {
     const text = turn.text.join('');
-    out.push(ev('response.output_item.added', { output_index: outputIndex, item: { type: 'message', id: 'msg_1', role: 'assistant', status: 'in_progress', content: [] } }));
-    out.push(ev('response.content_part.added', { item_id: 'msg_1', output_index: outputIndex, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } }));
-    for (const delta of turn.text) out.push(ev('response.output_text.delta', { item_id: 'msg_1', output_index: outputIndex, content_index: 0, delta, logprobs: [] }));
-    out.push(ev('response.output_text.done', { item_id: 'msg_1', output_index: outputIndex, content_index: 0, text, logprobs: [] }));
-    const finished = { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] };
+    out.push(
+      ev('response.output_item.added', {
+        output_index: outputIndex,
+        item: { type: 'message', id: 'msg_1', role: 'assistant', status: 'in_progress', content: [] },
+      }),
+    );
+    out.push(
+      ev('response.content_part.added', {
+        item_id: 'msg_1',
+        output_index: outputIndex,
+        content_index: 0,
+        part: { type: 'output_text', text: '', annotations: [] },
+      }),
+    );
+    for (const delta of turn.text)
+      out.push(
+        ev('response.output_text.delta', {
+          item_id: 'msg_1',
+          output_index: outputIndex,
+          content_index: 0,
+          delta,
+          logprobs: [],
+        }),
+      );
+    out.push(
+      ev('response.output_text.done', {
+        item_id: 'msg_1',
+        output_index: outputIndex,
+        content_index: 0,
+        text,
+        logprobs: [],
+      }),
+    );
+    const finished = {
+      type: 'message',
+      id: 'msg_1',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text, annotations: [] }],
+    };
     out.push(ev('response.output_item.done', { output_index: outputIndex, item: finished }));
     done.push(finished);
     outputIndex++;
@@ -44,9 +105,17 @@ function frames(turn: WireTurn): string[] {
   if (turn.toolCall) {
     const { id, name, argChunks } = turn.toolCall;
     const args = argChunks.join('');
-    out.push(ev('response.output_item.added', { output_index: outputIndex, item: { type: 'function_call', id: 'fc_1', call_id: id, name, arguments: '', status: 'in_progress' } }));
-    for (const delta of argChunks) out.push(ev('response.function_call_arguments.delta', { item_id: 'fc_1', output_index: outputIndex, delta }));
-    out.push(ev('response.function_call_arguments.done', { item_id: 'fc_1', output_index: outputIndex, arguments: args }));
+    out.push(
+      ev('response.output_item.added', {
+        output_index: outputIndex,
+        item: { type: 'function_call', id: 'fc_1', call_id: id, name, arguments: '', status: 'in_progress' },
+      }),
+    );
+    for (const delta of argChunks)
+      out.push(ev('response.function_call_arguments.delta', { item_id: 'fc_1', output_index: outputIndex, delta }));
+    out.push(
+      ev('response.function_call_arguments.done', { item_id: 'fc_1', output_index: outputIndex, arguments: args }),
+    );
     const finished = { type: 'function_call', id: 'fc_1', call_id: id, name, arguments: args, status: 'completed' };
     out.push(ev('response.output_item.done', { output_index: outputIndex, item: finished }));
     done.push(finished);

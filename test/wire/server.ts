@@ -72,7 +72,10 @@ export async function startWireServer(dialect: WireDialect): Promise<WireServer>
       }
       if (next.kind === 'error') {
         const e = dialect.error(next.status, next.message);
-        const headers = { ...e.headers, ...(next.retryAfterSeconds !== undefined && { 'retry-after': String(next.retryAfterSeconds) }) };
+        const headers = {
+          ...e.headers,
+          ...(next.retryAfterSeconds !== undefined && { 'retry-after': String(next.retryAfterSeconds) }),
+        };
         res.writeHead(next.status, headers).end(e.body);
         return;
       }

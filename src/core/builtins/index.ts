@@ -24,7 +24,12 @@ export const BUILTIN_TOOL_NAMES: ReadonlySet<string> = new Set(BUILTIN_TOOLS.map
 const validatorOf = new Map(FAMILIES.flatMap((f) => f.tools.map((t) => [t.name, f.validate] as const)));
 
 /** The outcome of a call of the built-in tool `name` with parsed arguments (anything not an object counts as `{}`). */
-export async function runBuiltinTool(name: string, rawArgs: unknown, callId: string, ctx: BuiltinCallContext): Promise<BuiltinOutcome> {
+export async function runBuiltinTool(
+  name: string,
+  rawArgs: unknown,
+  callId: string,
+  ctx: BuiltinCallContext,
+): Promise<BuiltinOutcome> {
   const validate = validatorOf.get(name);
   if (!validate) throw new Error(`not a runtime tool: ${name}`);
   const args = (typeof rawArgs === 'object' && rawArgs !== null ? rawArgs : {}) as Record<string, unknown>;

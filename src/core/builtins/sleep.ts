@@ -45,7 +45,9 @@ export const validateSleepTool: BuiltinValidator = (name, args, callId, ctx) => 
     case 'sleep': {
       const seconds = typeof args.seconds === 'number' && Number.isFinite(args.seconds) ? args.seconds : undefined;
       if (seconds === undefined) return { result: 'Error: seconds is required' };
-      return { action: { type: 'sleep', callId, wakeAtMs: ctx.now() + Math.max(0, seconds) * 1000, text: slept(seconds) } };
+      return {
+        action: { type: 'sleep', callId, wakeAtMs: ctx.now() + Math.max(0, seconds) * 1000, text: slept(seconds) },
+      };
     }
     case 'sleep_until': {
       const date = str(args.date);
@@ -65,5 +67,6 @@ export const validateSleepTool: BuiltinValidator = (name, args, callId, ctx) => 
 
 /** JavaScript prints integral numbers without `.0`, as the reference does. */
 export const slept = (seconds: number) => `Slept for ${seconds} seconds`;
-export const wokeInPast = (date: string, time: string) => `Target time ${date} ${time} is in the past. Waking immediately.`;
+export const wokeInPast = (date: string, time: string) =>
+  `Target time ${date} ${time} is in the past. Waking immediately.`;
 export const wokeAt = (date: string, time: string, tz: string) => `Woke up at target time: ${date} ${time} (${tz})`;

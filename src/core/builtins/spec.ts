@@ -33,12 +33,22 @@ export interface BuiltinCallContext {
  * A call answered at once (an error text, or a sync tool's result); an action for the workflow to carry out; or a call
  * that simply stays pending until an input arrives (`sleep_until_event_or_input`).
  */
-export type BuiltinOutcome = { result: string; cancelledSubscription?: string } | { action: RuntimeAction } | { pending: true };
+export type BuiltinOutcome =
+  { result: string; cancelledSubscription?: string } | { action: RuntimeAction } | { pending: true };
 
 /** One family's validator: the outcome of a call of one of its tools, by name. */
-export type BuiltinValidator = (name: string, args: Record<string, unknown>, callId: string, ctx: BuiltinCallContext) => Promise<BuiltinOutcome> | BuiltinOutcome;
+export type BuiltinValidator = (
+  name: string,
+  args: Record<string, unknown>,
+  callId: string,
+  ctx: BuiltinCallContext,
+) => Promise<BuiltinOutcome> | BuiltinOutcome;
 
-export const objectSchema = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', properties, required });
+export const objectSchema = (properties: Record<string, unknown>, required: string[] = []) => ({
+  type: 'object',
+  properties,
+  required,
+});
 
 /** The argument as a string, or undefined when it is missing or of another type. */
 export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);

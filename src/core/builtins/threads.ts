@@ -31,7 +31,8 @@ export const THREAD_TOOLS: readonly BuiltinToolSpec[] = [
   },
   {
     name: 'report_to_parent',
-    description: 'Send a report to the parent thread. The parent sees it as an event tied to the call that spawned you.',
+    description:
+      'Send a report to the parent thread. The parent sees it as an event tied to the call that spawned you.',
     parameters: objectSchema({ report: { type: 'string' } }, ['report']),
     sync: false,
     passive: false,
@@ -57,7 +58,10 @@ export const THREAD_TOOLS: readonly BuiltinToolSpec[] = [
 export const validateThreadTool: BuiltinValidator = async (name, args, callId, ctx) => {
   switch (name) {
     case 'spawn_thread': {
-      const childOf = Array.isArray(args.child_of) && args.child_of.every((x) => typeof x === 'string') ? (args.child_of as string[]) : [];
+      const childOf =
+        Array.isArray(args.child_of) && args.child_of.every((x) => typeof x === 'string')
+          ? (args.child_of as string[])
+          : [];
       if (childOf.length !== ctx.stack.length || childOf.some((x, i) => x !== ctx.stack[i])) {
         return { result: childOfMismatch(childOf, ctx.stack, ctx.threadId) };
       }
@@ -139,7 +143,8 @@ export const childShutDown = (threadId: string, report?: string) =>
 
 export const MESSAGE_REQUIRED = 'Error: message is required';
 export const CHILD_NOT_FOUND = 'Error: Child thread not found or has no parent';
-export const notAChild = (child: string, current: string) => `Error: thread ${child} is not a child of the current thread ${current}`;
+export const notAChild = (child: string, current: string) =>
+  `Error: thread ${child} is not a child of the current thread ${current}`;
 export const messageFromParent = (message: string) => `Message from parent thread: ${message}`;
 export const MESSAGE_SENT = 'Message sent to child thread.';
 
