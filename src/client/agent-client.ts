@@ -25,35 +25,41 @@ import { type LiveEvent, mergedThreadEvents } from '../events/live-events';
 import { statusOrFailed } from './stuck';
 import { listThreads, type ThreadFilter, type ThreadSummary } from './listing';
 
+/** Options of {@link AgentClient}. Only `client` and `taskQueue` are required. */
 export interface AgentClientOptions {
   /** A Temporal client connected to the cluster the workers serve. */
   client: Client;
+  /** The task queue the workers poll; threads this client starts run on it. */
   taskQueue: string;
   /**
    * The store the workers write to; needed for {@link ThreadHandle.history}, and where inputs over 128 KiB are staged
    * (opened writable, then) so that only a reference goes through Temporal.
+   * @default none (no history; inputs up to 256 KiB)
    */
   store?: ConversationStore;
-  /** The event hub of a worker in this process, for {@link ThreadHandle.events}. */
+  /** The event hub of a worker in this process, for {@link ThreadHandle.events}. @default none */
   events?: LocalEventHub;
   /**
    * Or the events endpoints of the workers (`AgentWorker.eventsUrl`), for clients in other processes. With several
    * workers on a task queue, list them all: a thread's next slice may run on any of them.
+   * @default none
    */
   eventsUrl?: string | string[];
-  /** Bearer token of that endpoint. */
+  /** Bearer token of that endpoint. @default none */
   eventsToken?: string;
-  /** Slice tuning for threads this client starts. */
+  /** Options of the threads this client starts (continue-as-new bounds, `titleSearchAttribute`). @default none */
   threadOptions?: ThreadOptions;
   /**
    * Upper bound of one input, serialized: default 32 MiB with a `store` (larger inputs are staged in it), 256 KiB
    * without (every input travels whole in its signal). Over it: `PayloadTooLargeError`.
+   * @default 32 MiB with a store, 256 KiB without
    */
   maxInputBytes?: number;
   /**
    * Task priority of the root threads this client starts, field by field under what `startThread` or `sendUserText`
    * give. Unset fields: priority key 2 (before children and event handlers, which run at 4), the thread id as fairness
    * key (an agent tree shares one fair share of the task queue), weight 1. See docs/operations.md.
+   * @default { priorityKey: 2, fairnessKey: <thread id>, fairnessWeight: 1 }
    */
   priority?: ThreadPriority;
   /**

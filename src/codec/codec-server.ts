@@ -8,16 +8,24 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import Fastify, { type FastifyRequest } from 'fastify';
 
+/** Options of {@link startCodecServer}: the Temporal UI's codec endpoint. Only `codec` is required. */
 export interface CodecServerOptions {
+  /** The codec the workers and clients use (e.g. an `EncryptionCodec`). */
   codec: PayloadCodec;
+  /** @default '127.0.0.1' */
   host?: string;
+  /** @default 0 (a free port; see `url`) */
   port?: number;
-  /** Browser origins allowed to call (the Temporal UI's, e.g. `http://localhost:8233`), or a test of the origin. */
+  /**
+   * Browser origins allowed to call (the Temporal UI's, e.g. `http://localhost:8233`), or a test of the origin.
+   * @default none (no browser may call it)
+   */
   origins?: string[] | ((origin: string) => boolean);
-  /** Who may decode. Default: a bearer `token` when given, else everyone who can reach the endpoint. */
+  /** Who may decode. @default a bearer `token` when given, else everyone who can reach the endpoint */
   authorize?: (request: FastifyRequest) => boolean | Promise<boolean>;
+  /** The bearer token callers must send. @default none */
   token?: string;
-  /** Largest request body (default 4 MiB). */
+  /** Largest request body. @default 4194304 (4 MiB) */
   bodyLimit?: number;
 }
 

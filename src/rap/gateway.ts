@@ -31,31 +31,40 @@ import type { CallbackTokens } from './tokens';
 import { activeTraceparent, inCallbackSpan, validTraceparent } from './trace-context';
 import { checkCallback, type RapCallback, type RapToolResult } from './wire';
 
+/** Options of {@link startRapGateway}. Only `tokens` and `deliver` are required. */
 export interface RapGatewayOptions {
+  /** Mints and verifies callback tokens; workers that mint URLs for this gateway share its keys. */
   tokens: CallbackTokens;
   /** Puts a message into a thread's input queue (e.g. `AgentClient.deliver`). */
   deliver(message: InputMessage): Promise<DeliveryResult>;
-  /** Live events for prompts and view updates (e.g. a worker's event hub). */
+  /** Live events for prompts and view updates (e.g. a worker's event hub). @default none */
   onEvent?(event: ThreadEvent): void;
-  /** Base URL tools reach the gateway at (default: the address it listens on). */
+  /** Base URL tools reach the gateway at. @default the address it listens on */
   publicUrl?: string;
+  /** @default '127.0.0.1' */
   host?: string;
+  /** @default 0 (a free port; see `url`) */
   port?: number;
   /**
    * Largest callback body read (default 64 MiB). Outputs up to the delivery limit (32 MiB when `deliver` stages into a
    * store, 256 KiB otherwise) reach the thread; larger ones are answered with an error result and 413.
+   * @default 67108864 (64 MiB)
    */
   bodyLimit?: number;
   /**
    * The thread's word on a call before its callback is delivered (e.g. `callbackStateOf(temporal)`): revoked URLs get
    * 410. Without it, only this gateway's memory of delivered results refuses replays (409).
+   * @default none
    */
   callbackState?: CallbackStateCheck;
-  /** An upper bound on a callback URL's life, for operators who want one (default none: its thread revokes it). */
+  /** An upper bound on a callback URL's life, for operators who want one. @default none (its thread revokes it) */
   tokenTtlMs?: number;
-  /** The clock tokens are minted and checked with (tests move it). */
+  /** The clock tokens are minted and checked with (tests move it). @default Date.now */
   now?: () => number;
-  /** Counts refused callbacks by HTTP status (`infinity_callbacks_rejected`), e.g. the Temporal runtime's meter. */
+  /**
+   * Counts refused callbacks by HTTP status (`infinity_callbacks_rejected`), e.g. the Temporal runtime's meter.
+   * @default none (not counted)
+   */
   metricMeter?: MetricMeter;
 }
 

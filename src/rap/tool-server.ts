@@ -21,22 +21,32 @@ export interface RapToolHandler extends RapToolDef {
   ): Promise<string | RapResult | void> | string | RapResult | void;
 }
 
+/** Options of {@link createRapToolServer}. Only `name` and `tools` are required. */
 export interface RapToolServerOptions {
+  /** The toolset's name in its manifest. */
   name: string;
+  /** The toolset's description in its manifest. @default none */
   description?: string;
+  /** The tools, each with its JSON Schema and handler. */
   tools: RapToolHandler[];
-  /** Called on `/close_thread` with a thread id that is safe to use in paths (ids with `/`, `\` or `..` never arrive). */
+  /**
+   * Called on `/close_thread` with a thread id that is safe to use in paths (ids with `/`, `\` or `..` never arrive).
+   * @default none
+   */
   onCloseThread?(threadId: string): void | Promise<void>;
-  /** How tools reach this server (default: the Host header of the manifest request, `http://` on loopback). */
+  /** How tools reach this server. @default the Host header of each manifest request (`http://` on loopback only) */
   publicUrl?: string;
+  /** @default '127.0.0.1' */
   host?: string;
+  /** @default 0 (a free port; see `url`) */
   port?: number;
-  /** Callback attempts on 5xx or network failure (default 4). */
+  /** Callback attempts on 5xx or network failure; a 4xx is never retried. @default 4 */
   callbackAttempts?: number;
+  /** First wait between callback attempts, doubling. @default 200 */
   callbackBackoffMs?: number;
-  /** Headers on every callback (e.g. authorization for a gateway that wants it). */
+  /** Headers on every callback (e.g. authorization for a gateway that wants it). @default none */
   callbackHeaders?: Record<string, string>;
-  /** Adds routes of your own (webhooks, OAuth redirects) before the server starts listening. */
+  /** Adds routes of your own (webhooks, OAuth redirects) before the server starts listening. @default none */
   routes?(app: FastifyInstance): void;
 }
 
