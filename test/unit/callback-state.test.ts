@@ -4,23 +4,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { callbackState } from '../../src/core/callback-state';
-import type { PrepareState } from '../../src/core/prepare';
+import { freshPrepareState } from './prepare-state';
 import { callbackGuard } from '../../src/rap/callback-guard';
 import { CallbackTokens, newCallbackKey } from '../../src/rap/tokens';
 import type { RapCallback } from '../../src/rap/wire';
 
-function prep(over: Partial<PrepareState> = {}): PrepareState {
-  return {
-    closed: false,
-    pendingCall: null,
-    processedInputIds: new Set(),
-    processedToolCalls: new Set(),
-    subscriptions: new Map(),
-    eventTargets: new Map(),
-    deferred: [],
-    ...over,
-  };
-}
+const prep = freshPrepareState;
 
 describe('callbackState', () => {
   it('tells pending, subscribed, spent, closed and unknown calls apart', () => {

@@ -5,19 +5,11 @@
  * difference; then it asserts ours and names the decision.
  */
 import { describe, expect, it } from 'vitest';
-import { applyDeferral, prepareBatch, type PrepareState } from '../../src/core/prepare';
+import { applyDeferral, prepareBatch } from '../../src/core/prepare';
+import { freshPrepareState } from './prepare-state';
 import type { InputMessage, SyntheticKind } from '../../src/core/types';
 
-const fresh = (over: Partial<PrepareState> = {}): PrepareState => ({
-  closed: false,
-  pendingCall: null,
-  processedInputIds: new Set(),
-  processedToolCalls: new Set(),
-  subscriptions: new Map(),
-  eventTargets: new Map(),
-  deferred: [],
-  ...over,
-});
+const fresh = freshPrepareState;
 const ids = () => {
   let n = 0;
   return () => `uuid-${++n}`;

@@ -1,18 +1,10 @@
 /** The prepare rules as a pure function (docs/semantics.md §1–§14; reference spec §2.4, §5): scenarios 1–3 and 8–11 of reference spec §8. */
 import { describe, expect, it } from 'vitest';
-import { applyDeferral, prepareBatch, splitInterruptBatch, type PrepareState } from '../../src/core/prepare';
+import { applyDeferral, prepareBatch, splitInterruptBatch } from '../../src/core/prepare';
+import { freshPrepareState } from './prepare-state';
 import type { InputMessage } from '../../src/core/types';
 
-const fresh = (over: Partial<PrepareState> = {}): PrepareState => ({
-  closed: false,
-  pendingCall: null,
-  processedInputIds: new Set(),
-  processedToolCalls: new Set(),
-  subscriptions: new Map(),
-  eventTargets: new Map(),
-  deferred: [],
-  ...over,
-});
+const fresh = freshPrepareState;
 let n = 0;
 const newId = () => `uuid-${++n}`;
 const text = (id: string, t: string): InputMessage => ({ id, threadId: 't', content: { type: 'text', text: t } });
