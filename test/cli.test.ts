@@ -150,12 +150,28 @@ describe('infinity-temporal CLI', () => {
     expect(stale.code).toBe(2);
     expect(stale.stderr).toContain(`thread ${threadId} dropped the input: wrong_call`);
     expect((JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus).dropped.wrong_call).toBe(1);
+    // --wait says the default out loud; with --no-ack it is a usage error.
+    const waited = await cli(
+      'deliver',
+      threadId,
+      '--call',
+      'no-such-call',
+      '--text',
+      'late',
+      '--id',
+      'late-2',
+      '--wait',
+    );
+    expect(waited.code).toBe(2);
+    expect(waited.stderr).toContain(`thread ${threadId} dropped the input: wrong_call`);
+    const both = await cli('deliver', threadId, '--call', 'c', '--text', 'x', '--wait', '--no-ack');
+    expect(both).toMatchObject({ code: 2, stderr: expect.stringContaining('give --wait or --no-ack, not both') });
     // Unacknowledged, the same input is only signalled: exit 0, and the thread drops it all the same.
     const signalled = await cli('deliver', threadId, '--call', 'no-such-call', '--text', 'later', '--no-ack');
     expect(signalled).toMatchObject({ code: 0, stdout: expect.stringMatching(/^delivered /) });
     await eventually(
       async () =>
-        (JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus).dropped.wrong_call === 2 ||
+        (JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus).dropped.wrong_call === 3 ||
         undefined,
     );
 

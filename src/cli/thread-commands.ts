@@ -178,8 +178,10 @@ export function registerThreadCommands(program: Command, out: Out): void {
     .option('--subscription', 'the result starts a subscription')
     .option('--id <id>', 'message id (dedup)')
     .option('--message <file>', 'a whole InputMessage as JSON (`-` reads stdin); other options are ignored')
+    .option('--wait', 'wait until the thread takes the input and say whether it was dropped (the default)')
     .option('--no-ack', 'signal and return at once, without waiting for the thread to take the input')
     .action(async (threadId: string, opts: Record<string, string | boolean | undefined>, cmd: Command) => {
+      if (opts.wait === true && opts.ack === false) throw new CliError('give --wait or --no-ack, not both');
       let message: InputMessage;
       if (typeof opts.message === 'string') {
         message = { ...(parseJson('--message', readSource(opts.message)) as InputMessage), threadId };
