@@ -19,8 +19,8 @@ import { enterMemoryBudget } from './lib/budget';
 import { renderChart } from './lib/chart';
 import type { Design } from './lib/fleet';
 import { runMain } from './lib/main';
+import { progressLine } from './lib/progress';
 import { RssSampler, total } from './lib/proc';
-import { fmtBytes } from './lib/stats';
 import { type Bench, budgetExceeded } from './phases/context';
 import { densityPhase } from './phases/density';
 import { latencyPhase } from './phases/latency';
@@ -61,16 +61,7 @@ async function main(): Promise<void> {
     memorySeries: [],
   };
   b.sampler.start(1000);
-  const tty = process.stderr.isTTY;
-  const show = setInterval(
-    () => {
-      const s = b.sampler.samples.at(-1);
-      const line = `[${b.sampler.phase}] ${b.progress} · RSS ${s ? fmtBytes(total(s)) : '?'}`;
-      if (tty) process.stderr.write(`\r${line.padEnd(110)}`);
-      else console.error(line);
-    },
-    tty ? 500 : 15_000,
-  );
+  const stopProgress = progressLine(b);
 
   const baseline = b.sampler.sample();
   const runs = new Map<Design, DesignRun>();
@@ -138,11 +129,11 @@ async function main(): Promise<void> {
     );
     const md = summary(results);
     writeFileSync(`${base}.md`, md);
-    if (tty) process.stderr.write('\n');
+    stopProgress();
     console.log(md);
     console.log(`results: ${base}.{json,md,svg}`);
   } finally {
-    clearInterval(show);
+    stopProgress();
     b.sampler.stop();
     await b.current?.stop().catch(() => undefined);
     for (const run of runs.values()) await run.fleet.stop().catch(() => undefined);

@@ -17,8 +17,8 @@ import { startDevServer } from '../src/devserver/server';
 import { threadWorkflowsPath } from '../src/worker/create-worker';
 import type { Config, ScalingConfig, ScalingServer } from './config';
 import { postmasterPid } from './lib/postgres-proc';
-import { RssSampler, total } from './lib/proc';
-import { fmtBytes } from './lib/stats';
+import { progressLine } from './lib/progress';
+import { RssSampler } from './lib/proc';
 import { runCell, type ScalingBench, type ScalingCell, type ScalingTarget } from './phases/scaling';
 import { scalingChart, scalingSummary } from './scaling-report';
 
@@ -54,26 +54,6 @@ async function startTarget(
   });
   const databases = [database, `${database}_visibility`];
   return { kind, address: cluster.address, pids: Object.values(cluster.pids), databases, stop: () => cluster.stop() };
-}
-
-/** Prints the phase and total RSS on one line (a TTY) or every 15 s; returns the function that stops it. */
-function progressLine(b: ScalingBench): () => void {
-  const tty = process.stderr.isTTY;
-  const show = setInterval(
-    () => {
-      const s = b.sampler.samples.at(-1);
-      const line = `[${b.sampler.phase}] ${b.progress} · RSS ${s ? fmtBytes(total(s)) : '?'}`;
-      if (tty) process.stderr.write(`\r${line.padEnd(110)}`);
-      else console.error(line);
-    },
-    tty ? 500 : 15_000,
-  );
-  let stopped = false;
-  return () => {
-    clearInterval(show);
-    if (tty && !stopped) process.stderr.write('\n');
-    stopped = true;
-  };
 }
 
 async function bundle(work: string): Promise<string> {

@@ -77,10 +77,11 @@ export function toolCallHandler(
     out.answeredCallIds.push(callId);
     return true;
   };
-  const answerError = (callId: string, messageId: string, name: string, args: unknown, error: string) => {
-    emit({ type: 'tool_call', id: callId, name, args });
-    emit({ type: 'tool_result', toolCallId: callId, text: error });
-    return answer(callId, messageId, text(error));
+  /** Answers a call whose arguments are invalid: the model reads why and is invoked again. */
+  const invalidArgs = (call: { id: string; name: string }, args: unknown, error: string) => {
+    emit({ type: 'tool_call', id: call.id, name: call.name, args });
+    emit({ type: 'tool_result', toolCallId: call.id, text: error });
+    return answer(call.id, messageIds.invalidArgs(call.id), text(error));
   };
 
   return async (call) => {
@@ -112,23 +113,9 @@ export function toolCallHandler(
 
     const tool = deps.tools.get(call.name);
     if (!tool && !builtin) return answer(call.id, messageIds.unknownTool(call.id), text(unknownToolError(call.name)));
-    if (jsonError)
-      return answerError(
-        call.id,
-        messageIds.invalidArgs(call.id),
-        call.name,
-        args,
-        invalidJsonArgumentsError(call.name, jsonError),
-      );
+    if (jsonError) return invalidArgs(call, args, invalidJsonArgumentsError(call.name, jsonError));
     const schemaError = tool?.validate(args);
-    if (schemaError)
-      return answerError(
-        call.id,
-        messageIds.invalidArgs(call.id),
-        call.name,
-        args,
-        invalidArgumentsError(call.name, schemaError),
-      );
+    if (schemaError) return invalidArgs(call, args, invalidArgumentsError(call.name, schemaError));
     if (!tool) throw new Error(`unreachable: ${call.name}`);
 
     emit({ type: 'tool_call', id: call.id, name: call.name, args });
