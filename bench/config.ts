@@ -28,6 +28,10 @@ export interface Config {
   priorityTurns: number;
   /** Workflow task slots of the priorities phase's worker (default: the runtime's, `DEFAULT_WORKFLOW_TASK_SLOTS`). */
   priorityWorkflowSlots?: number;
+  /** The CPU target of the priorities phase's fourth run (decision 64). */
+  priorityCpuTarget: number;
+  /** Events per second the flood is sent at; 0: as fast as 20 concurrent senders go. */
+  priorityFloodRate: number;
   /** Run `ours` without the AgentStatus search attribute (two fewer history events and visibility writes per turn). */
   noStatusAttribute?: boolean;
   budgetBytes?: number;
@@ -81,6 +85,8 @@ const NO_OTHER_PHASES = {
   priorityThreads: 0,
   priorityEvents: 0,
   priorityTurns: 0,
+  priorityCpuTarget: 0.7,
+  priorityFloodRate: 0,
 };
 export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
   smoke: {
@@ -99,6 +105,8 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     priorityThreads: 5,
     priorityEvents: 50,
     priorityTurns: 3,
+    priorityCpuTarget: 0.7,
+    priorityFloodRate: 0,
   },
   default: {
     designs,
@@ -116,6 +124,8 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     priorityThreads: 200,
     priorityEvents: 10_000,
     priorityTurns: 20,
+    priorityCpuTarget: 0.7,
+    priorityFloodRate: 0,
   },
   pi5: {
     designs,
@@ -133,6 +143,8 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     priorityThreads: 200,
     priorityEvents: 10_000,
     priorityTurns: 20,
+    priorityCpuTarget: 0.7,
+    priorityFloodRate: 0,
     budgetBytes: 8 * 1024 * MiB,
   },
   scaling: {
@@ -220,6 +232,8 @@ export function config(args: string[] = process.argv.slice(2)): Config {
       'priority-events': { type: 'string' },
       'priority-turns': { type: 'string' },
       'priority-workflow-slots': { type: 'string' },
+      'priority-cpu-target': { type: 'string' },
+      'priority-flood-rate': { type: 'string' },
       servers: { type: 'string' },
       stores: { type: 'string' },
       workers: { type: 'string' },
@@ -261,6 +275,8 @@ export function config(args: string[] = process.argv.slice(2)): Config {
     priorityEvents: num(values['priority-events'], base.priorityEvents),
     priorityTurns: num(values['priority-turns'], base.priorityTurns),
     priorityWorkflowSlots: num(values['priority-workflow-slots'], DEFAULT_WORKFLOW_TASK_SLOTS),
+    priorityCpuTarget: num(values['priority-cpu-target'], base.priorityCpuTarget),
+    priorityFloodRate: num(values['priority-flood-rate'], base.priorityFloodRate),
     scaling: scalingOf(base.scaling, values),
     outDir: values.out ?? join(__dirname, 'results'),
   };

@@ -1,6 +1,6 @@
 /** The run's summary in markdown (the `.md` file and what `npm run bench` prints). */
 import { fmtBytes, median } from './lib/stats';
-import type { Results } from './results';
+import type { PriorityRun, Results } from './results';
 
 const f = (n: number | undefined | null, d = 1) =>
   n !== undefined && n !== null && Number.isFinite(n) ? n.toFixed(d) : 'n/a';
@@ -74,22 +74,21 @@ function eventsByType(r: Results): string[] {
 function priorities(r: Results): string[] {
   const p = r.priorities;
   if (!p) return [];
-  const row = (
-    name: string,
-    run: { p50: number; p99: number; n: number; events: number; floodMs: number; userMs: number },
-  ) =>
-    `| ${name} | ${run.p50.toFixed(1)} / ${run.p99.toFixed(1)} | ${run.n} | ${run.events} | ${run.events > 0 ? (run.floodMs / 1000).toFixed(1) : '—'} | ${(run.userMs / 1000).toFixed(1)} |`;
+  const row = (name: string, run: PriorityRun) =>
+    `| ${name} | ${run.p50.toFixed(1)} / ${run.p99.toFixed(1)} | ${run.n} | ${run.events} | ${run.events > 0 ? (run.floodMs / 1000).toFixed(1) : '—'} | ${run.events > 0 ? (run.drainedMs / 1000).toFixed(1) : '—'} | ${run.events > 0 ? (run.events / Math.max(1, run.backgroundCompletions)).toFixed(1) : '—'} | ${(run.userMs / 1000).toFixed(1)} |`;
+  const rate = p.floodRate > 0 ? ` sent at ${p.floodRate}/s` : ' sent as fast as 20 senders go';
   return [
     '',
-    `Priorities: one user thread, ${p.turns} turns (tools answering after ${p.toolDelayMs} ms), while ${p.events} subscription events flood ${p.threads} background threads on the same worker (${p.workflowSlots ?? 'default'} workflow task slots).`,
+    `Priorities: one user thread, ${p.turns} turns (tools answering after ${p.toolDelayMs} ms), while ${p.events} subscription events${rate} flood ${p.threads} background threads on the same worker (${p.workflowSlots ?? 'default'} workflow task slots).`,
     '',
-    '| run | user: tool result → next completion p50 / p99 (ms) | n | events | flood lasted (s) | user turns took (s) |',
-    '|---|---|---|---|---|---|',
+    '| run | user: tool result → next completion p50 / p99 (ms) | n | events | flood sent in (s) | background drained at (s) | events per background slice | user turns took (s) |',
+    '|---|---|---|---|---|---|---|---|',
     row('alone', p.runs.alone),
     row('flood, without priorities (all key 3, one fairness key)', p.runs.without),
     row('flood, with priorities (user 2, background 4)', p.runs.with),
+    row(`flood, with priorities, worker CPU target ${p.cpuTarget}`, p.runs.targets),
     '',
-    `Under the flood with priorities, the user's p50 is **${p.floodWithOverIdleP50.toFixed(2)}×** its p50 alone (goal ≤ 3).`,
+    `Under the flood with priorities, the user's p50 is **${p.floodWithOverIdleP50.toFixed(2)}×** its p50 alone; with the CPU target too, **${p.floodWithTargetsOverIdleP50.toFixed(2)}×** (goal ≤ 3).`,
   ];
 }
 

@@ -121,10 +121,17 @@ export interface PriorityRun {
   /** From the user's first text to the last event delivered, and to the user's last turn ended. */
   floodMs: number;
   userMs: number;
+  /** From the user's first text to the last background turn that took in the flood (0 without a flood). */
+  drainedMs: number;
+  /** Background completions during the run: fewer than events when slices took in several at once. */
+  backgroundCompletions: number;
   errors: string[];
 }
 
-/** The priorities phase (issue 16): the user thread alone, under the flood without priorities, and with them. */
+/**
+ * The priorities phase (issue 16): the user thread alone, under the flood without priorities, with them, and with them
+ * on a worker with a CPU target (decision 64).
+ */
 export interface PrioritiesResult {
   threads: number;
   events: number;
@@ -132,6 +139,10 @@ export interface PrioritiesResult {
   toolDelayMs: number;
   /** Workflow task slots of the worker (undefined: the runtime's default). */
   workflowSlots?: number;
+  /** The `targets` run's `resourceTargets.cpu`. */
+  cpuTarget: number;
+  /** Events per second the flood was sent at; 0: as fast as 20 concurrent senders went. */
+  floodRate: number;
   idleP50Ms: number;
   idleP99Ms: number;
   floodWithoutP50Ms: number;
@@ -140,7 +151,10 @@ export interface PrioritiesResult {
   floodWithP99Ms: number;
   /** The issue's goal: at most 3. */
   floodWithOverIdleP50: number;
-  runs: { alone: PriorityRun; without: PriorityRun; with: PriorityRun };
+  floodWithTargetsP50Ms: number;
+  floodWithTargetsP99Ms: number;
+  floodWithTargetsOverIdleP50: number;
+  runs: { alone: PriorityRun; without: PriorityRun; with: PriorityRun; targets: PriorityRun };
 }
 
 /** Designs whose history events per turn are reported by type. */

@@ -112,7 +112,22 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
     expect(run.n, name).toBe(3);
     expect(run.events, name).toBe(name === 'alone' ? 0 : 50);
   }
-  for (const key of ['idleP50Ms', 'floodWithoutP50Ms', 'floodWithP50Ms', 'floodWithOverIdleP50'] as const)
+  expect(Object.keys(p.runs).sort()).toEqual(['alone', 'targets', 'with', 'without']);
+  for (const [name, run] of Object.entries(p.runs)) {
+    if (name === 'alone') continue;
+    // Every event was taken in by some background slice, after the flood began.
+    expect(run.backgroundCompletions, name).toBeGreaterThan(0);
+    expect(run.backgroundCompletions, name).toBeLessThanOrEqual(run.events);
+    expect(run.drainedMs, name).toBeGreaterThan(0);
+  }
+  for (const key of [
+    'idleP50Ms',
+    'floodWithoutP50Ms',
+    'floodWithP50Ms',
+    'floodWithOverIdleP50',
+    'floodWithTargetsP50Ms',
+    'floodWithTargetsOverIdleP50',
+  ] as const)
     expect(Number.isFinite(p[key]), key).toBe(true);
   expect(r.rssTimeline.length).toBeGreaterThan(0);
   expect(await readFile(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);

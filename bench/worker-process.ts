@@ -86,6 +86,7 @@ async function main() {
         // 100 like the baselines' workers, for the waves' comparison; the priorities phase runs the runtime's default.
         maxConcurrentWorkflowTaskExecutions: Math.min(Number(env.WORKFLOW_SLOTS ?? 100), maxCached),
       },
+      ...(env.CPU_TARGET && { resourceTargets: { cpu: Number(env.CPU_TARGET) } }),
       onEvent(e) {
         if (e.type === 'completion_started') send({ k: 'start', id: e.threadId, at: now() });
         else if (e.type === 'status' && e.status === 'idle') send({ k: 'end', id: e.threadId, at: now() });

@@ -95,6 +95,7 @@ export {
   type AgentWorkerOptions,
   type WorkerDeployment,
 } from './worker/create-worker';
+export type { ResourceTargets } from './worker/resource-targets';
 export { LocalEventHub, type ThreadEventListener } from './events/event-hub';
 export {
   resolveTracing,

@@ -35,6 +35,7 @@ const WORKER_OPTIONS = [
   'payloadCodec',
   'maxInputBytes',
   'eventsEndpoint',
+  'resourceTargets',
 ] as const satisfies readonly (keyof AgentWorkerOptions)[];
 
 /**

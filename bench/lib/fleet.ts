@@ -40,6 +40,8 @@ export interface FleetOptions {
   threadOptions?: ThreadOptions;
   /** `ours`' workflow task slots (default 100, as the baselines'). */
   workflowSlots?: number;
+  /** `ours`' CPU target (decision 64). @default none */
+  cpuTarget?: number;
 }
 
 /**
@@ -78,6 +80,8 @@ export class Fleet {
   completions = 0;
   /** Turns ended (each agent's second completion of a turn finished). */
   turnsEnded = 0;
+  /** When the last turn of any agent ended (epoch ms, the worker's clock), 0 before the first. */
+  lastEndAt = 0;
   errors: string[] = [];
 
   constructor(readonly opts: FleetOptions) {
@@ -114,6 +118,7 @@ export class Fleet {
       MAX_CACHED: String(this.opts.maxCachedWorkflows),
       ACTIVITY_SLOTS: String(this.opts.activitySlots),
       ...(this.opts.workflowSlots !== undefined && { WORKFLOW_SLOTS: String(this.opts.workflowSlots) }),
+      ...(this.opts.cpuTarget !== undefined && { CPU_TARGET: String(this.opts.cpuTarget) }),
     });
   }
 
@@ -136,6 +141,7 @@ export class Fleet {
       else void this.answer(a);
     } else if (m.k === 'end') {
       this.turnsEnded++;
+      this.lastEndAt = Math.max(this.lastEndAt, m.at);
       a.turn++;
       if (a.mode.kind === 'subscribe') a.done();
       else if (a.mode.kind === 'turns-then-park' || a.turn < a.mode.turns) void this.sendUser(a);

@@ -18,6 +18,8 @@ export interface WorkerEnv {
   ACTIVITY_SLOTS: string;
   /** `ours`' workflow task slots (default 100, as the baselines'). */
   WORKFLOW_SLOTS?: string;
+  /** `ours`' CPU target (`resourceTargets.cpu`), when the run has one. */
+  CPU_TARGET?: string;
 }
 
 export class WorkerProcesses {

@@ -33,6 +33,7 @@ export async function startFleet(
   design: Design,
   activitySlots: number,
   workflowSlots?: number,
+  cpuTarget?: number,
 ): Promise<Fleet> {
   const fleet = new Fleet({
     design,
@@ -43,6 +44,7 @@ export async function startFleet(
     activitySlots,
     threadOptions: b.cfg.noStatusAttribute ? { statusSearchAttribute: false } : undefined,
     ...(workflowSlots !== undefined && { workflowSlots }),
+    ...(cpuTarget !== undefined && { cpuTarget }),
   });
   b.current = fleet;
   await fleet.start();

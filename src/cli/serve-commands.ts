@@ -17,6 +17,7 @@ import { buildStatusDemoTool } from '../tools/demo';
 import type { Tool } from '../tools/tool';
 import { startLocalSystem } from '../local-system';
 import { createAgentWorker } from '../worker/create-worker';
+import type { ResourceTargets } from '../worker/resource-targets';
 import { installMetricsRuntime } from '../worker/metrics';
 import { tracingFor } from '../tracing/install';
 import { tracingClientInterceptors } from '../tracing/interceptors';
@@ -47,6 +48,8 @@ interface ServeOptions {
   gatewayUrl?: string;
   metricsPort?: string;
   metricsHost?: string;
+  cpuTarget?: string;
+  memoryTarget?: string;
 }
 
 /** A module exporting `tools` (or a default export) as an array of tools made with `defineTool`. */
@@ -98,9 +101,36 @@ function quietRuntime(verbose: boolean | undefined, metrics?: { port?: string; h
   out?.(`metrics ${url}`);
 }
 
+/** A fraction flag (`--cpu-target 0.7`, or a percentage `70%`): a number in (0, 1], or a usage error. */
+function fractionOf(flag: string, value: string): number {
+  const n = value.endsWith('%') ? Number(value.slice(0, -1)) / 100 : Number(value);
+  if (!/^\d*\.?\d+%?$/.test(value) || !(n > 0 && n <= 1))
+    throw new CliError(`${flag} must be a fraction of the machine in (0, 1] such as 0.7 or 70%, got '${value}'`);
+  return n;
+}
+
+/** `--cpu-target` / `--memory-target` → the worker's resource targets (decision 64). */
+function resourceTargetsOf(opts: ServeOptions): { resourceTargets?: ResourceTargets } {
+  if (opts.cpuTarget === undefined) {
+    if (opts.memoryTarget !== undefined) throw new CliError('--memory-target needs --cpu-target');
+    return {};
+  }
+  return {
+    resourceTargets: {
+      cpu: fractionOf('--cpu-target', opts.cpuTarget),
+      ...(opts.memoryTarget !== undefined && { memory: fractionOf('--memory-target', opts.memoryTarget) }),
+    },
+  };
+}
+
 function serveOptions(cmd: Command): Command {
   return cmd
     .option('--verbose', "show the Temporal worker's own logs")
+    .option(
+      '--cpu-target <fraction>',
+      'take new workflow tasks only while machine CPU is under this (e.g. 0.7): headroom for high-priority threads',
+    )
+    .option('--memory-target <fraction>', 'with --cpu-target: the same for machine memory (default 0.9)')
     .option(
       '--metrics-port <port>',
       "serve Prometheus metrics (Temporal's and infinity_*) at http://<metrics-host>:<port>/metrics",
@@ -214,6 +244,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
     .action(async (opts: ServeOptions & { port?: string; uiPort?: string }, cmd: Command) => {
       const port = portOf('--port', opts.port);
       const uiPort = portOf('--ui-port', opts.uiPort);
+      const targets = resourceTargetsOf(opts);
       const flags = cmd.optsWithGlobals<TargetFlags>();
       quietRuntime(opts.verbose, { port: opts.metricsPort, host: opts.metricsHost }, out);
       const model = modelOf(opts);
@@ -235,6 +266,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         taskQueue: flags.taskQueue ?? DEFAULT_TASK_QUEUE,
         eventsEndpoint: eventsEndpoint(opts),
         ...(remote && { toolLifecycle: remote.lifecycle, toolSources: remote.toolSources }),
+        ...targets,
       });
       ref.deliver = (m) => system.client.deliver(m);
       ref.check = callbackStateOf(system.client.temporal);
@@ -269,6 +301,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
     .action(async (opts: ServeOptions & DeploymentFlags, cmd: Command) => {
       const flags = cmd.optsWithGlobals<TargetFlags>();
       const deployment = deploymentOf(opts);
+      const targets = resourceTargetsOf(opts);
       quietRuntime(opts.verbose, { port: opts.metricsPort, host: opts.metricsHost }, out);
       const target = await resolveTarget(flags);
       const storePath = target.store ?? join(dataDirOf(flags), 'conversations.sqlite');
@@ -310,6 +343,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         eventsEndpoint: eventsEndpoint(opts),
         ...(remote && { toolLifecycle: remote.lifecycle, toolSources: remote.toolSources }),
         ...(deployment && { deployment }),
+        ...targets,
       });
       const running = worker.run();
       // Machine-readable first lines: tests and scripts wait for them.
