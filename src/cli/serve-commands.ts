@@ -17,7 +17,7 @@ import { buildStatusDemoTool } from '../tools/demo';
 import type { Tool } from '../tools/tool';
 import { startLocalSystem } from '../local-system';
 import { createAgentWorker } from '../worker/create-worker';
-import type { ResourceTargets } from '../worker/resource-targets';
+import { DEFAULT_MEMORY_TARGET, type ResourceTargets } from '../worker/resource-targets';
 import { installMetricsRuntime } from '../worker/metrics';
 import { tracingFor } from '../tracing/install';
 import { tracingClientInterceptors } from '../tracing/interceptors';
@@ -350,6 +350,8 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       out(`worker ready · task queue ${target.taskQueue} · ${target.address} · model ${model.id}`);
       if (worker.eventsUrl) out(`events ${worker.eventsUrl}`);
       out(`store ${describeStore(storePath)}`);
+      const t = targets.resourceTargets;
+      if (t) out(`resource targets · cpu ${t.cpu} · memory ${t.memory ?? DEFAULT_MEMORY_TARGET}`);
       if (deployment) {
         out(`deployment ${deployment.name} · build ${deployment.buildId} · ${deployment.defaultVersioningBehavior}`);
         // A versioned worker gets no task until its build is current (or ramping, or pinned to).

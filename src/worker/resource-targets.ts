@@ -14,6 +14,9 @@ export interface ResourceTargets {
   memory?: number;
 }
 
+/** Memory above which a worker with only a CPU target stops taking tasks: short of swapping, not of caches. */
+export const DEFAULT_MEMORY_TARGET = 0.9;
+
 /** Temporal's default, so a target never keeps the worker from making progress on its own. */
 const MIN_WORKFLOW_SLOTS = 2;
 const SDK_DEFAULT_SLOTS = 100;
@@ -39,7 +42,7 @@ export function withResourceTargets(
   if (options.tuner) throw new TypeError('give resource targets or a tuner, not both');
   const tunerOptions = {
     targetCpuUsage: checked('the CPU target', targets.cpu),
-    targetMemoryUsage: checked('the memory target', targets.memory ?? 0.9),
+    targetMemoryUsage: checked('the memory target', targets.memory ?? DEFAULT_MEMORY_TARGET),
   };
   const {
     maxConcurrentWorkflowTaskExecutions,
