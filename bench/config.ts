@@ -32,6 +32,8 @@ export interface Config {
   priorityCpuTarget: number;
   /** Events per second the flood is sent at; 0: as fast as 20 concurrent senders go. */
   priorityFloodRate: number;
+  /** `ours`' worker in the waves and the phases after them with this CPU target (decision 64). @default none */
+  oursCpuTarget?: number;
   /** Run `ours` without the AgentStatus search attribute (two fewer history events and visibility writes per turn). */
   noStatusAttribute?: boolean;
   budgetBytes?: number;
@@ -227,6 +229,7 @@ export function config(args: string[] = process.argv.slice(2)): Config {
       'max-cached': { type: 'string' },
       'latency-agents': { type: 'string' },
       'no-status-attribute': { type: 'boolean', default: false },
+      'cpu-target': { type: 'string' },
       'latency-tool-delay-ms': { type: 'string' },
       'priority-threads': { type: 'string' },
       'priority-events': { type: 'string' },
@@ -270,6 +273,7 @@ export function config(args: string[] = process.argv.slice(2)): Config {
     maxCachedWorkflows: num(values['max-cached'], base.maxCachedWorkflows),
     latencyAgents: num(values['latency-agents'], base.latencyAgents),
     noStatusAttribute: values['no-status-attribute'] ?? false,
+    ...(values['cpu-target'] !== undefined && { oursCpuTarget: Number(values['cpu-target']) }),
     latencyToolDelayMs: num(values['latency-tool-delay-ms'], base.latencyToolDelayMs),
     priorityThreads: num(values['priority-threads'], base.priorityThreads),
     priorityEvents: num(values['priority-events'], base.priorityEvents),

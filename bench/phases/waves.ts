@@ -27,7 +27,13 @@ export async function startFleets(b: Bench, runs: Map<Design, DesignRun>): Promi
   for (const design of cfg.designs) {
     b.sampler.phase = `${design} start`;
     // The blocking design holds an activity slot per waiting agent.
-    const fleet = await startFleet(b, design, Math.max(200, PARK_STEPS * cfg.parked + 50, cfg.agentsPerWave + 50));
+    const fleet = await startFleet(
+      b,
+      design,
+      Math.max(200, PARK_STEPS * cfg.parked + 50, cfg.agentsPerWave + 50),
+      undefined,
+      design === 'ours' ? cfg.oursCpuTarget : undefined,
+    );
     const run: DesignRun = { fleet, restRss: 0, waves: [], idlePoints: [], idle: 0 };
     runs.set(design, run);
     const s = await settledSample(b, fleet, 1000);
