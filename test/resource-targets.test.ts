@@ -5,6 +5,7 @@
  * machine always uses more than 1% of its memory, whereas its CPU can be idle.
  */
 import { randomUUID } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@temporalio/client';
@@ -18,9 +19,17 @@ import { createAgentWorker } from '../src/worker/create-worker';
 import type { ResourceTargets } from '../src/worker/resource-targets';
 import { withResourceTargets } from '../src/worker/resource-targets';
 import { cliRunner, waitForLine } from './cli-process';
-import { uid } from './helpers';
+import { eventually, uid } from './helpers';
 
 const THREADS = 8;
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as AddressInfo).port;
+      srv.close(() => resolve(p));
+    });
+  });
 
 /** Runs THREADS threads at once on a fresh worker; returns how many completions streamed at the same time at most. */
 async function peakConcurrency(resourceTargets?: ResourceTargets): Promise<number> {
@@ -129,9 +138,27 @@ describe('resource targets', () => {
       const usage = await runner.run('worker', '--model', 'simulated', '--no-events', ...args);
       expect(usage, args.join(' ')).toMatchObject({ code: 2, stderr: expect.stringContaining(message) });
     }
-    const worker = runner.start(['worker', '--model', 'simulated', '--no-events', '--cpu-target', '70%']);
+    const port = await freePort();
+    const worker = runner.start([
+      'worker',
+      '--model',
+      'simulated',
+      '--no-events',
+      '--cpu-target',
+      '70%',
+      '--metrics-port',
+      String(port),
+    ]);
     try {
+      const metricsUrl = await waitForLine(worker, /^metrics (\S+)$/);
       expect(await waitForLine(worker, /^resource targets · (.*)$/)).toBe('cpu 0.7 · memory 0.9');
+      // What the tuner measures is on the metrics endpoint, as Temporal names it: an operator can see it hold back.
+      const usage = await eventually(async () => {
+        const text = await (await fetch(metricsUrl)).text();
+        return /^temporal_resource_slots_cpu_usage\{[^}]*\} ([\d.]+)$/m.exec(text)?.[1];
+      }, 30_000);
+      expect(Number(usage)).toBeGreaterThanOrEqual(0);
+      expect(Number(usage)).toBeLessThanOrEqual(100);
       const threadId = uid('targets-cli-thread');
       expect((await runner.run('send', threadId, 'Is build 3 green?')).code).toBe(0);
       const tail = await runner.run('tail', threadId, '--until-idle');

@@ -120,9 +120,9 @@ export interface AgentWorkerOptions {
    * Take a new workflow task (and so start a slice) only while the machine's CPU and memory are under these
    * fractions, through Temporal's resource-based slot supplier; up to the same number of slots as without. Work held
    * back waits in Temporal's queue, where task priority serves user-facing threads first, and the headroom left lets
-   * their turns run at the speed they would alone: under a flood of background events a user's turn answered 1.6×
-   * slower than alone with a 0.7 CPU target against 7.2× without (decision 64). The price is throughput at saturation
-   * (about a quarter on a 2-core machine), so it suits workers that serve people, not batch workers. Not with
+   * their turns run close to the speed they would alone: under a flood of background events a user's turn answered
+   * 2.2× slower than alone with a 0.7 CPU target against 7.1× without (decision 64). The price is throughput at saturation
+   * (a third on a 2-core machine), so it suits workers that serve people, not batch workers. Not with
    * `workerOptions.tuner`; `maxConcurrent*` options size the slots.
    * @default undefined (fixed slots)
    */
