@@ -3,13 +3,13 @@
  * (no API key). The agent calls `get_build_status`, which answers 2 s later through the thread's input queue
  * while no activity is running for it.
  */
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { Runtime } from '@temporalio/worker';
 // The tool (src/tools/demo.ts) starts its work and returns at once; its result arrives 2 s later as a signal.
-import { buildStatusDemoTool, SimulatedModel, startLocalSystem } from '../src';
+import { buildStatusDemoTool, SimulatedModel, startLocalSystem, workerLogger } from '../src';
 import { show } from './show-events';
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('WARN') }); // keep the worker's own logs out of the conversation
+  Runtime.install({ logger: workerLogger('WARN') }); // keep the worker's own logs out of the conversation
   console.log('Starting the Temporal dev server and a worker (the first run installs the Temporal CLI)...');
   const system = await startLocalSystem({
     model: new SimulatedModel({ completionBytes: 400, chunkDelayMs: 15 }),

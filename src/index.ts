@@ -183,4 +183,5 @@ export {
 export { findTemporalCli, TemporalCliNotFoundError } from './devserver/cli';
 export { startLocalSystem, type LocalSystem, type LocalSystemOptions } from './local-system';
 export { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
+export { workerLogger } from './worker/logger';
 export { METRICS } from './core/metric-names';

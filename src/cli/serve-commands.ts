@@ -1,7 +1,7 @@
 /** `dev` (dev server + worker + events, the embedded default) and `worker` (serve any Temporal cluster). */
 import { join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
 import type { Command } from 'commander';
 import { callbackStateOf } from '../client/callback-check';
 import { deliverInput, type DeliveryResult } from '../inbox/deliver';
@@ -19,6 +19,7 @@ import { startLocalSystem } from '../local-system';
 import { createAgentWorker } from '../worker/create-worker';
 import { DEFAULT_MEMORY_TARGET, type ResourceTargets } from '../worker/resource-targets';
 import { installMetricsRuntime } from '../worker/metrics';
+import { workerLogger } from '../worker/logger';
 import { tracingFor } from '../tracing/install';
 import { tracingClientInterceptors } from '../tracing/interceptors';
 import { deploymentOf, type DeploymentFlags, deploymentOptions } from './deployment';
@@ -94,7 +95,7 @@ function quietRuntime(verbose: boolean | undefined, metrics?: { port?: string; h
   const level = verbose ? 'INFO' : 'WARN';
   const port = portOf('--metrics-port', metrics?.port);
   if (port === undefined) {
-    Runtime.install({ logger: new DefaultLogger(level) });
+    Runtime.install({ logger: workerLogger(level) });
     return;
   }
   const url = installMetricsRuntime({ port, ...(metrics?.host && { host: metrics.host }) }, level);

@@ -32,6 +32,7 @@ import type { TracingOption } from '../tracing/config';
 import { tracingFor } from '../tracing/install';
 import { mergeWorkerInterceptors, tracingClientInterceptors, tracingWorkerOptions } from '../tracing/interceptors';
 import { type ResourceTargets, withResourceTargets } from './resource-targets';
+import { SLICE_QUEUE_MARK } from './logger';
 
 /**
  * Workflow tasks a worker runs at once unless told otherwise. Measured with the benchmark's priorities phase
@@ -218,7 +219,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   }
   // Slices that outlive their local activity's budget are adopted here, on a queue only this process polls.
   const jobs = new SliceJobs();
-  const handoffQueue = `${options.taskQueue}/slices/${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const handoffQueue = `${options.taskQueue}${SLICE_QUEUE_MARK}${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const activities = createSliceActivities({
     jobs,
     handoffQueue,

@@ -2,7 +2,8 @@
  * Prometheus metrics of a worker process: the Temporal SDK runtime's exporter serves its own metrics (`temporal_*`)
  * and the runtime's (`infinity_*`, src/core/metric-names.ts) at `http://<host>:<port>/metrics`.
  */
-import { DefaultLogger, type LogLevel, Runtime } from '@temporalio/worker';
+import { type LogLevel, Runtime } from '@temporalio/worker';
+import { workerLogger } from './logger';
 
 export interface MetricsEndpointOptions {
   /** TCP port of the `/metrics` endpoint. */
@@ -18,7 +19,7 @@ export interface MetricsEndpointOptions {
 export function installMetricsRuntime(options: MetricsEndpointOptions, logLevel: LogLevel = 'WARN'): string {
   const host = options.host ?? '127.0.0.1';
   Runtime.install({
-    logger: new DefaultLogger(logLevel),
+    logger: workerLogger(logLevel),
     telemetryOptions: {
       metrics: { prometheus: { bindAddress: `${host}:${options.port}`, countersTotalSuffix: true } },
     },
