@@ -119,16 +119,12 @@ describe('resource targets', () => {
 
   it('come from the worker command line: a worker with --cpu-target serves threads; bad flags are usage errors', async () => {
     const taskQueue = uid('targets-cli');
+    const store = join(inject('scratchDir'), `${taskQueue}.sqlite`);
     const runner = cliRunner(
-      () => [
-        '--address',
-        inject('temporalAddress'),
-        '--task-queue',
-        taskQueue,
-        '--store',
-        join(inject('scratchDir'), `${taskQueue}.sqlite`),
-      ],
-      { INFINITY_SIMULATED_DELAY_MS: '10' },
+      () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store],
+      {
+        INFINITY_SIMULATED_DELAY_MS: '10',
+      },
     );
     for (const [args, message] of [
       [['--cpu-target', '1.5'], '--cpu-target must be a fraction'],
