@@ -8,6 +8,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync }
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { killOnExit } from './kill-on-exit';
 
 export interface LocalPostgresOptions {
   /** Data directory (default: a new temp dir). An existing initialized directory is reused. */
@@ -104,6 +105,7 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
   };
   const args = ['-D', dataDir, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   const child: ChildProcess = spawn(join(binDir, 'postgres'), args, { stdio: ['ignore', 'pipe', 'pipe'], ...runAs() });
+  const cancelKill = killOnExit(child, 'SIGINT');
   let output = '';
   const onData = (b: Buffer) => {
     const s = b.toString();
@@ -170,6 +172,7 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
       return url(name);
     },
     async stop() {
+      cancelKill();
       if (exited !== undefined) return;
       const gone = new Promise<void>((r) => child.once('exit', () => r()));
       child.kill('SIGINT'); // "fast shutdown": rolls back open transactions, closes connections

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { findTemporalCli } from './cli';
+import { killOnExit } from './kill-on-exit';
 
 export interface DevServerOptions {
   /** SQLite file of the server (default: a new file in a temp dir). */
@@ -165,6 +166,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   args.push(...(options.extraArgs ?? []));
 
   const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const cancelKill = killOnExit(child, 'SIGTERM');
   const lines: string[] = [];
   const keep = (chunk: Buffer) => {
     lines.push(...chunk.toString().split('\n').filter(Boolean));
@@ -175,6 +177,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const tail = () => lines.join('\n');
   const address = `127.0.0.1:${port}`;
   const stop = async () => {
+    cancelKill();
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     child.kill('SIGTERM');

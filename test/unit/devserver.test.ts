@@ -1,10 +1,12 @@
 /** Finding the Temporal CLI: clear errors that say what was tried and what to do. */
+import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { findTemporalCli, TemporalCliNotFoundError } from '../../src/devserver/cli';
 import { startDevServer } from '../../src/devserver/server';
+import { waitForLine } from '../cli-process';
 
 const saved = { PATH: process.env.PATH, TEMPORAL_CLI: process.env.TEMPORAL_CLI };
 afterEach(() => {
@@ -43,3 +45,28 @@ it('reports a server that exits at once with its output', async () => {
     /exited with code 1|did not become ready/,
   );
 });
+
+/** Whether a process with this pid still runs (signal 0 only checks). */
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+it('stops the dev server it started when its process is killed with SIGTERM, not leaving it on the database file', async () => {
+  const owner = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'fixtures', 'owned-dev-server.ts')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const pid = Number(await waitForLine(owner, /^server (\d+)$/));
+  expect(alive(pid)).toBe(true);
+  const ownerGone = new Promise((r) => owner.once('exit', (code, signal) => r(signal ?? code)));
+  owner.kill('SIGTERM');
+  // Still killed by the signal: the hook re-raises it once the server has been told to go.
+  expect(await ownerGone).toBe('SIGTERM');
+  const deadline = Date.now() + 15_000;
+  while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  expect(alive(pid)).toBe(false);
+}, 60_000);
