@@ -67,7 +67,8 @@ interface AgentState {
   parked: () => void;
 }
 
-const now = () => performance.timeOrigin + performance.now();
+/** Epoch milliseconds at sub-millisecond resolution: the clock the worker processes stamp their messages with. */
+export const epochMs = () => performance.timeOrigin + performance.now();
 
 export class Fleet {
   private readonly processes: WorkerProcesses;
@@ -187,7 +188,7 @@ export class Fleet {
     const call = a.pendingCall;
     if (!call) return;
     a.pendingCall = undefined;
-    a.resultSentAt = now();
+    a.resultSentAt = epochMs();
     try {
       if (this.opts.design === 'ours') {
         await this.agentClient.deliver(

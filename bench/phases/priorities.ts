@@ -7,10 +7,10 @@
  * background threads took to take in every event.
  */
 import type { ThreadPriority } from '../../src/core/priority';
-import { pool } from '../lib/fleet';
+import { epochMs, pool } from '../lib/fleet';
 import { percentile } from '../lib/stats';
 import type { PrioritiesResult, PriorityRun } from '../results';
-import { type Bench, startFleet } from './context';
+import { type Bench, sleep, startFleet } from './context';
 
 type Mode = 'alone' | 'without' | 'with' | 'targets';
 
@@ -20,9 +20,6 @@ const FLAT: ThreadPriority = { priorityKey: 3, fairnessKey: 'everyone' };
 /** No background turn ending for this long after the flood is sent: the backlog is drained. */
 const QUIET_MS = 3_000;
 const DRAIN_LIMIT_MS = 600_000;
-
-const epoch = () => performance.timeOrigin + performance.now();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function run(b: Bench, mode: Mode): Promise<PriorityRun> {
   const { cfg } = b;
@@ -44,7 +41,7 @@ async function run(b: Bench, mode: Mode): Promise<PriorityRun> {
     fleet.resetCounters();
     const user = `prio-user-${mode}-${stamp}`;
     const started = performance.now();
-    const startedAt = epoch();
+    const startedAt = epochMs();
     let floodMs = 0;
     let userMs = 0;
     const events = mode === 'alone' ? 0 : cfg.priorityEvents;
@@ -64,8 +61,8 @@ async function run(b: Bench, mode: Mode): Promise<PriorityRun> {
       .then(() => (userMs = performance.now() - started));
     await Promise.all([flood, turns]);
     // The user's turns ended too, so wait for quiet after the later of both.
-    while (events > 0 && epoch() - Math.max(fleet.lastEndAt, startedAt + floodMs) < QUIET_MS) {
-      if (epoch() - startedAt > DRAIN_LIMIT_MS)
+    while (events > 0 && epochMs() - Math.max(fleet.lastEndAt, startedAt + floodMs) < QUIET_MS) {
+      if (epochMs() - startedAt > DRAIN_LIMIT_MS)
         throw new Error(`the background backlog did not drain in ${DRAIN_LIMIT_MS} ms`);
       await sleep(250);
     }

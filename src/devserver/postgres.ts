@@ -152,6 +152,7 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
       break;
     } catch {
       if (Date.now() > deadline) {
+        cancelKill();
         child.kill('SIGKILL');
         throw new Error(`postgres did not accept connections on port ${port} within the timeout:\n${output}`);
       }
