@@ -10,10 +10,9 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startDevServer } from '../src/devserver/server';
 import { SqliteConversationStore } from '../src/store/sqlite';
-import { threadWorkflowsPath } from '../src/worker/create-worker';
 import { COLORS, config } from './config';
 import { enterMemoryBudget } from './lib/budget';
 import { renderChart } from './lib/chart';
@@ -30,6 +29,7 @@ import { type DesignRun, startFleets, wavesPhase } from './phases/waves';
 import { summary } from './report';
 import { designResult, type Results, ratios } from './results';
 import { scalingMain } from './scaling-run';
+import { writeThreadBundle } from './lib/bundle';
 
 export { summary } from './report';
 
@@ -44,11 +44,7 @@ async function main(): Promise<void> {
   const storeFile = join(work, 'conversations.sqlite');
   new SqliteConversationStore(storeFile).close();
   const server = await startDevServer({ ui: false, dbFilename: dbFile });
-  const bundlePath = join(work, 'bundle.js');
-  writeFileSync(
-    bundlePath,
-    (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code,
-  );
+  const bundlePath = await writeThreadBundle(work);
 
   const b: Bench = {
     cfg,

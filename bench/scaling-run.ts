@@ -10,17 +10,16 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { startLocalCluster } from '../src/cluster/cluster';
 import { type LocalPostgres, startLocalPostgres } from '../src/devserver/postgres';
 import { startDevServer } from '../src/devserver/server';
-import { threadWorkflowsPath } from '../src/worker/create-worker';
 import type { Config, ScalingConfig, ScalingServer } from './config';
 import { postmasterPid } from './lib/postgres-proc';
 import { progressLine } from './lib/progress';
 import { RssSampler } from './lib/proc';
 import { runCell, type ScalingBench, type ScalingCell, type ScalingTarget } from './phases/scaling';
 import { scalingChart, scalingSummary } from './scaling-report';
+import { writeThreadBundle } from './lib/bundle';
 
 export interface ScalingResults {
   profile: string;
@@ -54,15 +53,6 @@ async function startTarget(
   });
   const databases = [database, `${database}_visibility`];
   return { kind, address: cluster.address, pids: Object.values(cluster.pids), databases, stop: () => cluster.stop() };
-}
-
-async function bundle(work: string): Promise<string> {
-  const path = join(work, 'bundle.js');
-  writeFileSync(
-    path,
-    (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code,
-  );
-  return path;
 }
 
 /** Runs every cell, each on a server of its own: worker counts in order, each on every server with every store. */
@@ -113,7 +103,7 @@ export async function scalingMain(cfg: Config & { scaling: ScalingConfig }): Pro
       cfg,
       sc: cfg.scaling,
       work,
-      bundlePath: await bundle(work),
+      bundlePath: await writeThreadBundle(work),
       postgres,
       postmaster,
       sampler: new RssSampler(

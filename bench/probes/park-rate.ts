@@ -1,30 +1,28 @@
 /**
  * `npx tsx bench/probes/park-rate.ts [agents] [designs]`: how fast each design parks agents (start a thread with its
  * first user text, run the completion that calls a tool nobody answers), and the CPU each process spends per parked
- * agent, on a fresh dev server per design. Also counts the history events of one parked agent by type.
+ * agent, on a fresh dev server per design (`ours`, `v01` or `ceiling`), and the history events of one parked agent.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startDevServer } from '../../src/devserver/server';
 import { SqliteConversationStore } from '../../src/store/sqlite';
-import { threadWorkflowsPath } from '../../src/worker/create-worker';
 import { type Design, Fleet } from '../lib/fleet';
 import { eventTypeName as typeName } from '../lib/history';
 import { runMain } from '../lib/main';
 import { cpuSeconds, treeCpu } from '../lib/proc';
+import { writeThreadBundle } from '../lib/bundle';
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const agents = Number(process.argv[2] ?? 2000);
   const designs = (process.argv[3] ?? 'ours,ceiling').split(',') as Design[];
+  // A blocking agent holds an activity slot while it waits: 2,000 of them are not a rate, they are a stall.
+  if (designs.includes('blocking')) throw new Error('park-rate measures ours, v01 or ceiling, not blocking');
   const work = mkdtempSync(join(tmpdir(), 'infinity-park-rate-'));
-  const bundlePath = join(work, 'bundle.js');
-  writeFileSync(
-    bundlePath,
-    (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code,
-  );
+  const bundlePath = await writeThreadBundle(work);
   for (const design of designs) {
     const storeFile = join(work, `${design}.sqlite`);
     new SqliteConversationStore(storeFile).close();

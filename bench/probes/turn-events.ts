@@ -3,16 +3,16 @@
  * for each design (default `ours,v01,ceiling`): a few agents run the benchmark's turn pattern on a fresh dev server and
  * their histories are counted. A turn is user text → completion that calls the tool → tool result → completion.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startDevServer } from '../../src/devserver/server';
 import { SqliteConversationStore } from '../../src/store/sqlite';
-import { threadWorkflowsPath } from '../../src/worker/create-worker';
 import { type Design, Fleet } from '../lib/fleet';
 import { eventTypeName as typeName } from '../lib/history';
 import { runMain } from '../lib/main';
+import { writeThreadBundle } from '../lib/bundle';
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -22,11 +22,7 @@ async function main() {
   const storeFile = join(work, 'conversations.sqlite');
   new SqliteConversationStore(storeFile).close();
   const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
-  const bundlePath = join(work, 'bundle.js');
-  writeFileSync(
-    bundlePath,
-    (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code,
-  );
+  const bundlePath = await writeThreadBundle(work);
   try {
     for (const design of designs) {
       const fleet = new Fleet({

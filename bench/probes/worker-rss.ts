@@ -5,14 +5,14 @@
  * after a full GC.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startDevServer } from '../../src/devserver/server';
 import { SqliteConversationStore } from '../../src/store/sqlite';
-import { threadWorkflowsPath } from '../../src/worker/create-worker';
 import { runMain } from '../lib/main';
+import { writeThreadBundle } from '../lib/bundle';
 
 const root = join(__dirname, '..', '..');
 
@@ -42,11 +42,7 @@ async function main() {
   const storePath = join(work, 'conversations.sqlite');
   new SqliteConversationStore(storePath).close();
   const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
-  const bundlePath = join(work, 'bundle.js');
-  writeFileSync(
-    bundlePath,
-    (await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('ERROR') })).code,
-  );
+  const bundlePath = await writeThreadBundle(work);
   const env = { TEMPORAL_ADDRESS: server.address, STORE_PATH: storePath, BUNDLE_PATH: bundlePath };
   const child = join(__dirname, 'worker-rss-child.ts');
   const built = join(root, 'dist', 'bench', 'probes', 'worker-rss-child.js');
