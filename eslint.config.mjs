@@ -52,21 +52,24 @@ export default tseslint.config(
     },
   },
   // Imports flow one way: core <- workflows/store/model <- tools <- inbox/events/activities <- client <- rap/worker/cli.
+// http (the listeners' common guard) imports nothing of the project.
   // Each layer names the project folders it may import from; anything else is a back-edge or a sideways import.
   ...layer('core', []),
   ...layer('store', ['core']),
   ...layer('model', ['core']),
   ...layer('tools', ['core', 'model']),
-  ...layer('events', ['core']),
+  ...layer('http', []),
+  ...layer('events', ['core', 'http']),
   ...layer('inbox', ['core', 'store', 'workflows']),
   ...layer('activities', ['core', 'model', 'store', 'tools']),
   ...layer('client', ['core', 'events', 'inbox', 'store', 'tools', 'workflows']),
-  ...layer('rap', ['core', 'inbox', 'tools']),
+  ...layer('rap', ['core', 'http', 'inbox', 'tools']),
   ...layer('tracing', []),
   ...layer('worker', [
     'activities',
     'core',
     'events',
+    'http',
     'inbox',
     'mcp',
     'model',
