@@ -32,6 +32,68 @@ export function signalNameOf(m: InputMessage): KindSignalName {
  * Anything else (control inputs, staged content, several content blocks) stays an `InputMessage`, content first. `tool` names the tool for the reader only; the thread knows its calls.
  */
 export function readablePayload(m: InputMessage, toolName?: string): Record<string, unknown> {
+  // The readable form is a view, not a second format: it is sent only when reading it back gives the very message
+  // (issue 25). Anything it cannot carry — a staged reference, an extra field, a block of another shape — makes the
+  // message travel whole, so no field is ever lost on the way, whatever the next change to either side forgets.
+  const readable = readableCandidate(m, toolName);
+  const name = signalNameOf(m);
+  if (readable !== undefined && sameJson(normalized(inputOfPayload(name, readable)), normalized(m))) return readable;
+  return wholeMessage(m);
+}
+
+/** The message itself, its readable fields first (the text before its type, the result before its call id). */
+function wholeMessage(m: InputMessage): Record<string, unknown> {
+  const c = m.content;
+  // A key keeps the place it was first given, whatever a later spread writes into it.
+  const content: object =
+    c.type === 'text' ? Object.assign({ text: c.text }, c) : Object.assign({ content: c.content }, c);
+  const lead: Record<string, unknown> = { content };
+  if (m.synthetic !== undefined) lead.synthetic = m.synthetic;
+  return Object.assign(lead, m, { content });
+}
+
+/**
+ * Equal as JSON values (what a payload carries): the same keys with equal values, in any order; a key whose value is
+ * undefined is absent. Iterative, so no nesting overflows it.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  const stack: [unknown, unknown][] = [[a, b]];
+  while (stack.length > 0) {
+    const [x, y] = stack.pop()!;
+    if (x === y) continue;
+    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null) return false;
+    if (Array.isArray(x) !== Array.isArray(y)) return false;
+    if (Array.isArray(x)) {
+      const ys = y as unknown[];
+      if (x.length !== ys.length) return false;
+      for (let i = 0; i < x.length; i++) stack.push([x[i], ys[i]]);
+      continue;
+    }
+    const xo = x as Record<string, unknown>;
+    const yo = y as Record<string, unknown>;
+    const xk = Object.keys(xo).filter((k) => xo[k] !== undefined);
+    const yk = Object.keys(yo).filter((k) => yo[k] !== undefined);
+    if (xk.length !== yk.length) return false;
+    for (const k of xk) {
+      if (!Object.prototype.hasOwnProperty.call(yo, k)) return false;
+      stack.push([xo[k], yo[k]]);
+    }
+  }
+  return true;
+}
+
+/**
+ * A message as the thread reads it: an event's `associative` and `final` are false when absent, so the readable form,
+ * which always names them, reads back as the same message.
+ */
+function normalized(v: unknown): unknown {
+  if (!isObject(v) || !isObject(v.synthetic) || v.synthetic.type !== 'subscription_event') return v;
+  const syn = v.synthetic;
+  return { ...v, synthetic: { ...syn, associative: syn.associative ?? false, final: syn.final ?? false } };
+}
+
+/** The readable form of a message of a common shape, or undefined for any other shape. */
+function readableCandidate(m: InputMessage, toolName?: string): Record<string, unknown> | undefined {
   const c = m.content;
   const rest = {
     threadId: m.threadId,
@@ -67,13 +129,7 @@ export function readablePayload(m: InputMessage, toolName?: string): Record<stri
       return { text: only, ...from, toolCallId: c.toolCallId, ...rest };
     }
   }
-  // The content's readable fields first within it too: the text before its type, the result before its call id. A
-  // key keeps the place it was first given, whatever a later spread writes into it.
-  const content: object =
-    c.type === 'text' ? Object.assign({ text: c.text }, c) : Object.assign({ content: c.content }, c);
-  const lead: Record<string, unknown> = { content };
-  if (syn !== undefined) lead.synthetic = syn;
-  return Object.assign(lead, m, { content });
+  return undefined;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
