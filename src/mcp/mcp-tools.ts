@@ -4,17 +4,51 @@
  * ends, and the answer comes back through the thread's input queue like any other tool result.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { toolResult } from '../tools/messages';
 import { defineTool, type JsonSchemaObject, type Tool } from '../tools/tool';
 
-export type McpServerConfig =
-  | { name: string; command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
-  | { name: string; url: string; headers?: Record<string, string> };
+/** An MCP server the runtime starts as a child process and talks to over stdio. */
+export interface McpStdioServerConfig {
+  /** Prefix of its tools' names (`<name>__<tool>`). */
+  name: string;
+  /** The program to run (no shell). */
+  command: string;
+  /** @default [] */
+  args?: string[];
+  /**
+   * Variables set for the server, on top of the MCP SDK's default environment (`HOME`, `LOGNAME`, `PATH`, `SHELL`,
+   * `TERM`, `USER` on POSIX) and `passEnv`.
+   * @default {}
+   */
+  env?: Record<string, string>;
+  /**
+   * Names of the worker's own environment variables the server also gets (e.g. a token the server needs). The worker's
+   * other variables never reach it: they hold the model API keys, the callback signing keys and the events token.
+   * @default []
+   */
+  passEnv?: string[];
+  /** @default the worker's working directory */
+  cwd?: string;
+}
+
+/** An MCP server reached over Streamable HTTP. */
+export interface McpHttpServerConfig {
+  /** Prefix of its tools' names (`<name>__<tool>`). */
+  name: string;
+  url: string;
+  /** Headers on every request (e.g. `authorization`). @default {} */
+  headers?: Record<string, string>;
+}
+
+export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig;
 
 export interface McpToolsOptions {
-  /** Per-call timeout (default 10 min): a call that never answers still ends with an error result. */
+  /**
+   * Per-call timeout: a call that never answers still ends with an error result.
+   * @default 600_000 (10 min)
+   */
   callTimeoutMs?: number;
 }
 
@@ -48,6 +82,19 @@ export function formatMcpResult(tool: string, result: { content?: McpContent[]; 
   return result.isError ? `Tool "${tool}" failed: ${body}` : `Tool "${tool}" completed.\n\n${body}`;
 }
 
+/**
+ * The environment of a stdio server: the SDK's safe default, the worker's variables named in `passEnv`, then the
+ * server's own `env`. Never the worker's whole environment, which holds its secrets.
+ */
+export function stdioEnvironment(server: Pick<McpStdioServerConfig, 'env' | 'passEnv'>): Record<string, string> {
+  const passed: Record<string, string> = {};
+  for (const name of server.passEnv ?? []) {
+    const value = process.env[name];
+    if (value !== undefined) passed[name] = value;
+  }
+  return { ...getDefaultEnvironment(), ...passed, ...server.env };
+}
+
 const toolName = (server: string, tool: string) => `${server}__${tool}`.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64);
 
 export async function connectMcpTools(servers: McpServerConfig[], options: McpToolsOptions = {}): Promise<McpTools> {
@@ -63,7 +110,7 @@ export async function connectMcpTools(servers: McpServerConfig[], options: McpTo
           ? new StdioClientTransport({
               command: server.command,
               args: server.args ?? [],
-              env: { ...(process.env as Record<string, string>), ...server.env },
+              env: stdioEnvironment(server),
               ...(server.cwd && { cwd: server.cwd }),
               stderr: 'ignore',
             })
