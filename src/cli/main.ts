@@ -11,6 +11,7 @@ import {
   ThreadNotFoundError,
 } from '../inbox/errors';
 import { ModelConfigError } from '../model/registry';
+import { redactSecrets } from '../store/redact';
 import { colour } from './format';
 import { registerServeCommands } from './serve-commands';
 import { registerReplayCommand } from './replay-command';
@@ -61,8 +62,11 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode; // commander printed the message or the help already
     const known = KNOWN_ERRORS.some((k) => e instanceof k);
-    process.stderr.write(`${colour.red('error')}: ${e instanceof Error ? e.message : String(e)}\n`);
-    if (!known && e instanceof Error && e.stack && process.env.DEBUG) process.stderr.write(`${e.stack}\n`);
+    // Errors from `pg` and from our own messages may quote the store URL or its secrets (a password, a key's path).
+    const stores = [program.opts<{ store?: string }>().store, process.env.INFINITY_STORE];
+    const shown = (text: string) => redactSecrets(text, ...stores);
+    process.stderr.write(`${colour.red('error')}: ${shown(e instanceof Error ? e.message : String(e))}\n`);
+    if (!known && e instanceof Error && e.stack && process.env.DEBUG) process.stderr.write(`${shown(e.stack)}\n`);
     return known ? 2 : 1;
   }
 }

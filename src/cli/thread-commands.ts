@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import type { AgentClient } from '../client/agent-client';
 import type { AgentStatus, InputMessage, ThreadKind } from '../core/types';
 import { priorityViolation, type ThreadPriority } from '../core/priority';
+import { describeStore } from '../store/open';
 import { subscriptionEvent, toolResult } from '../tools/messages';
 import { historyLine, statusLines } from './format';
 import { CliError, openClient, resolveTarget, type Target, type TargetFlags } from './target';
@@ -229,7 +230,8 @@ export function registerThreadCommands(program: Command, out: Out): void {
         if (!target.store)
           throw new CliError('history reads the conversation store: pass --store <sqlite file> (or run next to `dev`)');
         const items = await client.thread(threadId).history();
-        if (items.length === 0) throw new CliError(`thread ${threadId} has no committed history in ${target.store}`);
+        if (items.length === 0)
+          throw new CliError(`thread ${threadId} has no committed history in ${describeStore(target.store)}`);
         for (const item of items) out(opts.json ? JSON.stringify(item) : historyLine(item, opts.full));
       });
     });

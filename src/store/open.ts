@@ -2,6 +2,7 @@
 import type { PoolConfig } from 'pg';
 import type { ConversationStore } from './conversation-store';
 import { PostgresConversationStore } from './postgres';
+import { isPostgresUrl, redactStoreUrl } from './redact';
 import { SqliteConversationStore } from './sqlite';
 
 export interface OpenStoreOptions {
@@ -19,20 +20,10 @@ export interface OpenStoreOptions {
   schema?: string;
 }
 
-/** Does the spec name a PostgreSQL database (`postgres://` or `postgresql://`)? */
-export const isPostgresUrl = (spec: string): boolean => /^postgres(ql)?:\/\//i.test(spec);
+export { isPostgresUrl } from './redact';
 
-/** The spec for display: a URL's password replaced by `***`. */
-export function describeStore(spec: string): string {
-  if (!isPostgresUrl(spec)) return spec;
-  try {
-    const url = new URL(spec);
-    if (url.password) url.password = '***';
-    return url.toString();
-  } catch {
-    return spec.replace(/\/\/[^@/]*@/, '//***@'); // not a URL we can parse: hide whatever credentials it holds
-  }
-}
+/** The spec for display: a URL's password and secret query parameters replaced by `***` (see `./redact`). */
+export const describeStore = (spec: string): string => redactStoreUrl(spec);
 
 /**
  * The store a spec names: a `postgres://` or `postgresql://` URL opens a {@link PostgresConversationStore} (its
