@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { describeStore, isPostgresUrl } from '../store/open';
+import { BackupDestinationError, checkBackupDestination } from '../store/sqlite-backup';
 import { SqliteConversationStore } from '../store/sqlite';
 import { CliError, storePathOf, type TargetFlags } from './target';
 
@@ -23,14 +24,24 @@ export function registerStoreCommands(program: Command, out: (line: string) => v
         );
       }
       if (!existsSync(file)) throw new CliError(`no conversation store at ${file}`);
-      if (existsSync(dest)) throw new CliError(`${dest} exists; a backup goes to a new file`);
+      // Before the store opens: nothing is read for a destination that cannot be used.
+      try {
+        checkBackupDestination(dest);
+      } catch (e) {
+        throw usage(e);
+      }
       // Read-only: a backup must not migrate or otherwise write the store it copies.
       const store = new SqliteConversationStore(file, { readonly: true });
       try {
         await store.backup(dest);
+      } catch (e) {
+        throw usage(e);
       } finally {
         await store.close();
       }
       out(`backed up ${file} to ${dest}`);
     });
 }
+
+/** A destination the backup cannot use is a usage error (exit 2) that says why; other errors pass as they are. */
+const usage = (e: unknown): unknown => (e instanceof BackupDestinationError ? new CliError(e.message) : e);
