@@ -23,6 +23,7 @@ import { typedUnavailable } from '../inbox/unavailable';
 import { sendWhileBusy } from '../inbox/busy';
 import { type LiveEvent, mergedThreadEvents } from '../events/live-events';
 import { statusOrFailed } from './stuck';
+import { type AnswerChoiceOptions, choiceOriginsFromEnv, choiceUrlRefusal } from './choice-url';
 import { listThreads, type ThreadFilter, type ThreadSummary } from './listing';
 
 /** Options of {@link AgentClient}. Only `client` and `taskQueue` are required. */
@@ -289,10 +290,12 @@ export class ThreadHandle {
   /**
    * Answers a tool's pending choice (RAP `user_choice`): POSTs `{id, selected}` to the tool's `response_url`.
    * Without `selected`, the choice is dismissed and the tool gets its default (RAP §5.2). The tool then sends the
-   * call's result. Throws {@link InvalidInputError} when the thread has no such pending choice or the index is out of
-   * range, and an `Error` when the tool refuses the answer.
+   * call's result. The URL came with the prompt, so it must be http(s), carry no credentials and be on an allowed
+   * origin ({@link AnswerChoiceOptions.allowedOrigins}: loopback unless told otherwise). Throws
+   * {@link InvalidInputError} when the thread has no such pending choice, the index is out of range or the URL is
+   * refused, and an `Error` when the tool refuses the answer.
    */
-  async answerChoice(choiceId: string, selected?: number): Promise<number> {
+  async answerChoice(choiceId: string, selected?: number, options: AnswerChoiceOptions = {}): Promise<number> {
     const choice = (await this.status()).prompts.find((p) => p.kind === 'user_choice' && p.id === choiceId);
     if (!choice || choice.kind !== 'user_choice')
       throw new InvalidInputError(`thread ${this.threadId} has no pending choice '${choiceId}'`);
@@ -300,11 +303,16 @@ export class ThreadHandle {
     if (!Number.isInteger(index) || index < 0 || index >= choice.choices.length) {
       throw new InvalidInputError(`choice ${index} is not one of 0..${choice.choices.length - 1}`);
     }
+    const allowed = options.allowedOrigins ?? choiceOriginsFromEnv(process.env.INFINITY_CHOICE_ORIGINS);
+    const refused = choiceUrlRefusal(choice.responseUrl, allowed);
+    if (refused) throw new InvalidInputError(refused);
     const res = await fetch(choice.responseUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ id: choice.id, selected: index }),
       signal: AbortSignal.timeout(10_000),
+      // A redirect would take the answer to a URL the check above never saw.
+      redirect: 'error',
     });
     await res.body?.cancel();
     if (!res.ok) throw new Error(`the tool refused the answer: HTTP ${res.status}`);
