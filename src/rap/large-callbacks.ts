@@ -61,7 +61,11 @@ export function callbackBodyOptions(o: CallbackBodyOptions) {
     errorHandler: async (error: FastifyError, req: TokenRequest, reply: FastifyReply) => {
       const check = o.verify(req.params.token);
       if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE' || !check.ok) {
-        return reply.code(error.statusCode ?? 500).send({ error: error.message });
+        const status = error.statusCode ?? 500;
+        // The framework's refusals (bad JSON, 415) say what was wrong with the request; a failure inside (a store or
+        // Temporal that cannot be reached) is no business of the caller's, and its message may name internal hosts.
+        if (status < 500) return reply.code(status).send({ error: error.message });
+        return reply.code(status).send({ error: 'the gateway failed to deliver this callback; try again' });
       }
       const length = Number(req.headers['content-length']);
       const size = Number.isSafeInteger(length) && length > o.limit ? `${length} bytes` : `more than ${o.limit} bytes`;

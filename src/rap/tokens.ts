@@ -33,40 +33,50 @@ export type TokenCheck =
   { ok: true; claims: TokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'unknown_key' | 'expired' };
 
 const b64 = (b: Buffer) => b.toString('base64url');
+const sign = (secret: Buffer, keyId: string, body: string): Buffer =>
+  createHmac('sha256', secret).update(`${keyId}.${body}`).digest();
 
 export class CallbackTokens {
-  constructor(private readonly keys: CallbackKeys) {
+  /**
+   * Key id → secret. A Map, not the caller's object: a key id comes from the URL, and on a plain object `constructor`,
+   * `__proto__` or `toString` would find `Object.prototype`'s members instead of no key.
+   */
+  private readonly secrets: ReadonlyMap<string, Buffer>;
+  private readonly current: string;
+
+  constructor(keys: CallbackKeys) {
+    const secrets = new Map<string, Buffer>();
     for (const [id, k] of Object.entries(keys.keys)) {
       if (k.length < 32) throw new TypeError(`callback key '${id}' must have at least 32 bytes`);
       if (!/^[A-Za-z0-9_-]+$/.test(id)) throw new TypeError(`callback key id '${id}' must be [A-Za-z0-9_-]`);
+      secrets.set(id, k);
     }
-    if (!keys.keys[keys.current])
+    if (!secrets.has(keys.current))
       throw new TypeError(`the current callback key '${keys.current}' is not among the keys`);
-  }
-
-  private sign(keyId: string, body: string): Buffer {
-    return createHmac('sha256', this.keys.keys[keyId]!).update(`${keyId}.${body}`).digest();
+    this.secrets = secrets;
+    this.current = keys.current;
   }
 
   /** `<keyId>.<claims>.<signature>`, URL-safe. A random nonce makes two tokens for the same call differ. */
   mint(claims: TokenClaims): string {
-    const keyId = this.keys.current;
+    const keyId = this.current;
     const e = claims.expiresAt === undefined ? {} : { e: claims.expiresAt };
     const p = claims.traceparent === undefined ? {} : { p: claims.traceparent };
     const body = b64(
       Buffer.from(JSON.stringify({ t: claims.threadId, c: claims.callId, ...e, ...p, n: b64(randomBytes(9)) })),
     );
-    return `${keyId}.${body}.${b64(this.sign(keyId, body))}`;
+    return `${keyId}.${body}.${b64(sign(this.secrets.get(keyId)!, keyId, body))}`;
   }
 
   verify(token: string, now = Date.now()): TokenCheck {
     const parts = token.split('.');
     if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) return { ok: false, reason: 'malformed' };
     const [keyId, body, signature] = parts as [string, string, string];
-    if (!this.keys.keys[keyId]) return { ok: false, reason: 'unknown_key' };
+    const secret = this.secrets.get(keyId);
+    if (secret === undefined) return { ok: false, reason: 'unknown_key' };
     // Compare the text, not the decoded bytes: base64url's last character carries unused bits, so several spellings
     // decode to the same signature, and a second spelling of a spent token must not pass as a new one.
-    const expected = Buffer.from(b64(this.sign(keyId, body)));
+    const expected = Buffer.from(b64(sign(secret, keyId, body)));
     const given = Buffer.from(signature);
     if (given.length !== expected.length || !timingSafeEqual(given, expected))
       return { ok: false, reason: 'bad_signature' };
