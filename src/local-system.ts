@@ -2,7 +2,6 @@
  * `startLocalSystem`: the embedded setup in one call — a Temporal dev server, a SQLite conversation store, a worker
  * and a client in this process.
  */
-import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
@@ -12,6 +11,7 @@ import { loopbackOrigins, startCodecServer } from './codec/codec-server';
 import type { ModelProvider } from './model/provider';
 import { modelFromEnv } from './model/registry';
 import type { ConversationStore } from './store/conversation-store';
+import { ensurePrivateDir } from './store/file-modes';
 import { SqliteConversationStore } from './store/sqlite';
 import { type AgentWorker, type AgentWorkerOptions, createAgentWorker } from './worker/create-worker';
 import { LocalEventHub } from './events/event-hub';
@@ -118,7 +118,7 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
   const metricsUrl = options.metrics && installMetricsRuntime(options.metrics);
   const tracing = tracingFor(options.tracing);
   const dataDir = resolve(options.dataDir ?? join('.temporal', 'local'));
-  mkdirSync(dataDir, { recursive: true });
+  ensurePrivateDir(dataDir); // conversations and the server's database: 0700 (security item 15)
   const cleanups: (() => Promise<void>)[] = [];
   const cleanup = async () => {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);

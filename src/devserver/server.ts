@@ -143,6 +143,18 @@ async function waitForUi(uiUrl: string, deadline: number, tail: () => string): P
   }
 }
 
+/**
+ * Spawns the CLI with umask 077, so the database files the server creates (the SQLite file, its -wal and -shm) are
+ * 0600 (security item 15). Through `sh`'s `exec`: the child keeps its pid, so stopping it still stops the server.
+ * Pre-creating the file instead does not work: the CLI sets up its schema only when the file does not exist yet.
+ * Windows has no umask; its files take the directory's ACL.
+ */
+function spawnPrivate(cli: string, args: string[]): ChildProcess {
+  const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
+  if (process.platform === 'win32') return spawn(cli, args, { stdio });
+  return spawn('/bin/sh', ['-c', 'umask 077 && exec "$0" "$@"', cli, ...args], { stdio });
+}
+
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const cli = options.cliPath ?? findTemporalCli({ log: options.log });
   const namespace = options.namespace ?? 'default';
@@ -165,7 +177,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   }
   args.push(...(options.extraArgs ?? []));
 
-  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnPrivate(cli, args);
   const cancelKill = killOnExit(child, 'SIGTERM');
   const lines: string[] = [];
   const keep = (chunk: Buffer) => {

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
 import { fileIdentity, StoreFileGuard } from './file-guard';
+import { createPrivateFile } from './file-modes';
 import { backupDatabase } from './sqlite-backup';
 import { ItemPrefixCache } from './item-cache';
 import { SqliteStagedInputs, STAGED_INPUTS_MIGRATION } from './sqlite-staged';
@@ -90,6 +91,19 @@ function toRecord(row: ThreadRow): ThreadRecord {
   return r;
 }
 
+/** A path SQLite opens as a file: not `:memory:`, not '' (a temporary database), not a `file:` URI. */
+const isFilePath = (filename: string): boolean =>
+  filename !== '' && filename !== ':memory:' && !filename.startsWith('file:');
+
+/** A missing directory is left for better-sqlite3 to report, in its own words ("the directory does not exist"). */
+function createPrivateFileIfDirExists(filename: string): void {
+  try {
+    createPrivateFile(filename);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+}
+
 /** Threads shorter than this are not kept in the item cache. */
 export const ITEM_CACHE_MIN_ITEMS = 8;
 
@@ -121,6 +135,8 @@ export class SqliteConversationStore implements ConversationStore {
     readonly filename: string,
     options: SqliteStoreOptions = {},
   ) {
+    // A new store file is private (0600) from the start; its -wal and -shm take its mode (./file-modes).
+    if (!options.readonly && isFilePath(filename)) createPrivateFileIfDirExists(filename);
     const before = fileIdentity(filename);
     this.db = new Database(filename, { readonly: options.readonly ?? false });
     this.cache = new ItemPrefixCache({
