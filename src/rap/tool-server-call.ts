@@ -4,6 +4,7 @@
  * retries 5xx and network failures but never a 4xx. A 410 Gone ends the call (its URL was revoked).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { newCapabilityKey } from './tool-server-auth';
 import type { RapCallback, RapContentItem, RapDisplaySegment } from './wire';
 
 export interface RapResult {
@@ -80,6 +81,8 @@ export function callbackPoster(options: {
           headers: { 'content-type': 'application/json', ...options.callbackHeaders },
           body: JSON.stringify(body),
           signal: AbortSignal.timeout(10_000),
+          // A redirect would carry the callback (and its headers) to a URL the allow-list never saw: not followed.
+          redirect: 'error',
         });
         await res.body?.cancel();
         status = res.status;
@@ -103,6 +106,15 @@ export function callbackPoster(options: {
   };
 }
 
+/**
+ * A choice waiting for its answer. Whoever answers is the user's client, which holds no token of the server: the
+ * unguessable key in the choice's `response_url`, which only the thread's status shows, is what lets it answer.
+ */
+export interface OpenChoice {
+  key: string;
+  resolve(selected: number): void;
+}
+
 export interface CallSetup {
   /** The invocation's body (RAP §2.1). */
   body: Record<string, unknown>;
@@ -112,8 +124,9 @@ export interface CallSetup {
   /** Aborted by `/cancel_tool_call`, `/close_thread` or a 410 from the callback URL. */
   abort: AbortController;
   post: ReturnType<typeof callbackPoster>;
-  /** Open choices by call id, resolved by the server's `/user_choice_response`. */
-  choices: Map<string, (selected: number) => void>;
+  /** Open choices by call id, resolved by the server's `/user_choice_response` when the answer bears their key. */
+  choices: Map<string, OpenChoice>;
+  /** The server's `/user_choice_response` URL; each choice's `response_url` adds its key. */
   choiceResponseUrl: string;
   /** The call is over for the server (a subscription ended or was cancelled). */
   onEnded(): void;
@@ -196,7 +209,8 @@ export function callContext(setup: CallSetup): {
         throw new TypeError(`choose: the default ${defaultIndex} is not one of 0..${list.length - 1}`);
       }
       // A choice is identified by its call (RAP §5.2): one open choice per call at a time.
-      const chosen = new Promise<number>((resolve) => choices.set(id, resolve));
+      const key = newCapabilityKey();
+      const chosen = new Promise<number>((resolve) => choices.set(id, { key, resolve }));
       await send({
         type: 'user_choice',
         group_id: groupId,
@@ -205,7 +219,7 @@ export function callContext(setup: CallSetup): {
         prompt,
         choices: list,
         default: defaultIndex,
-        response_url: setup.choiceResponseUrl,
+        response_url: `${setup.choiceResponseUrl}?key=${key}`,
       });
       return chosen;
     },

@@ -5,10 +5,30 @@
  * aborts) and `/close_thread`, and only ever emits what Infinity's runtime can parse (text/diff/image). A 410 Gone
  * from the runtime means the call's URL was revoked (answered, subscription ended, thread closed): the call ends
  * there, as if cancelled, in case the cancellation notice was lost.
+ *
+ * Secure by default: on loopback it serves any local runtime, off loopback only with a token (or `authorize`); it
+ * posts callbacks only to allowed origins (loopback unless `callbackOrigins` says otherwise); its manifest names the
+ * URL it was configured with, never a request's `Host`; it sits behind the listeners' common guard.
  */
 import Ajv, { type ValidateFunction } from 'ajv';
-import Fastify, { type FastifyInstance } from 'fastify';
-import { callbackPoster, callContext, type RapCallContext, RapCallbackError, type RapResult } from './tool-server-call';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { guardListener, isLoopbackHost, type ListenerLimits, listenerServerOptions } from '../http/listener';
+import {
+  callbackUrlRefusal,
+  checkToolServerConfig,
+  originSet,
+  rapRouteGuard,
+  sameSecret,
+  urlHost,
+} from './tool-server-auth';
+import {
+  callbackPoster,
+  callContext,
+  type OpenChoice,
+  type RapCallContext,
+  RapCallbackError,
+  type RapResult,
+} from './tool-server-call';
 import type { RapManifest, RapToolDef } from './wire';
 
 export { RapCallbackError, type RapCallContext, type RapResult, type RapSubscription } from './tool-server-call';
@@ -34,9 +54,16 @@ export interface RapToolServerOptions {
    * @default none
    */
   onCloseThread?(threadId: string): void | Promise<void>;
-  /** How tools reach this server. @default the Host header of each manifest request (`http://` on loopback only) */
+  /**
+   * The URL runtimes reach this server at (behind a proxy, its public URL): the manifest's `endpoint` and each
+   * choice's `response_url` hang off it. Required for a wildcard bind (`0.0.0.0`, `::`).
+   * @default the listen address, `http://<host>:<port>`
+   */
   publicUrl?: string;
-  /** @default '127.0.0.1' */
+  /**
+   * The address to bind. Beyond loopback, `token` or `authorize` is required.
+   * @default '127.0.0.1'
+   */
   host?: string;
   /** @default 0 (a free port; see `url`) */
   port?: number;
@@ -44,8 +71,40 @@ export interface RapToolServerOptions {
   callbackAttempts?: number;
   /** First wait between callback attempts, doubling. @default 200 */
   callbackBackoffMs?: number;
-  /** Headers on every callback (e.g. authorization for a gateway that wants it). @default none */
+  /**
+   * Headers on every callback (e.g. authorization for a gateway that wants it). They go only to allowed callback URLs
+   * (`callbackOrigins`), and never through a redirect.
+   * @default none
+   */
   callbackHeaders?: Record<string, string>;
+  /**
+   * The bearer token runtimes must send (`Authorization: Bearer <token>`, at least 16 characters) on the RAP routes:
+   * the manifest, `/invoke`, `/cancel_tool_call` and `/close_thread`. The runtime sends it with its server config's
+   * `token`. `/user_choice_response` is answered by the user's client instead, with the key in the choice's URL.
+   * @default none: any caller that reaches the server (allowed on a loopback bind only)
+   */
+  token?: string;
+  /**
+   * A check of your own on every request to the RAP routes (mTLS identity, an API gateway's header, ...), after the
+   * token when both are set: false answers 403.
+   * @default none
+   */
+  authorize?(req: FastifyRequest): boolean | Promise<boolean>;
+  /**
+   * Origins (`https://gateway.example.com:8443`) an invocation's `callback_url` may point at; any other invocation is
+   * refused (403) before anything, credentials included, is sent there. Given, it replaces the default (list loopback
+   * origins too if you want them).
+   * @default loopback origins only (`localhost`, `127.x.x.x`, `[::1]`, any port): a runtime on this machine
+   */
+  callbackOrigins?: readonly string[];
+  /**
+   * `Host` names accepted besides loopback names (the listeners' guard, src/http/listener.ts); `publicUrl`'s host is
+   * added on a loopback bind. On a bind beyond loopback, giving it turns the `Host` check on.
+   * @default none
+   */
+  allowedHosts?: readonly string[];
+  /** Request and keep-alive timeouts, connection cap. @default DEFAULT_LISTENER_LIMITS */
+  limits?: ListenerLimits;
   /** Adds routes of your own (webhooks, OAuth redirects) before the server starts listening. @default none */
   routes?(app: FastifyInstance): void;
 }
@@ -59,22 +118,24 @@ export interface RapToolServer {
 const SAFE_THREAD_ID = /^(?!.*\.\.)[^/\\\0]{1,512}$/;
 
 export async function createRapToolServer(options: RapToolServerOptions): Promise<RapToolServer> {
-  const app = Fastify({ logger: false });
+  const host = options.host ?? '127.0.0.1';
+  const publicUrl = options.publicUrl?.replace(/\/+$/, '');
+  checkToolServerConfig({ ...options, host });
+  const allowedCallbacks = originSet(options.callbackOrigins);
+  const app = Fastify({ logger: false, ...listenerServerOptions(options.limits) });
+  guardListener(app, {
+    bindHost: host,
+    ...allowedHostsFor(host, options.allowedHosts, publicUrl),
+    ...options.limits,
+  });
+  const guarded = { onRequest: rapRouteGuard(options) };
   const ajv = new Ajv({ allErrors: true, strict: false });
   const tools = new Map<string, { def: RapToolHandler; validate: ValidateFunction }>();
   for (const t of options.tools) tools.set(t.name, { def: t, validate: ajv.compile(t.inputSchema) });
   const running = new Map<string, { threadId: string; abort: AbortController }>();
-  const choices = new Map<string, (selected: number) => void>();
-  const publicUrl = options.publicUrl?.replace(/\/+$/, '');
-  /**
-   * Where this request says tools reach the server, like Infinity's servers: the Host header, `http` on loopback only.
-   * Per request, so a server behind two names (or a proxy added later) answers each with its own.
-   */
-  const baseOf = (host: string | undefined) => {
-    if (publicUrl) return publicUrl;
-    const h = host ?? '127.0.0.1';
-    return `${/^(localhost|127\.0\.0\.1)(:|$)/.test(h) ? 'http' : 'https'}://${h}`;
-  };
+  const choices = new Map<string, OpenChoice>();
+  /** Where runtimes reach this server: configured, or the listen address (set once it listens, before any request). */
+  let base = publicUrl ?? '';
   // Notices and callbacks from runtimes that label their JSON otherwise (or not at all) are still read: RAP says
   // `/cancel_tool_call` and `/close_thread` answer 200 whatever they receive.
   app.removeAllContentTypeParsers();
@@ -88,11 +149,11 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
 
   const post = callbackPoster(options);
 
-  app.get('/.well-known/rap-toolset', async (req) => {
+  app.get('/.well-known/rap-toolset', guarded, async () => {
     const manifest: RapManifest = {
       name: options.name,
       ...(options.description && { description: options.description }),
-      endpoint: `${baseOf(req.headers.host)}/invoke`,
+      endpoint: `${base}/invoke`,
       tools: options.tools.map(({ name, description, inputSchema, annotations, displayScript }) => ({
         name,
         description,
@@ -104,7 +165,7 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
     return manifest;
   });
 
-  app.post<{ Body: Record<string, unknown> }>('/invoke', async (req, reply) => {
+  app.post<{ Body: Record<string, unknown> }>('/invoke', guarded, async (req, reply) => {
     const b = req.body;
     const str = (v: unknown) => (typeof v === 'string' && v.length > 0 ? v : undefined);
     const id = str(b?.id);
@@ -114,9 +175,12 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
     // Without these there is nobody to answer: refuse now (what Infinity's servers do, 422).
     if (!id || !groupId || !callbackUrl || operation === undefined)
       return reply.code(422).send('missing operation, id, callback_url or group_id');
+    // Checked before anything is sent: a callback carries `callbackHeaders` and the tool's output.
+    const refusal = callbackUrlRefusal(callbackUrl, allowedCallbacks);
+    if (refusal) return reply.code(403).send(refusal);
     const abort = new AbortController();
     running.set(id, { threadId: groupId, abort });
-    const choiceResponseUrl = `${baseOf(req.headers.host)}/user_choice_response`;
+    const choiceResponseUrl = `${base}/user_choice_response`;
     const call = callContext({
       body: b,
       id,
@@ -151,13 +215,17 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
     return reply.code(200).send('OK');
   });
 
-  app.post<{ Body: { thread_id?: unknown; tool_call_id?: unknown } }>('/cancel_tool_call', async (req, reply) => {
-    const callId = req.body?.tool_call_id;
-    if (typeof callId === 'string') running.get(callId)?.abort.abort(new Error('cancelled by the runtime'));
-    return reply.code(200).send('');
-  });
+  app.post<{ Body: { thread_id?: unknown; tool_call_id?: unknown } }>(
+    '/cancel_tool_call',
+    guarded,
+    async (req, reply) => {
+      const callId = req.body?.tool_call_id;
+      if (typeof callId === 'string') running.get(callId)?.abort.abort(new Error('cancelled by the runtime'));
+      return reply.code(200).send('');
+    },
+  );
 
-  app.post<{ Body: { thread_id?: unknown } }>('/close_thread', async (req, reply) => {
+  app.post<{ Body: { thread_id?: unknown } }>('/close_thread', guarded, async (req, reply) => {
     const threadId = req.body?.thread_id;
     if (typeof threadId === 'string' && SAFE_THREAD_ID.test(threadId)) {
       for (const r of running.values()) if (r.threadId === threadId) r.abort.abort(new Error('thread closed'));
@@ -166,19 +234,43 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
     return reply.code(200).send('');
   });
 
-  app.post<{ Body: { id?: unknown; selected?: unknown } }>('/user_choice_response', async (req, reply) => {
-    const { id, selected } = req.body ?? {};
-    const resolve = choices.get(String(id));
-    if (resolve && Number.isInteger(selected)) {
-      choices.delete(String(id));
-      resolve(selected as number);
-    }
-    return reply.code(200).send('');
-  });
+  // Answered by the user's client, not the runtime: the choice's key (in its response_url) is the credential.
+  app.post<{ Body: { id?: unknown; selected?: unknown }; Querystring: { key?: unknown } }>(
+    '/user_choice_response',
+    async (req, reply) => {
+      const { id, selected } = req.body ?? {};
+      const open = choices.get(String(id));
+      if (!open) return reply.code(200).send(''); // answered already, or never asked: nothing to do
+      const key = req.query.key;
+      if (typeof key !== 'string' || !sameSecret(key, open.key))
+        return reply.code(403).send({ error: "the answer does not bear the choice's key" });
+      if (Number.isInteger(selected)) {
+        choices.delete(String(id));
+        open.resolve(selected as number);
+      }
+      return reply.code(200).send('');
+    },
+  );
 
   options.routes?.(app);
-  await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
+  await app.listen({ host, port: options.port ?? 0 });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('RAP tool server: no TCP address');
-  return { url: `http://${options.host ?? '127.0.0.1'}:${address.port}`, app, close: () => app.close() };
+  const url = `http://${urlHost(host)}:${address.port}`;
+  base ||= url;
+  return { url, app, close: () => app.close() };
+}
+
+/**
+ * The guard's `allowedHosts`: on a loopback bind, `publicUrl`'s host joins the given names (a proxy in front keeps its
+ * `Host`); beyond loopback the given names alone, so that without them any `Host` is served as before.
+ */
+function allowedHostsFor(
+  host: string,
+  given: readonly string[] | undefined,
+  publicUrl: string | undefined,
+): { allowedHosts?: readonly string[] } {
+  if (!isLoopbackHost(host)) return given === undefined ? {} : { allowedHosts: given };
+  const names = [...(given ?? []), ...(publicUrl ? [new URL(publicUrl).host] : [])];
+  return names.length > 0 ? { allowedHosts: names } : {};
 }

@@ -20,8 +20,46 @@ import { checkManifest, type RapInvocation, type RapManifest, trimBase } from '.
 export interface RapServerConfig {
   /** Base URL of the tool server (lifecycle paths hang off it; invocations go to the manifest's endpoint). */
   url: string;
-  /** Headers for every request to this server (e.g. `authorization`). */
+  /**
+   * The server's bearer token (its `token` option): sent as `Authorization: Bearer <token>` on the manifest request,
+   * invocations, cancellations and thread closings.
+   * @default none
+   */
+  token?: string;
+  /**
+   * Headers for every request to this server (e.g. an `authorization` of another scheme); `token` wins over an
+   * `authorization` here.
+   * @default none
+   */
   headers?: Record<string, string>;
+}
+
+/** The headers that go with every request to `server`: its own, and its token. */
+export function serverHeaders(server: RapServerConfig): Record<string, string> | undefined {
+  if (server.token === undefined) return server.headers;
+  const own = Object.fromEntries(
+    Object.entries(server.headers ?? {}).filter(([k]) => k.toLowerCase() !== 'authorization'),
+  );
+  return { ...own, authorization: `Bearer ${server.token}` };
+}
+
+/**
+ * A server's credentials (token, headers) go to its manifest's endpoint only on the server's own origin: a manifest that
+ * names another origin (a mistake, or a manifest rewritten on its way) is refused rather than handed them.
+ */
+function checkEndpointOrigin(server: RapServerConfig, manifest: RapManifest): void {
+  if (server.token === undefined && server.headers === undefined) return;
+  const own = new URL(trimBase(server.url)).origin;
+  let endpoint: string;
+  try {
+    endpoint = new URL(manifest.endpoint).origin;
+  } catch {
+    throw new Error(`the manifest's endpoint ${manifest.endpoint} is not a URL`);
+  }
+  if (endpoint !== own)
+    throw new Error(
+      `the manifest's endpoint ${manifest.endpoint} is not on ${own}: this server's credentials are not sent there`,
+    );
 }
 
 export interface RapToolsetsOptions {
@@ -60,6 +98,9 @@ export interface RapToolsets extends ToolLifecycle, ToolSource {
 export const rapRefusedText = (op: string, endpoint: string, status: number) =>
   `Error: RAP tool '${op}' failed: the server at ${endpoint} responded with HTTP ${status}. No result will arrive for this call.`;
 
+/** A request with credentials follows no redirect: it would carry them to a URL nobody configured. */
+const redirectFor = (credentials: unknown): 'follow' | 'error' => (credentials === undefined ? 'follow' : 'error');
+
 async function post(
   url: string,
   body: unknown,
@@ -72,14 +113,16 @@ async function post(
     headers: { ...traceHeaders(), 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
     signal: AbortSignal.timeout(timeoutMs),
+    redirect: redirectFor(headers),
   });
 }
 
 async function loadManifest(server: RapServerConfig, timeoutMs: number): Promise<RapManifest> {
   const url = `${trimBase(server.url)}/.well-known/rap-toolset`;
   const res = await fetch(url, {
-    headers: { accept: 'application/json', ...server.headers },
+    headers: { accept: 'application/json', ...serverHeaders(server) },
     signal: AbortSignal.timeout(timeoutMs),
+    redirect: redirectFor(server.headers ?? server.token),
   });
   if (!res.ok) throw new Error(`GET ${url} answered HTTP ${res.status}`);
   let json: unknown;
@@ -90,6 +133,7 @@ async function loadManifest(server: RapServerConfig, timeoutMs: number): Promise
   }
   const checked = checkManifest(json);
   if (!checked.ok) throw new Error(checked.error);
+  checkEndpointOrigin(server, checked.value);
   return checked.value;
 }
 
@@ -155,7 +199,7 @@ export async function loadRapToolsets(options: RapToolsetsOptions): Promise<RapT
   const notifyAll = async (path: string, body: unknown) => {
     await Promise.allSettled(
       options.servers.map((s) =>
-        post(`${trimBase(s.url)}${path}`, body, s.headers, timeoutMs).then((r) => r.body?.cancel()),
+        post(`${trimBase(s.url)}${path}`, body, serverHeaders(s), timeoutMs).then((r) => r.body?.cancel()),
       ),
     );
   };
@@ -188,7 +232,7 @@ export async function loadRapToolsets(options: RapToolsetsOptions): Promise<RapT
           let res: Response | undefined;
           let failure: unknown;
           try {
-            res = await post(manifest.endpoint, body, server.headers, timeoutMs);
+            res = await post(manifest.endpoint, body, serverHeaders(server), timeoutMs);
             await res.body?.cancel();
           } catch (e) {
             failure = e;

@@ -455,19 +455,21 @@ describe('tool-server SDK', () => {
     ]);
   });
 
-  it("names its endpoint by each request's Host header, not the first one it saw", async () => {
+  it("names its endpoint by its configuration (the listen address), never by a request's Host header", async () => {
     const { server } = await sdk(() => 'x');
     const port = new URL(server.url).port;
     const manifest = async (host: string) => {
       // fetch sets Host itself; node:http lets the test name it.
       const { request } = await import('node:http');
-      return new Promise<{ endpoint: string }>((resolve, reject) => {
+      return new Promise<{ status: number; endpoint?: string }>((resolve, reject) => {
         const req = request(
           { host: '127.0.0.1', port, path: '/.well-known/rap-toolset', headers: { host, accept: 'application/json' } },
           (res) => {
             let data = '';
             res.on('data', (d: Buffer) => (data += d.toString()));
-            res.on('end', () => resolve(JSON.parse(data) as { endpoint: string }));
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, ...(JSON.parse(data) as { endpoint?: string }) }),
+            );
           },
         );
         req.on('error', reject);
@@ -475,8 +477,10 @@ describe('tool-server SDK', () => {
       });
     };
     expect((await manifest(`127.0.0.1:${port}`)).endpoint).toBe(`http://127.0.0.1:${port}/invoke`);
-    expect((await manifest('tools.example.com')).endpoint).toBe('https://tools.example.com/invoke');
-    expect((await manifest(`localhost:${port}`)).endpoint).toBe(`http://localhost:${port}/invoke`);
+    expect((await manifest(`localhost:${port}`)).endpoint).toBe(`http://127.0.0.1:${port}/invoke`);
+    // A foreign Host on a loopback bind is DNS rebinding: refused by the listeners' guard.
+    const rebound = await manifest('tools.example.com');
+    expect([rebound.status, rebound.endpoint]).toEqual([421, undefined]);
   });
 
   it('refuses to send what a runtime could not read: an empty result, a view without content, a choice without choices', async () => {
