@@ -58,7 +58,8 @@ export interface LocalSystemOptions extends Pick<AgentWorkerOptions, (typeof WOR
   /**
    * How inputs travel (see `AgentClientOptions.signalNames`): `by-kind` when the system starts its own dev server
    * (its one worker is this build), `input` on a server given to it, where older workers may poll the queue. A dev
-   * server it starts registers `Title`, so its threads write it too (`ThreadOptions.titleSearchAttribute`).
+   * server it starts registers `Title`, so its threads write it too (`ThreadOptions.titleSearchAttribute`), except
+   * with `payloadCodec`: a search attribute is stored in plaintext, past any codec.
    * @default 'by-kind' on its own dev server, else 'input'
    */
   signalNames?: 'input' | 'by-kind';
@@ -139,11 +140,11 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
           ...options.devServer,
         });
     if (ownServer) cleanups.push(() => devServer.stop());
-    // Decision 62: one build serves a server of its own, which registers `Title`.
+    // Decision 62: one build serves a server of its own, which registers `Title`; not with a codec, whose payloads
+    // search attributes would bypass (the client drops it then too: security item 6).
     const signalNames = options.signalNames ?? (ownServer ? 'by-kind' : 'input');
-    const threadOptions: ThreadOptions | undefined = ownServer
-      ? { titleSearchAttribute: true, ...options.threadOptions }
-      : options.threadOptions;
+    const threadOptions: ThreadOptions | undefined =
+      ownServer && !codec ? { titleSearchAttribute: true, ...options.threadOptions } : options.threadOptions;
     const storePath = options.store ? undefined : join(dataDir, 'conversations.sqlite');
     const store = options.store ?? new SqliteConversationStore(storePath!);
     if (!options.store) cleanups.push(() => store.close());

@@ -48,7 +48,11 @@ export interface AgentClientOptions {
   eventsUrl?: string | string[];
   /** Bearer token of that endpoint. @default none */
   eventsToken?: string;
-  /** Options of the threads this client starts (continue-as-new bounds, `titleSearchAttribute`). @default none */
+  /**
+   * Options of the threads this client starts (continue-as-new bounds, `titleSearchAttribute`). With a payload codec in
+   * `client`'s data converter, `titleSearchAttribute` is always off: search attributes are stored in plaintext.
+   * @default none
+   */
   threadOptions?: ThreadOptions;
   /**
    * Upper bound of one input, serialized: default 32 MiB with a `store` (larger inputs are staged in it), 256 KiB
@@ -123,14 +127,28 @@ export class AgentClient {
     this.taskQueue = options.taskQueue;
   }
 
+  /**
+   * Does this client's data converter encode payloads (an encryption codec)? Search attributes bypass every payload
+   * codec and are stored and indexed in plaintext, so a client that encodes writes no text of a thread into them and
+   * tells its threads (and through their options, their children) not to either (security item 6).
+   */
+  private get encodesPayloads(): boolean {
+    return this.temporal.options.loadedDataConverter.payloadCodecs.length > 0;
+  }
+
   private workflowArgs(threadId: string): ThreadWorkflowArgs {
     const args: ThreadWorkflowArgs = { threadId, kind: 'root' };
     const byKind = this.options.signalNames === 'by-kind' && { signalNames: 'by-kind' as const };
-    if (this.options.threadOptions || byKind) args.options = { ...this.options.threadOptions, ...byKind };
+    const sealed = this.encodesPayloads && { titleSearchAttribute: false };
+    if (this.options.threadOptions || byKind || sealed)
+      args.options = { ...this.options.threadOptions, ...byKind, ...sealed };
     return args;
   }
 
-  /** The title at start: memo, static summary, and the `Title` search attribute where threads write it. */
+  /**
+   * The title at start: memo, static summary, and the `Title` search attribute where threads write it (never with a
+   * payload codec: see {@link encodesPayloads}).
+   */
   private titled(title: string | undefined): {
     memo?: { title: string };
     staticSummary?: string;
@@ -141,7 +159,11 @@ export class AgentClient {
     return {
       memo: { title: t },
       staticSummary: t,
-      attributes: this.options.threadOptions?.titleSearchAttribute ? [{ key: searchAttributes.Title, value: t }] : [],
+      // The memo and the static summary go through the codec; the search attribute would not.
+      attributes:
+        this.options.threadOptions?.titleSearchAttribute && !this.encodesPayloads
+          ? [{ key: searchAttributes.Title, value: t }]
+          : [],
     };
   }
 
