@@ -226,7 +226,8 @@ async function runsOf(temporal: Client, threadId: string): Promise<RunReport[]> 
     for (const e of events) {
       // A task's commands become the events after its WorkflowTaskCompleted.
       if (e.workflowTaskCompletedEventAttributes) localInTask = 0;
-      if (e.markerRecordedEventAttributes?.markerName === 'core_local_activity') {
+      // Slices only: a local slice of several inputs is preceded by its peek, another local activity (decision 67).
+      if (localActivityType(e) === 'runSliceLocal') {
         localSlices += 1;
         maxLocalPerTask = Math.max(maxLocalPerTask, ++localInTask);
       }
@@ -603,3 +604,20 @@ describe('the default limits', () => {
     expect(workerState).toBe('RUNNING');
   }, 420_000);
 });
+
+/** The activity type a local-activity marker records (its `data` detail is the SDK's JSON marker data). */
+function localActivityType(e: {
+  markerRecordedEventAttributes?: {
+    markerName?: string | null;
+    details?: Record<string, { payloads?: { data?: Uint8Array | null }[] | null }> | null;
+  } | null;
+}): string | undefined {
+  const m = e.markerRecordedEventAttributes;
+  const data = m?.markerName === 'core_local_activity' ? m.details?.data?.payloads?.[0]?.data : undefined;
+  if (!data) return undefined;
+  try {
+    return (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }).activity_type;
+  } catch {
+    return undefined;
+  }
+}

@@ -77,6 +77,11 @@ export async function sliceAttempt(
     compaction: rt.compaction,
   });
   if (built.result.compact) rt.emit({ threadId: input.threadId, type: 'info', text: AUTO_COMPACTION_TRIGGERED });
+  if (input.inputs) built.result.inputs = input.inputs;
+  // A job handed off by its local activity commits only once adopted: if the workflow task that handed it off failed,
+  // nobody adopts it, and the task's retry (which may take more queued inputs under this slice id) must find the slice
+  // uncommitted (decision 67).
+  await control.commitGate?.();
   if ((await commitSlice(rt, input, built, loaded.staged)) === 'duplicate') {
     // A zombie attempt of this slice committed first: its result is the one that counts.
     return replay(rt, input, (await rt.deps.store.findSlice(input.threadId, input.sliceId))!);

@@ -72,7 +72,12 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
     const budget =
       opts.handoffQueue === undefined
         ? []
-        : [new Promise<'budget'>((resolve) => (timer = setTimeout(() => resolve('budget'), budgetMs)))];
+        : [
+            new Promise<'budget'>(
+              // A job already committing finishes here: only one that has not begun to commit is handed off.
+              (resolve) => (timer = setTimeout(() => job.tryHandOff() && resolve('budget'), budgetMs)),
+            ),
+          ];
     const local = async (): Promise<LocalSliceOutcome> => {
       const first = await Promise.race([job.promise, ...budget]);
       if (first !== 'budget') return { done: first };

@@ -12,12 +12,21 @@ export interface SliceControl {
   readonly signal: AbortSignal;
   /** True when the abort is a user's interruption (commit the partial turn), false when the attempt is abandoned. */
   interruptRequested(): boolean;
+  /**
+   * Awaited right before the commit: resolves when the slice may commit, throws when it must not (a handed-off job
+   * that nobody adopted). Absent: commit at once.
+   */
+  commitGate?(): Promise<void>;
 }
 
 export class SliceJob implements SliceControl {
   private readonly controller = new AbortController();
   private interrupt = false;
   private expiry: ReturnType<typeof setTimeout> | undefined;
+  /** `handed-off`: its local activity returned; it may commit only once an activity adopts it. */
+  private stage: 'running' | 'handed-off' | 'adopted' | 'committing' = 'running';
+  private adopted: (() => void) | undefined;
+  private readonly adoption = new Promise<void>((resolve) => (this.adopted = resolve));
   /** Settles with the slice; never an unhandled rejection, whoever awaits it. */
   readonly promise: Promise<SliceResult>;
 
@@ -35,6 +44,36 @@ export class SliceJob implements SliceControl {
 
   interruptRequested(): boolean {
     return this.interrupt;
+  }
+
+  /**
+   * Marks the job handed off, unless it has already begun to commit (then its local activity waits for it instead).
+   * Decided at one point in time, so a handed-off job never commits unadopted.
+   */
+  tryHandOff(): boolean {
+    if (this.stage === 'committing') return false;
+    this.stage = 'handed-off';
+    return true;
+  }
+
+  /** An activity took the job over: it may commit. */
+  markAdopted(): void {
+    if (this.stage === 'handed-off') this.stage = 'adopted';
+    this.adopted?.();
+  }
+
+  async commitGate(): Promise<void> {
+    if (this.stage === 'handed-off') {
+      const signal = this.controller.signal;
+      const aborted = new Promise<void>((resolve) =>
+        signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }),
+      );
+      await Promise.race([this.adoption, aborted]);
+      if (this.stage === 'handed-off') {
+        throw new Error(`slice job abandoned before an activity adopted it: nothing committed`);
+      }
+    }
+    this.stage = 'committing';
   }
 
   /** Stops the slice; `interrupt` commits what it streamed. The first abort's kind counts. */
@@ -92,6 +131,7 @@ export class SliceJobs {
     if (!job) return undefined;
     this.parked.delete(key);
     job.keep();
+    job.markAdopted();
     return job;
   }
 

@@ -4,7 +4,7 @@
  * are in slice-attempt.ts, the result in slice-result.ts, tool dispatch in dispatch.ts, a committed slice's retry in
  * replay.ts.
  */
-import type { SliceInput, SliceResult } from '../core/slice-protocol';
+import type { SliceInput, SlicePeek, SliceResult } from '../core/slice-protocol';
 import type { InputMessage, ThreadEvent } from '../core/types';
 import type { ModelProvider } from '../model/provider';
 import type { ConversationStore } from '../store/conversation-store';
@@ -93,11 +93,25 @@ export function createSliceActivities(deps: SliceDependencies) {
     }
   }
 
-  return sliceEntryPoints(runSlice, emit, {
-    jobs: deps.jobs ?? new SliceJobs(),
-    handoffQueue: deps.handoffQueue,
-    heartbeatIntervalMs: deps.heartbeatIntervalMs,
-  });
+  /**
+   * Release 0.6 (decision 67), a local activity before a local slice of several queued inputs: whether the slice
+   * already committed (a workflow task that ran it failed afterwards), and with which inputs, so the task's retry takes
+   * the same ones.
+   */
+  async function peekSlice(threadId: string, sliceId: string): Promise<SlicePeek> {
+    const prior = await deps.store.findSlice(threadId, sliceId);
+    if (!prior) return { committed: false };
+    return prior.inputs ? { committed: true, inputs: prior.inputs } : { committed: true };
+  }
+
+  return {
+    ...sliceEntryPoints(runSlice, emit, {
+      jobs: deps.jobs ?? new SliceJobs(),
+      handoffQueue: deps.handoffQueue,
+      heartbeatIntervalMs: deps.heartbeatIntervalMs,
+    }),
+    peekSlice,
+  };
 }
 
 export type SliceActivities = ReturnType<typeof createSliceActivities>;

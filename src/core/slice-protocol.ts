@@ -25,7 +25,21 @@ export interface SliceInput {
   priorAttempts?: number;
   /** Began as a local activity (release 0.3): its input is not in Temporal's history, so a retry checks it (decision 50). */
   local?: true;
+  /**
+   * Release 0.6, a local slice of several queued inputs: which inputs it took (the queue's first `count`, the last
+   * with id `lastId`). Recorded with its commit, so a retry of its workflow task takes the same ones (decision 67).
+   */
+  inputs?: SliceInputs;
 }
+
+/** The queued inputs a slice took: the first `count`, the last of them with id `lastId`. */
+export interface SliceInputs {
+  count: number;
+  lastId: string;
+}
+
+/** What the workflow learns from the store before a local slice of several inputs (release 0.6, decision 67). */
+export type SlicePeek = { committed: false } | { committed: true; inputs?: SliceInputs };
 
 /**
  * What the local slice activity answers (release 0.3): the slice's result, or that it streams on past its budget and
@@ -77,4 +91,6 @@ export interface SliceResult {
   cancelledSubscriptions?: string[];
   /** The last model request filled the context window past the compaction threshold. */
   compact?: true;
+  /** The queued inputs the slice took, when its input said (release 0.6: a local slice of several). */
+  inputs?: SliceInputs;
 }

@@ -7,11 +7,12 @@
 import { upsertMemo, upsertSearchAttributes, uuid4, workflowInfo } from '@temporalio/workflow';
 import { takeBatch } from '../core/batching';
 import { applyDeferral, prepareBatch, splitInterruptBatch, type PrepareOutcome } from '../core/prepare';
+import type { SliceInputs, SlicePeek } from '../core/slice-protocol';
 import type { DropReason, InputMessage, StoredItem } from '../core/types';
 import type { Acknowledgements } from './acknowledged';
 import { searchAttributes } from './definitions';
 import { dropStalePrompts, type LoopState } from './loop-state';
-import { v02, v03, v05 } from './patches';
+import { v02, v03, v05, v06 } from './patches';
 import type { SliceRunner } from './slice-runner';
 import type { ThreadOptions, ThreadState } from './state';
 import { titleOf } from './ui-text';
@@ -20,6 +21,11 @@ import { titleOf } from './ui-text';
 export interface TakenBatch {
   batch: InputMessage[];
   safePoint: number;
+  /**
+   * 0.6: a local slice's batch of several inputs, to be cut to what an earlier attempt of this workflow task committed
+   * (`keepCommittedInputs`) before anything else reads it.
+   */
+  several?: true;
 }
 
 /**
@@ -52,11 +58,38 @@ export function nextBatch(st: ThreadState, loop: LoopState, local: boolean): Tak
     else st.inbox.push(...split.rest);
     loop.interruptNext = false;
   }
-  if (local && batch.length > 1) st.inbox.unshift(...batch.splice(1));
+  // 0.3 (decision 50): a local slice takes the queue's first input only, the same in every attempt of its task. 0.6
+  // (decision 67): all of them, as the original runtime prepares them, once the store says what an earlier attempt of
+  // this task committed (`keepCommittedInputs`).
+  let several: true | undefined;
+  if (local && batch.length > 1) {
+    if (v06()) several = true;
+    else st.inbox.unshift(...batch.splice(1));
+  }
   // Event and compaction children inherit the committed history, without a trailing unanswered call.
   const safePoint =
     st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
-  return { batch, safePoint };
+  return several ? { batch, safePoint, several } : { batch, safePoint };
+}
+
+/**
+ * 0.6 (decision 67): cuts a local slice's batch of several inputs to what an earlier attempt of this workflow task
+ * committed under the same slice id (the store's answer, `peek`), and puts the rest back at the head of the queue.
+ * Every attempt of the task starts from the same state and the queue only grows at its end, so what an attempt took
+ * is a prefix of what the next one finds. A slice committed by 0.5 code took one input; an answer that does not fit
+ * the queue, or no answer, falls back to 0.3's one input, which the slice's own check guards (decision 50).
+ * Returns which inputs the slice takes, for it to record with its commit.
+ */
+export function keepCommittedInputs(st: ThreadState, batch: InputMessage[], peek: SlicePeek | undefined): SliceInputs {
+  let count = batch.length;
+  if (peek === undefined) count = 1;
+  else if (peek.committed) {
+    const c = peek.inputs?.count ?? 1;
+    const fits = peek.inputs === undefined || (c >= 1 && c <= batch.length && batch[c - 1]!.id === peek.inputs.lastId);
+    count = fits ? c : 1;
+  }
+  if (count < batch.length) st.inbox.unshift(...batch.splice(count));
+  return { count, lastId: batch[count - 1]!.id };
 }
 
 /**

@@ -15,7 +15,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
 } from '@temporalio/workflow';
-import type { LocalSliceOutcome, SliceInput, SliceResult } from '../core/slice-protocol';
+import type { LocalSliceOutcome, SliceInput, SlicePeek, SliceResult } from '../core/slice-protocol';
 import type { ThreadOptions } from './state';
 import { sliceActivityOptions } from './status-view';
 
@@ -32,6 +32,7 @@ interface SliceActivities {
 }
 interface LocalSliceActivities {
   runSliceLocal(input: SliceInput, budgetMs: number): Promise<LocalSliceOutcome>;
+  peekSlice(threadId: string, sliceId: string): Promise<SlicePeek>;
 }
 
 /** How long a slice runs as a local activity before a regular activity adopts it (decision 50). */
@@ -51,6 +52,11 @@ export interface SliceRunner {
   readonly localEnabled: boolean;
   /** Runs one slice; `local` (release 0.3, with `localEnabled`) takes the local path. */
   run(input: SliceInput, summary: string, local: boolean): Promise<SliceOutcome>;
+  /**
+   * Release 0.6 (decision 67): whether a slice committed already, and with which inputs; undefined when the store
+   * could not say.
+   */
+  peek(threadId: string, sliceId: string): Promise<SlicePeek | undefined>;
 }
 
 export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): SliceRunner {
@@ -137,9 +143,26 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): Slice
     return await afterFirstAttempt(input, summary, adopted);
   };
 
+  const { peekSlice } = proxyLocalActivities<LocalSliceActivities>({
+    startToCloseTimeout: '10s',
+    retry: { maximumAttempts: 3 },
+  });
+  const peek = async (threadId: string, sliceId: string): Promise<SlicePeek | undefined> => {
+    try {
+      return await peekSlice.executeWithOptions({ summary: 'which inputs this slice took, if it committed' }, [
+        threadId,
+        sliceId,
+      ]);
+    } catch (e) {
+      if (isCancellation(e)) throw e;
+      return undefined;
+    }
+  };
+
   const localEnabled = budgetMs > 0;
   return {
     localEnabled,
+    peek,
     run: (input, summary, local) =>
       local && localEnabled ? localSlice({ ...input, local: true }, summary) : remoteSlice(input, summary),
   };

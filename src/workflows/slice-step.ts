@@ -7,7 +7,7 @@
 import { uuid4, workflowInfo } from '@temporalio/workflow';
 import { sliceIdFor } from '../core/ids';
 import { compactionInput } from '../core/inputs';
-import type { RuntimeAction, SliceInput, SliceResult } from '../core/slice-protocol';
+import type { RuntimeAction, SliceInput, SliceInputs, SliceResult } from '../core/slice-protocol';
 import { addUsage, type StoredItem } from '../core/types';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
 import type { Inbox } from './inbox';
@@ -40,6 +40,7 @@ export function runBatch(
   append: StoredItem[],
   interruptedCalls: string[],
   local: boolean,
+  inputs?: SliceInputs,
 ): Promise<SliceOutcome> {
   const { args, st, loop } = ctx;
   st.carry = append;
@@ -57,6 +58,7 @@ export function runBatch(
   };
   if (args.spawn) input.spawn = args.spawn;
   if (interruptedCalls.length > 0) input.interruptedCalls = interruptedCalls;
+  if (inputs) input.inputs = inputs;
   const userId = userIdOf(ctx);
   if (userId !== undefined) input.userId = userId;
   const { replyBefore } = loop;

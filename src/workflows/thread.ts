@@ -7,13 +7,15 @@
  * Deterministic: it imports only the Temporal workflow API and `src/core`.
  */
 import { condition, continueAsNew, allHandlersFinished, workflowInfo } from '@temporalio/workflow';
+import { sliceIdFor } from '../core/ids';
+import type { SliceInputs } from '../core/slice-protocol';
 import type { StoredItem } from '../core/types';
 import { installDeliverUpdate } from './acknowledged';
 import { continueAsNewDecision, nextRunArgs } from './continue-as-new';
 import { handleControlInputs } from './control-inputs';
 import { installInbox } from './inbox';
 import { installStatusHandlers, loopState } from './loop-state';
-import { beginTurn, nextBatch, prepareTaken, sliceAppend } from './next-batch';
+import { beginTurn, keepCommittedInputs, nextBatch, prepareTaken, sliceAppend } from './next-batch';
 import { carryOut, spawnEventChild, startTimer, type ActionContext } from './runtime-actions';
 import { runBatch, settleSlice, type SliceContext } from './slice-step';
 import { restoreState, threadArgs, type ThreadWorkflowArgs } from './state';
@@ -48,12 +50,15 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     const local = beginTurn(st, loop, slices);
     let append: StoredItem[];
     let interruptedCalls: string[] = [];
+    let inputs: SliceInputs | undefined;
     if (st.carry.length > 0) {
       // Retry exactly what the failed slice was given, under the same slice id, before anything new.
       st.blocked = false;
       append = st.carry;
     } else {
-      const { batch, safePoint } = nextBatch(st, loop, local);
+      const { batch, safePoint, several } = nextBatch(st, loop, local);
+      if (several)
+        inputs = keepCommittedInputs(st, batch, await slices.peek(threadId, sliceIdFor(threadId, st.slices)));
       const rest = await handleControlInputs(actx, batch, safePoint, count);
       const prep = prepareTaken(st, batch, rest, count, acks);
       for (const req of prep.eventChildren) await spawnEventChild(actx, req, safePoint);
@@ -64,7 +69,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       append = sliceAppend(opts, st, prep);
       interruptedCalls = prep.interruptedCalls;
     }
-    const outcome = await runBatch(sctx, append, interruptedCalls, local);
+    const outcome = await runBatch(sctx, append, interruptedCalls, local, inputs);
     const action = settleSlice(sctx, outcome, append);
     if (action && (await carryOut(actx, action))) {
       publish();

@@ -159,7 +159,8 @@ describe('readable signal payloads', () => {
     const whole = readablePayload({
       ...m,
       content: {
-        ...m.content,
+        type: 'tool_result',
+        toolCallId: 'c',
         content: [{ type: 'text', text: 'p', staged: { id: 'b', sha256: 'f'.repeat(64), bytes: 9 } }],
       },
     });
