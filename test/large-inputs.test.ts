@@ -69,7 +69,8 @@ let toolServer: RapToolServer;
 
 beforeAll(async () => {
   const ref: { sys?: TestSystem } = {};
-  gateway = await startRapGateway({ tokens, deliver: (m) => ref.sys!.client.deliver(m) });
+  // Past the default (the 32 MiB delivery limit), so an output over the delivery limit is read and its beginning shown.
+  gateway = await startRapGateway({ tokens, deliver: (m) => ref.sys!.client.deliver(m), bodyLimit: 64 * MiB });
   toolServer = await createRapToolServer({
     name: 'large-tools',
     tools: [

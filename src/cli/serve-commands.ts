@@ -201,13 +201,24 @@ export function registerServeCommands(program: Command, out: (line: string) => v
     .option('--host <host>', 'listening address', '127.0.0.1')
     .option('--public-url <url>', 'the URL tool servers reach it at')
     .option(
+      '--allowed-hosts <names>',
+      "Host names served besides loopback ones and the public URL's, comma-separated (a proxy's); on a non-loopback --host, turns the Host check on",
+    )
+    .option(
       '--metrics-port <port>',
       'serve Prometheus metrics (infinity_callbacks_rejected) at http://<metrics-host>:<port>/metrics',
     )
     .option('--metrics-host <host>', 'interface of the metrics endpoint (default 127.0.0.1)')
     .action(
       async (
-        opts: { port: string; host: string; publicUrl?: string; metricsPort?: string; metricsHost?: string },
+        opts: {
+          port: string;
+          host: string;
+          publicUrl?: string;
+          allowedHosts?: string;
+          metricsPort?: string;
+          metricsHost?: string;
+        },
         cmd: Command,
       ) => {
         // The gateway needs no Temporal runtime of its own, except to export metrics.
@@ -230,6 +241,12 @@ export function registerServeCommands(program: Command, out: (line: string) => v
           host: opts.host,
           port: Number(opts.port),
           ...(opts.publicUrl && { publicUrl: opts.publicUrl }),
+          ...(opts.allowedHosts !== undefined && {
+            allowedHosts: opts.allowedHosts
+              .split(',')
+              .map((h) => h.trim())
+              .filter(Boolean),
+          }),
         });
         out(`gateway ${gateway.url} · delivering to ${target.address}`);
         await until(['SIGINT', 'SIGTERM']);

@@ -5,16 +5,19 @@
  * queue. Anything forged, mismatched, replayed, malformed or oversized is refused before a thread is touched.
  *
  * Status codes: 200 accepted · 400 malformed JSON or callback · 401 missing, tampered, unknown-key or expired token ·
- * 403 a valid token used for another thread or call · 404 unknown thread · 405 not a POST · 409 a second result the
- * thread has not recorded yet, or a result for a call whose subscription is active · 410 a revoked URL: its call was
- * answered, its subscription ended or its thread closed (the thread says so: {@link callbackGuard}) · 413 an output
- * over the delivery limit, or a body over `bodyLimit` (the call is answered with an error result all the same:
- * `./large-callbacks`) · 415 not JSON.
+ * 403 a valid token used for another thread or call · 404 unknown thread · 405 not a POST (its body is not read) · 408
+ * a request that did not arrive within `requestTimeoutMs` · 409 a second result the thread has not recorded yet, or a
+ * result for a call whose subscription is active · 410 a revoked URL: its call was answered, its subscription ended or
+ * its thread closed (the thread says so: {@link callbackGuard}) · 413 an output over the delivery limit, or a body over
+ * `bodyLimit` (the call is answered with an error result all the same: `./large-callbacks`), or a view over
+ * `views.maxViewBytes` · 414 a token longer than any token · 415 not JSON · 421 a `Host` the listener does not serve
+ * (DNS rebinding: `../http/listener`) · 500 a failure inside, without its details. Every one of them is counted
+ * (`./refusals`).
  */
 import type { MetricMeter } from '@temporalio/common';
-import { METRICS } from '../core/metric-names';
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { guardListener, isLoopbackHost, type ListenerLimits, listenerServerOptions } from '../http/listener';
 import { PayloadTooLargeError, ThreadNotFoundError } from '../inbox/errors';
 import type { DeliveryResult } from '../inbox/deliver';
 import type { DisplaySegment, InputMessage, PendingPrompt, ThreadEvent, ToolResultContent } from '../core/types';
@@ -27,12 +30,17 @@ import {
   DEFAULT_CALLBACK_BODY_LIMIT,
   deliverCallback,
 } from './large-callbacks';
+import { CALLBACK_PATH, refusalCounter } from './refusals';
 import type { CallbackTokens } from './tokens';
 import { activeTraceparent, inCallbackSpan, validTraceparent } from './trace-context';
+import { DEFAULT_VIEW_LIMITS, type ViewLimits, viewStore, viewViolation } from './view-store';
 import { checkCallback, type RapCallback, type RapToolResult } from './wire';
 
-/** Options of {@link startRapGateway}. Only `tokens` and `deliver` are required. */
-export interface RapGatewayOptions {
+/**
+ * Options of {@link startRapGateway}. Only `tokens` and `deliver` are required. The listener's limits
+ * ({@link ListenerLimits}: `requestTimeoutMs`, `keepAliveTimeoutMs`, `maxConnections`) apply with their defaults.
+ */
+export interface RapGatewayOptions extends ListenerLimits {
   /** Mints and verifies callback tokens; workers that mint URLs for this gateway share its keys. */
   tokens: CallbackTokens;
   /** Puts a message into a thread's input queue (e.g. `AgentClient.deliver`). */
@@ -46,11 +54,28 @@ export interface RapGatewayOptions {
   /** @default 0 (a free port; see `url`) */
   port?: number;
   /**
-   * Largest callback body read (default 64 MiB). Outputs up to the delivery limit (32 MiB when `deliver` stages into a
-   * store, 256 KiB otherwise) reach the thread; larger ones are answered with an error result and 413.
-   * @default 67108864 (64 MiB)
+   * Largest request body the gateway reads, on every route: the delivery limit of a client that stages into a store,
+   * so nothing is buffered that could not be delivered. Outputs up to the delivery limit (32 MiB when `deliver` stages
+   * into a store, 256 KiB otherwise) reach the thread; a larger one is answered with an error result and 413 (read, if
+   * under this limit, so the model sees its beginning; not read past it). Raise it with the client's limit.
+   * @default 33554432 (32 MiB)
    */
   bodyLimit?: number;
+  /**
+   * `Host` names (a `Host` header without its port) served besides the defaults: the names a reverse proxy forwards.
+   * On a gateway bound to loopback, only loopback names and the host of `publicUrl` are served by default (any other
+   * is a DNS-rebinding attempt: 421); on a gateway bound beyond loopback any `Host` is, unless this is set, which turns
+   * the check on (the host of `publicUrl` is then served too).
+   * @default none
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Bounds on the views kept for `views()` (RAP `view_update`): only the latest content per view type, at most
+   * `maxViewsPerThread` per thread and `maxTotalViewBytes` in all (the least recently updated go first), and no view
+   * over `maxViewBytes` (413).
+   * @default { maxViewBytes: 1 MiB, maxViewsPerThread: 64, maxTotalViewBytes: 64 MiB }
+   */
+  views?: ViewLimits;
   /**
    * The thread's word on a call before its callback is delivered (e.g. `callbackStateOf(temporal)`): revoked URLs get
    * 410. Without it, only this gateway's memory of delivered results refuses replays (409).
@@ -62,7 +87,9 @@ export interface RapGatewayOptions {
   /** The clock tokens are minted and checked with (tests move it). @default Date.now */
   now?: () => number;
   /**
-   * Counts refused callbacks by HTTP status (`infinity_callbacks_rejected`), e.g. the Temporal runtime's meter.
+   * Counts refused callbacks by HTTP status (`infinity_callbacks_rejected`), e.g. the Temporal runtime's meter: every
+   * answer of 400 or more on a callback path, whichever hook, route or handler sent it, and what the HTTP parser
+   * refuses (408, 431, 400), once each (`./refusals`).
    * @default none (not counted)
    */
   metricMeter?: MetricMeter;
@@ -72,7 +99,7 @@ export interface RapGateway {
   readonly url: string;
   /** A fresh callback URL for one tool call of one thread. */
   callbackUrl(threadId: string, callId: string): string;
-  /** The latest content of each view of a thread (RAP `view_update`). */
+  /** The latest content of each view of a thread (RAP `view_update`) that the gateway still keeps (`views`). */
   views(threadId: string): Record<string, unknown>;
   /** The Fastify app, to mount more routes or inject requests in tests. */
   readonly app: FastifyInstance;
@@ -170,38 +197,71 @@ export function callbackUrlMinter(
   };
   return {
     callbackUrl: (threadId: string, callId: string) =>
-      `${base}/rap/callback/${tokens.mint({ threadId, callId, ...expiry(), ...trace() })}`,
+      `${base}${CALLBACK_PATH}/${tokens.mint({ threadId, callId, ...expiry(), ...trace() })}`,
   };
 }
 
+/** Node's check of request timeouts, often enough for the timeout configured (0: none, Node's default interval). */
+const checkingInterval = (requestTimeoutMs: number) =>
+  requestTimeoutMs > 0 ? { connectionsCheckingInterval: Math.max(100, Math.min(30_000, requestTimeoutMs)) } : {};
+
+/**
+ * The `Host` names the gateway serves besides loopback ones (see `RapGatewayOptions.allowedHosts`): tool servers
+ * reach it at `publicUrl`, so the host of that URL is one of them whenever the check is on.
+ */
+function allowedHostsOf(bindHost: string, options: RapGatewayOptions): readonly string[] | undefined {
+  let publicHost: string | undefined;
+  try {
+    publicHost = options.publicUrl === undefined ? undefined : new URL(options.publicUrl).host;
+  } catch {
+    publicHost = undefined; // not a URL: callbacks cannot come through it either
+  }
+  const extra = publicHost === undefined ? [] : [publicHost];
+  if (options.allowedHosts !== undefined) return [...options.allowedHosts, ...extra];
+  return isLoopbackHost(bindHost) ? extra : undefined;
+}
+
 export async function startRapGateway(options: RapGatewayOptions): Promise<RapGateway> {
-  // Tokens carry the thread and call ids: longer than Fastify's default parameter limit.
+  const host = options.host ?? '127.0.0.1';
+  const bodyLimit = options.bodyLimit ?? DEFAULT_CALLBACK_BODY_LIMIT;
+  const server = listenerServerOptions(options);
+  const refusals = refusalCounter(options.metricMeter);
   const app = Fastify({
     logger: false,
-    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    // The same limit as the callback route's: no route reads a larger body (and the 405 route reads none).
+    bodyLimit,
+    // Tokens carry the thread and call ids: longer than Fastify's default parameter limit.
     routerOptions: { maxParamLength: 4096 },
+    ...server,
+    // Node checks the request timeout every 30 s by default, so a shorter timeout would be up to 30 s late.
+    http: { ...server.http, ...checkingInterval(server.requestTimeout) },
+    ...refusals.serverOptions,
   });
+  // First: the Host check runs before any other hook, and the connection cap applies once it listens.
+  const allowedHosts = allowedHostsOf(host, options);
+  guardListener(app, {
+    bindHost: host,
+    ...(options.maxConnections !== undefined && { maxConnections: options.maxConnections }),
+    ...(allowedHosts !== undefined && { allowedHosts }),
+  });
+  refusals.install(app);
   const now = options.now ?? Date.now;
   const guard = callbackGuard(options.callbackState);
-  const views = new Map<string, Map<string, unknown>>();
-  const rejected = options.metricMeter?.createCounter(
-    METRICS.callbacksRejected.name,
-    undefined,
-    METRICS.callbacksRejected.help,
-  );
-  const refuse = (reply: FastifyReply, code: number, error: string) => {
-    rejected?.add(1, { status: String(code) });
-    return reply.code(code).send({ error });
-  };
+  const viewLimits = { ...DEFAULT_VIEW_LIMITS, ...options.views };
+  const views = viewStore(viewLimits);
+  // Counted where it leaves (`./refusals`), whichever hook, route or handler sends it.
+  const refuse = (reply: FastifyReply, code: number, error: string) => reply.code(code).send({ error });
 
   app.route({
     method: ['GET', 'PUT', 'DELETE', 'PATCH', 'HEAD'],
-    url: '/rap/callback/:token',
-    handler: async (_req, reply) => refuse(reply, 405, 'POST only'),
+    url: `${CALLBACK_PATH}/:token`,
+    // Answered before the body is read: a method that takes none is not worth buffering one for.
+    onRequest: async (_req, reply) => refuse(reply.header('allow', 'POST'), 405, 'POST only'),
+    handler: async (_req, reply) => refuse(reply.header('allow', 'POST'), 405, 'POST only'), // not reached
   });
 
   const bodyOptions = callbackBodyOptions({
-    limit: options.bodyLimit ?? DEFAULT_CALLBACK_BODY_LIMIT,
+    limit: bodyLimit,
     verify: (token) => options.tokens.verify(token, now()),
     resultId: (callId) => `rap-tool-result-${callId}`,
     answerUnread: async ({ threadId, callId }, answer) => {
@@ -216,7 +276,7 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     },
   });
 
-  app.post<{ Params: { token: string }; Body: unknown }>('/rap/callback/:token', bodyOptions, async (req, reply) => {
+  app.post<{ Params: { token: string }; Body: unknown }>(`${CALLBACK_PATH}/:token`, bodyOptions, async (req, reply) => {
     const check = options.tokens.verify(req.params.token, now());
     if (!check.ok) return refuse(reply, 401, `callback token refused: ${check.reason}`);
     const { claims } = check;
@@ -228,13 +288,24 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     if (cb.group_id !== claims.threadId || callId !== claims.callId) {
       return refuse(reply, 403, 'this callback URL belongs to another thread or tool call');
     }
+    // A view's content is any JSON: checked for shape and size like an input before anything serializes or keeps it.
+    let viewBytes = 0;
+    if (cb.type === 'view_update') {
+      const shape = viewViolation(cb.content);
+      if (shape) return refuse(reply, 400, `Bad request: ${shape}`);
+      viewBytes = Buffer.byteLength(JSON.stringify(cb.content));
+      if (viewBytes > viewLimits.maxViewBytes)
+        return refuse(
+          reply,
+          413,
+          `view content of ${viewBytes} bytes is over the limit of ${viewLimits.maxViewBytes} bytes`,
+        );
+    }
     const admission = await guard.admit(cb, claims.threadId, claims.callId);
     if (!admission.ok) return refuse(reply, admission.status, admission.error);
 
     if (cb.type === 'view_update') {
-      let byType = views.get(cb.group_id);
-      if (!byType) views.set(cb.group_id, (byType = new Map()));
-      byType.set(cb.view_type, cb.content);
+      views.set(cb.group_id, cb.view_type, cb.content, viewBytes);
       options.onEvent?.({ threadId: cb.group_id, type: 'view_update', viewType: cb.view_type, content: cb.content });
       return { ok: true };
     }
@@ -277,15 +348,15 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     return { ok: true, delivered: true };
   });
 
-  await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
+  await app.listen({ host, port: options.port ?? 0 });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('RAP gateway: no TCP address');
-  const url = options.publicUrl?.replace(/\/+$/, '') ?? `http://${options.host ?? '127.0.0.1'}:${address.port}`;
+  const url = options.publicUrl?.replace(/\/+$/, '') ?? `http://${host}:${address.port}`;
   return {
     url,
     app,
     callbackUrl: callbackUrlMinter(options.tokens, url, options.tokenTtlMs, now).callbackUrl,
-    views: (threadId) => Object.fromEntries(views.get(threadId) ?? []),
+    views: (threadId) => views.views(threadId),
     close: () => app.close(),
   };
 }

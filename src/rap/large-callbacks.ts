@@ -1,7 +1,7 @@
 /**
  * Large callbacks at the RAP gateway. A tool's output of any size up to the delivery limit (32 MiB by default) reaches
  * its thread, staged by the delivering client. Past that limit the call still gets an answer: an error result the model
- * reads (the size, the limit, how the output began), and the tool hears 413. Answering matters because the original
+ * reads (the size, the limit, and how the output began when its body was read), and the tool hears 413. Answering matters because the original
  * runtime's tool servers ignore HTTP status: a bare refusal would leave the call pending for good.
  *
  * Bodies are read only once their token verifies, so a forged URL never makes the gateway buffer a large body.
@@ -9,16 +9,18 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { DeliveryResult } from '../inbox/deliver';
 import { PayloadTooLargeError } from '../inbox/errors';
+import { DEFAULT_MAX_STAGED_INPUT_BYTES } from '../inbox/staging';
 import { resultInput } from '../core/inputs';
 import { oversizeInput } from '../core/staged';
 import type { InputMessage } from '../core/types';
 import type { TokenCheck, TokenClaims } from './tokens';
 
 /**
- * Default largest callback body: twice the default input limit, so that an output somewhat over the limit is still read
- * and the model is shown its beginning; a body past this is not read at all.
+ * Default largest callback body: the delivery limit of a client that stages into a store
+ * ({@link DEFAULT_MAX_STAGED_INPUT_BYTES}), so the gateway never buffers more than it could deliver. A body past it is
+ * not read; its call is answered with an error result that gives the size (and not the output's beginning).
  */
-export const DEFAULT_CALLBACK_BODY_LIMIT = 64 * 1024 * 1024;
+export const DEFAULT_CALLBACK_BODY_LIMIT = DEFAULT_MAX_STAGED_INPUT_BYTES;
 
 export type CallbackDelivery = { result: DeliveryResult; tooLarge?: PayloadTooLargeError };
 

@@ -180,7 +180,8 @@ export function checkCallback(v: unknown): Check<RapCallback> {
       return { ok: true, value: { ...(v as unknown as RapUserChoiceRequest), default: d as number } };
     }
     case 'view_update':
-      if (!nonEmpty(v.view_type)) return fail('view_type is required');
+      // A name, not a document: it keys what the gateway keeps and every event that announces the view.
+      if (!nonEmpty(v.view_type) || v.view_type.length > 256) return fail('view_type must be 1..256 characters');
       if (!('content' in v)) return fail('content is required');
       break;
     default:
