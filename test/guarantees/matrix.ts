@@ -1,0 +1,110 @@
+/**
+ * THE table of configurations a user can choose, and the cells the guarantee suite runs. A new configuration option
+ * is one more entry in {@link DIMENSIONS} (its values) and, if some values cannot meet, a line in {@link allowed};
+ * `systems.ts` then says how a system is built with it. Every scenario runs over the pairwise cells, plus the cells
+ * that must exist (every scenario under `by-kind` with `startLocalSystem` and with `dev`, the shipped defaults).
+ */
+import { allPairs, type Cell, fullProduct } from './pairwise';
+
+const VALUES = {
+  scenario: [
+    'result 1 B',
+    'result 127 KiB',
+    'result 129 KiB',
+    'result 1 MiB',
+    'result 16 MiB',
+    'staged event',
+    'staged report',
+    'continue-as-new with staged queue',
+    'flood 3000',
+    'worker killed mid-slice',
+  ],
+  signalNames: ['input', 'by-kind'],
+  store: ['memory', 'sqlite', 'postgres'],
+  slicePath: ['local', 'adopted', 'retry'],
+  delivery: ['signal', 'ack', 'rap', 'cli', 'temporal-cli'],
+  defaults: ['startLocalSystem', 'dev', 'worker+client'],
+} as const;
+
+/** Each dimension's values (a subset of them in a tier, e.g. the light scenarios). */
+export type Dimensions = { [K in keyof typeof VALUES]: readonly (typeof VALUES)[K][number][] };
+export const DIMENSIONS: Dimensions = VALUES;
+export type MatrixCell = Cell<Dimensions>;
+export type Scenario = MatrixCell['scenario'];
+
+/** Heavy scenarios run in the soak tier only (`npm run test:soak`). */
+export const HEAVY: readonly Scenario[] = ['result 16 MiB', 'flood 3000', 'worker killed mid-slice'];
+
+/** Combinations that cannot exist, each with why. */
+export function allowed(c: Partial<MatrixCell>): boolean {
+  // `dev` has no option for either: its own dev server means `by-kind`, its store is the SQLite file in --data-dir.
+  if (c.defaults === 'dev' && (c.signalNames === 'input' || (c.store !== undefined && c.store !== 'sqlite')))
+    return false;
+  // The failing commit that forces a regular-activity retry is a store wrapper: it needs the worker in this process.
+  if (c.defaults === 'dev' && c.slicePath === 'retry') return false;
+  // The CLI is another process: it cannot stage into this process's memory.
+  if (c.store === 'memory' && c.delivery === 'cli') return false;
+  // A child's report is no RAP callback; user texts (the flood, continue-as-new, the crash) are no RAP callback either.
+  if (
+    c.delivery === 'rap' &&
+    (c.scenario === 'staged report' ||
+      c.scenario?.startsWith('continue') ||
+      c.scenario?.startsWith('flood') ||
+      c.scenario?.startsWith('worker'))
+  )
+    return false;
+  // Thousands of inputs by spawned processes would measure process start-up, not the runtime.
+  if (c.scenario === 'flood 3000' && (c.delivery === 'cli' || c.delivery === 'temporal-cli')) return false;
+  // The killed worker is a process of its own (the README's createAgentWorker) on a store both processes open.
+  if (
+    c.scenario === 'worker killed mid-slice' &&
+    (c.defaults !== 'worker+client' || c.store === 'memory' || c.slicePath === 'retry')
+  )
+    return false;
+  return true;
+}
+
+const byName = (c: MatrixCell) => Object.values(c).join(' | ');
+
+function withMust(cells: MatrixCell[], scenarios: readonly Scenario[]): MatrixCell[] {
+  const out = new Map(cells.map((c) => [byName(c), c]));
+  for (const scenario of scenarios)
+    for (const defaults of ['startLocalSystem', 'dev'] as const) {
+      const have = [...out.values()].some(
+        (c) => c.scenario === scenario && c.defaults === defaults && c.signalNames === 'by-kind',
+      );
+      if (have) continue;
+      const must: MatrixCell = {
+        scenario,
+        signalNames: 'by-kind',
+        store: 'sqlite',
+        slicePath: 'local',
+        delivery: 'signal',
+        defaults,
+      };
+      if (allowed(must)) out.set(byName(must), must);
+    }
+  return [...out.values()];
+}
+
+const light = DIMENSIONS.scenario.filter((s) => !HEAVY.includes(s));
+
+/** `npm test`: pairwise over the light scenarios and every dimension, plus the shipped defaults. */
+export function defaultCells(): MatrixCell[] {
+  return withMust(allPairs({ ...DIMENSIONS, scenario: light }, allowed), light);
+}
+
+/** `npm run test:soak`: the heavy scenarios pairwise (plus the defaults), and the light ones' full product. */
+export function soakCells(): MatrixCell[] {
+  return [
+    ...withMust(allPairs({ ...DIMENSIONS, scenario: HEAVY }, allowed), HEAVY),
+    ...fullProduct({ ...DIMENSIONS, scenario: light }, allowed),
+  ];
+}
+
+/** The test name: the scenario and its configuration values. */
+export const cellName = (c: MatrixCell) =>
+  `${c.scenario} · signals ${c.signalNames} · store ${c.store} · slice ${c.slicePath} · delivery ${c.delivery} · ${c.defaults}`;
+
+/** Cells that share a running system (the same defaults, store and signal names), in a stable order. */
+export const systemKey = (c: MatrixCell) => `${c.defaults} · ${c.store} · ${c.signalNames}`;

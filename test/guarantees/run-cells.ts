@@ -1,0 +1,35 @@
+/**
+ * Runs matrix cells as vitest tests: one `describe` per running system (cells that share defaults, store and signal
+ * names share it), one test per cell, named by its scenario and configuration values so a failure names both.
+ */
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { cellName, type MatrixCell, systemKey } from './matrix';
+import { SCENARIOS } from './scenarios';
+import { startSystem, type GuaranteeSystem } from './systems';
+
+export function runCells(cells: readonly MatrixCell[], timeoutMs = 60_000): void {
+  const groups = new Map<string, MatrixCell[]>();
+  for (const c of cells) groups.set(systemKey(c), [...(groups.get(systemKey(c)) ?? []), c]);
+  for (const [key, group] of groups) {
+    describe(`system ${key}`, () => {
+      let sys: GuaranteeSystem | undefined;
+      beforeAll(async () => {
+        sys = await startSystem(group[0]!);
+      }, 120_000);
+      afterAll(async () => sys?.shutdown(), 60_000);
+      for (const cell of group) {
+        const scenario = SCENARIOS[cell.scenario];
+        if (!scenario) throw new Error(`no scenario '${cell.scenario}'`);
+        it(
+          cellName(cell),
+          async () => {
+            const t0 = Date.now();
+            await scenario(sys!, cell);
+            console.log(`✓ ${cellName(cell)} (${Date.now() - t0} ms)`);
+          },
+          timeoutMs,
+        );
+      }
+    });
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * The scenarios, each asserting what docs/semantics.md and docs/reliability.md promise, whatever the configuration:
+ * the committed history is exactly what was sent (byte for byte, nothing lost, nothing twice, in arrival order), the
+ * model's next request showed it exactly, and the thread dropped nothing (`status().dropped` is empty), so any drop
+ * would be counted with its reason. A scenario names the slice path it asked for and checks Temporal took it.
+ */
+import { randomUUID } from 'node:crypto';
+import { expect } from 'vitest';
+import type { ThreadHandle } from '../../src/client/agent-client';
+import type { HistoryItem, InputMessage, ToolResultContent } from '../../src/core/types';
+import { subscriptionEvent, toolResult, userText } from '../../src/tools/messages';
+import { eventually, uid } from '../helpers';
+import { bodyText, callText, contentBytes, SLOW_MARK, toolContent } from './content';
+import type { MatrixCell } from './matrix';
+import { floodScenario, workerKilledScenario } from './heavy';
+import type { GuaranteeSystem } from './systems';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const STAGE_THRESHOLD = 128 * KiB;
+
+const SIZES: Partial<Record<MatrixCell['scenario'], number>> = {
+  'result 1 B': 1,
+  'result 127 KiB': 127 * KiB,
+  'result 129 KiB': 129 * KiB,
+  'result 1 MiB': MiB,
+  'result 16 MiB': 16 * MiB,
+};
+
+/** Activities Temporal scheduled for the thread (`runSlice`, `adoptSlice`), by name. */
+async function activities(thread: ThreadHandle): Promise<string[]> {
+  const events = (await thread.workflow.fetchHistory()).events ?? [];
+  return events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+}
+
+/** The slice path the cell asked for was the one taken. */
+async function expectPath(thread: ThreadHandle, path: MatrixCell['slicePath']) {
+  const names = await activities(thread);
+  if (path === 'adopted') expect(names, 'a slice adopted past its budget').toContain('adoptSlice');
+  if (path === 'retry') expect(names, 'a regular activity retried the slice').toContain('runSlice');
+}
+
+async function settledHistory(thread: ThreadHandle, length: number): Promise<HistoryItem[]> {
+  try {
+    await eventually(async () => (await thread.history()).length >= length, 40_000, `${length} history items`);
+  } catch (e) {
+    // Say what the thread did instead: its status (drops, deferred inputs, pending call) and history so far.
+    const status = await thread.status();
+    const items = (await thread.history()).map((h) => JSON.stringify(h).slice(0, 160));
+    throw new Error(`${String(e)}\nstatus: ${JSON.stringify(status)}\nhistory:\n${items.join('\n')}`);
+  }
+  const status = await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
+  expect(status.dropped, 'no input dropped').toEqual({});
+  return thread.history();
+}
+
+/** Starts the cell's thread on the cell's client (retry: its commit of the result fails once). */
+async function startThread(sys: GuaranteeSystem, cell: MatrixCell, prefix: string) {
+  const threadId = uid(prefix);
+  if (cell.slicePath === 'retry') sys.failOnce.add(threadId);
+  const client = sys.client(cell.slicePath);
+  const thread = await client.startThread({ threadId });
+  return { thread, threadId, client };
+}
+
+const slowArg = (cell: MatrixCell) => (cell.slicePath === 'adopted' ? { pace: SLOW_MARK } : {});
+
+/** A tool result of the cell's size, by the cell's delivery. */
+export async function toolResultScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const bytes = SIZES[cell.scenario]!;
+  const content = toolContent(bytes);
+  expect(contentBytes(content) === bytes || bytes <= 1024, 'content of the named size').toBe(true);
+  const { thread, threadId } = await startThread(sys, cell, 'result');
+  const byTool = cell.delivery === 'signal';
+  const text = callText(byTool ? 'emit' : 'wait', { bytes, ...slowArg(cell) });
+  await thread.sendUserText(text);
+  if (!byTool) {
+    const status = await thread.waitForIdle({ timeoutMs: 60_000 });
+    await sys.deliver(cell.delivery, toolResult({ threadId, toolCallId: status.pendingCall!.id }, content));
+  }
+  const history = await settledHistory(thread, 4);
+  const call = history[1] as Extract<HistoryItem, { kind: 'tool_call' }>;
+  expect(history).toEqual([
+    { kind: 'user', text },
+    { kind: 'tool_call', id: call.id, name: byTool ? 'emit' : 'wait', args: { bytes, ...slowArg(cell) } },
+    { kind: 'tool_result', id: call.id, content },
+    { kind: 'assistant', text: `answered tool_result ${byTool ? 'emit' : 'wait'}` },
+  ]);
+  expect(sys.modelSaw(content), 'the model was shown the whole result').toBe(true);
+  expect(bytes > STAGE_THRESHOLD || bytes < STAGE_THRESHOLD).toBe(true);
+  await expectPath(thread, cell.slicePath);
+}
+
+/** An associative subscription event over the staging threshold, by the cell's delivery. */
+export async function stagedEventScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const bytes = 129 * KiB;
+  const content: ToolResultContent[] = [{ type: 'text', text: bodyText(bytes) }];
+  const { thread, threadId } = await startThread(sys, cell, 'event');
+  const byTool = cell.delivery === 'signal';
+  const args = { bytes, emit: byTool, ...slowArg(cell) };
+  const text = callText('watch', args);
+  await thread.sendUserText(text);
+  if (!byTool) {
+    await eventually(async () => (await thread.history()).length >= 4, 60_000, 'the subscription');
+    await thread.waitForIdle({ timeoutMs: 60_000 });
+    const call = (await thread.history())[1] as Extract<HistoryItem, { kind: 'tool_call' }>;
+    await sys.deliver(
+      cell.delivery,
+      subscriptionEvent({ threadId, toolCallId: call.id }, content, { associative: true }),
+    );
+  }
+  // The start and an event sent right after it may share one batch (docs/semantics.md §2): one answer for both.
+  const history = await settledHistory(thread, byTool ? 5 : 6);
+  const call = history[1] as Extract<HistoryItem, { kind: 'tool_call' }>;
+  const event = history.at(-2) as Extract<HistoryItem, { kind: 'subscription_event' }>;
+  const answeredStart = history.length === 6 ? [{ kind: 'assistant', text: 'answered tool_result watch' }] : [];
+  expect(history).toEqual([
+    { kind: 'user', text },
+    { kind: 'tool_call', id: call.id, name: 'watch', args },
+    { kind: 'tool_result', id: call.id, content: [{ type: 'text', text: 'watching' }] },
+    ...answeredStart,
+    {
+      kind: 'subscription_event',
+      toolCallId: call.id,
+      invocation: { id: event.invocation.id, name: 'receive_event__injected', args: event.invocation.args },
+      result: { id: event.invocation.id, content },
+    },
+    { kind: 'assistant', text: 'answered tool_result receive_event__injected' },
+  ]);
+  expect(sys.modelSaw(content), 'the model was shown the whole event').toBe(true);
+  // The result that started the subscription ran before the event: the path applies to the event's slice.
+  await expectPath(thread, cell.slicePath);
+}
+
+/** A child's report over the staging threshold, by the cell's delivery, into a parent that spawned it. */
+export async function stagedReportScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const bytes = 129 * KiB;
+  const { thread, threadId } = await startThread(sys, cell, 'report');
+  const args = { instructions: cell.slicePath === 'adopted' ? `idle ${SLOW_MARK}` : 'idle', child_of: [threadId] };
+  const text = callText('spawn_thread', args);
+  await thread.sendUserText(text);
+  const child = await eventually(async () => (await thread.status()).children[0], 60_000, 'the child');
+  await thread.waitForIdle({ timeoutMs: 60_000 });
+  const spawn = (await thread.history())[1] as Extract<HistoryItem, { kind: 'tool_call' }>;
+  const content: ToolResultContent[] = [{ type: 'text', text: `Report from child thread: ${bodyText(bytes)}` }];
+  const report: InputMessage = {
+    id: randomUUID(),
+    threadId,
+    content: { type: 'tool_result', toolCallId: spawn.id, content },
+    synthetic: { type: 'thread_report', toolCallId: spawn.id, childThreadId: child },
+  };
+  await sys.deliver(cell.delivery, report);
+  const history = await settledHistory(thread, 6);
+  const event = history[4] as Extract<HistoryItem, { kind: 'subscription_event' }>;
+  expect(history.slice(4)).toEqual([
+    {
+      kind: 'subscription_event',
+      toolCallId: spawn.id,
+      childThreadId: child,
+      invocation: { id: event.invocation.id, name: 'receive_event__injected', args: event.invocation.args },
+      result: { id: event.invocation.id, content },
+    },
+    { kind: 'assistant', text: 'answered tool_result receive_event__injected' },
+  ]);
+  expect(sys.modelSaw(content), 'the model was shown the whole report').toBe(true);
+}
+
+/**
+ * User texts over the staging threshold sent while slow slices run, so the run continues-as-new (`maxRunEvents`
+ * lowered through the thread's options) with staged inputs in the queue it carries; each arrives once, in order.
+ */
+export async function continueAsNewScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const threadId = uid('can');
+  if (cell.slicePath === 'retry') sys.failOnce.add(threadId);
+  const client = sys.client(cell.slicePath, { maxRunEvents: 12 });
+  const texts = Array.from({ length: 6 }, (_, i) => `text ${i} ${bodyText(129 * KiB)}`);
+  // Every answer streams slowly, so the texts queue up behind the running slice.
+  const first = `first ${SLOW_MARK}`;
+  await client.sendUserText(threadId, first);
+  for (const t of texts) {
+    if (cell.delivery === 'signal') await client.sendUserText(threadId, t);
+    else await sys.deliver(cell.delivery, userText(threadId, t));
+  }
+  const thread = client.thread(threadId);
+  const users = async () =>
+    (await thread.history()).flatMap((h) => (h.kind === 'user' ? [h.text.replace(/^<interrupt>/, '')] : []));
+  await eventually(async () => (await users()).length >= texts.length + 1, 60_000, 'every text committed');
+  const status = await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
+  expect(status.dropped, 'no input dropped').toEqual({});
+  expect(await users(), 'every text once, in arrival order').toEqual([first, ...texts]);
+  for (const t of texts) expect(sys.modelSawUserText(t), 'the model was shown each text whole').toBe(true);
+  expect(status.runs, 'the run continued as new').toBeGreaterThanOrEqual(2);
+}
+
+export const SCENARIOS: Partial<
+  Record<MatrixCell['scenario'], (sys: GuaranteeSystem, cell: MatrixCell) => Promise<void>>
+> = {
+  'result 1 B': toolResultScenario,
+  'result 127 KiB': toolResultScenario,
+  'result 129 KiB': toolResultScenario,
+  'result 1 MiB': toolResultScenario,
+  'result 16 MiB': toolResultScenario,
+  'staged event': stagedEventScenario,
+  'staged report': stagedReportScenario,
+  'continue-as-new with staged queue': continueAsNewScenario,
+  'flood 3000': floodScenario,
+  'worker killed mid-slice': workerKilledScenario,
+};

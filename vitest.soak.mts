@@ -1,0 +1,16 @@
+import { defineConfig } from 'vitest/config';
+
+// The soak tier (`npm run test:soak`): the guarantee matrix's heavy cells and its full product.
+export default defineConfig({
+  test: {
+    include: ['test/soak/**/*.soak.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/setup-runtime.ts'],
+    // Temporal workers use native threads: separate processes keep them apart.
+    pool: 'forks',
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    testTimeout: 600_000,
+    hookTimeout: 120_000,
+    reporters: ['default'],
+  },
+});
