@@ -8,7 +8,7 @@ import type { InputMessage, ThreadEvent } from '../core/types';
 import { connectMcpTools, type McpServerConfig } from '../mcp/mcp-tools';
 import type { Tool, ToolLifecycle, ToolSource } from '../tools/tool';
 import type { CallbackStateCheck } from '../rap/callback-guard';
-import { callbackUrlMinter, startRapGateway } from '../rap/gateway';
+import { callbackUrlMinter, type RapGatewayOptions, startRapGateway } from '../rap/gateway';
 import { type CallbackKeys, CallbackTokens, newCallbackKey } from '../rap/tokens';
 import { loadRapToolsets, type RapServerConfig } from '../rap/toolsets';
 
@@ -21,7 +21,19 @@ export interface RemoteToolsOptions {
   onEvent?(event: ThreadEvent): void;
   /** Callback signing keys; a random key when absent (callback URLs then die with the process). */
   keys?: CallbackKeys;
-  gateway?: { host?: string; port?: number; publicUrl?: string };
+  /** The in-process gateway's listener: address, public URL, the Hosts it serves, its limits (see RapGatewayOptions). */
+  gateway?: Pick<
+    RapGatewayOptions,
+    | 'host'
+    | 'port'
+    | 'publicUrl'
+    | 'allowedHosts'
+    | 'bodyLimit'
+    | 'views'
+    | 'requestTimeoutMs'
+    | 'keepAliveTimeoutMs'
+    | 'maxConnections'
+  >;
   /** A gateway running on its own at this URL (same keys): none is started here. */
   externalGatewayUrl?: string;
 }
