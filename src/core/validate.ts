@@ -6,10 +6,25 @@ import type { InputMessage, ToolResultContent } from './types';
 import { stagedInputError } from './staged';
 import { inputOfPayload, type KindSignalName } from './readable-input';
 
-export type Validation<T> = { ok: true; value: T } | { ok: false; error: string };
+/**
+ * A failure may carry `lenient`: the value, when only the complete checks (issue 26, release 0.6) refuse it and the
+ * checks of release 0.5 took it. The workflow takes it while it replays history recorded before those checks, where it
+ * was taken (`workflows/inbox.ts`); everyone else treats it as refused.
+ */
+export type Validation<T> = { ok: true; value: T } | { ok: false; error: string; lenient?: T };
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * A plain JSON object: its prototype is a root prototype (Object.prototype of any realm, or none). What a payload
+ * decodes to; not a class instance, a Map or a Date, whose own behaviour the runtime would carry into a thread.
+ */
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (!isObject(v)) return false;
+  const proto: unknown = Object.getPrototypeOf(v);
+  return proto === null || Object.getPrototypeOf(proto) === null;
 }
 
 /**
@@ -45,7 +60,8 @@ function validateResultContent(v: unknown): string | undefined {
   return undefined;
 }
 
-function validateSynthetic(v: unknown): string | undefined {
+/** The checks of release 0.5: the kind of each synthetic input and the fields its handling needs first. */
+function validateSyntheticKind(v: unknown): string | undefined {
   if (v === undefined) return undefined;
   if (!isObject(v)) return 'synthetic must be an object';
   switch (v.type) {
@@ -70,8 +86,8 @@ function validateSynthetic(v: unknown): string | undefined {
   }
 }
 
-/** Checks that a value is a well-formed {@link InputMessage}. */
-export function validateInputMessage(v: unknown): Validation<InputMessage> {
+/** The checks of release 0.5, unchanged: what history recorded before the complete checks was taken by. */
+function validateReleased(v: unknown): Validation<InputMessage> {
   const fail = (error: string): Validation<InputMessage> => ({ ok: false, error });
   if (!isObject(v)) return fail('input must be an object');
   if (!isNonEmptyString(v.id)) return fail('input.id must be a non-empty string');
@@ -89,7 +105,7 @@ export function validateInputMessage(v: unknown): Validation<InputMessage> {
   } else {
     return fail(`input.content.type must be 'text' or 'tool_result', got ${shown(c.type)}`);
   }
-  const synErr = validateSynthetic(v.synthetic);
+  const synErr = validateSyntheticKind(v.synthetic);
   if (synErr) return fail(`input.${synErr}`);
   if (v.metadata !== undefined && !isObject(v.metadata)) return fail('input.metadata must be an object');
   if (v.subscription !== undefined && typeof v.subscription !== 'boolean') {
@@ -101,6 +117,165 @@ export function validateInputMessage(v: unknown): Validation<InputMessage> {
   return { ok: true, value: v as unknown as InputMessage };
 }
 
+/** Most choices one `user_choice` prompt offers (RAP sets no bound; every status and the UI's details list them). */
+export const MAX_PROMPT_CHOICES = 100;
+
+/** An absolute http(s) URL, by its scheme: what a prompt links to (RAP checks the same at the gateway). */
+const HTTP_URL = /^https?:\/\/[^\s]/i;
+
+/**
+ * The first key of `o` that `allowed` does not name, or undefined. A key whose value is undefined counts as absent (JSON
+ * never carries it). Every shape checked with it is the runtime's own: an unknown key is a mistake or an attack, and
+ * refusing it keeps keys such as `__proto__`, `constructor` or `toString` out of everything the thread keeps.
+ */
+function unknownKey(o: Record<string, unknown>, allowed: readonly string[]): string | undefined {
+  for (const k of Object.keys(o)) if (o[k] !== undefined && !allowed.includes(k)) return k;
+  return undefined;
+}
+
+const closed = (o: Record<string, unknown>, allowed: readonly string[], where: string): string | undefined => {
+  const k = unknownKey(o, allowed);
+  return k === undefined ? undefined : `${where} has an unknown field ${shown(k)}`;
+};
+
+/** Why `v` is not a complete {@link PendingPrompt}, or undefined. */
+function promptError(p: Record<string, unknown>): string | undefined {
+  const at = 'synthetic.prompt';
+  if (p.kind === 'oauth') {
+    if (typeof p.authUrl !== 'string' || !HTTP_URL.test(p.authUrl)) return `${at}.authUrl must be an http(s) URL`;
+    return closed(p, ['kind', 'authUrl'], at);
+  }
+  // user_choice (the released checks allow no other kind)
+  if (!isNonEmptyString(p.id)) return `${at}.id must be a non-empty string`;
+  if (typeof p.prompt !== 'string') return `${at}.prompt must be a string`;
+  const choices = p.choices;
+  if (!Array.isArray(choices) || choices.length === 0 || choices.length > MAX_PROMPT_CHOICES)
+    return `${at}.choices must be an array of 1..${MAX_PROMPT_CHOICES} strings`;
+  for (let i = 0; i < choices.length; i++)
+    if (typeof choices[i] !== 'string') return `${at}.choices[${i}] must be a string`;
+  const d = p.default;
+  if (typeof d !== 'number' || !Number.isInteger(d) || d < 0 || d >= choices.length)
+    return `${at}.default must be the index of a choice (0..${choices.length - 1})`;
+  if (typeof p.responseUrl !== 'string' || !HTTP_URL.test(p.responseUrl))
+    return `${at}.responseUrl must be an http(s) URL`;
+  return closed(p, ['kind', 'id', 'prompt', 'choices', 'default', 'responseUrl'], at);
+}
+
+/** What the complete checks add for a synthetic input the released checks took: every field, and no other. */
+function syntheticError(s: Record<string, unknown>, contentType: unknown): string | undefined {
+  const at = 'synthetic';
+  // An event, a report or a parent's message is the result of an injected call: tool_result content only.
+  if (
+    (s.type === 'subscription_event' || s.type === 'thread_report' || s.type === 'parent_message') &&
+    contentType !== 'tool_result'
+  )
+    return `${at} ${s.type} needs tool_result content`;
+  switch (s.type) {
+    case 'subscription_event':
+      if (s.associative !== undefined && typeof s.associative !== 'boolean')
+        return `${at}.associative must be a boolean`;
+      if (s.final !== undefined && typeof s.final !== 'boolean') return `${at}.final must be a boolean`;
+      return closed(s, ['type', 'toolCallId', 'associative', 'final'], at);
+    case 'thread_report':
+      return closed(s, ['type', 'toolCallId', 'childThreadId'], at);
+    case 'parent_message':
+      return closed(s, ['type', 'toolCallId'], at);
+    case 'compaction':
+    case 'compaction_complete':
+      return closed(s, ['type'], at);
+    default:
+      // prompt (the released checks allow no other type)
+      return promptError(s.prompt as Record<string, unknown>) ?? closed(s, ['type', 'toolCallId', 'prompt'], at);
+  }
+}
+
+/** Why `v` is not one of the documented {@link DisplaySegment} shapes, or undefined. */
+export function displaySegmentError(v: unknown): string | undefined {
+  if (!isObject(v)) return 'must be an object';
+  const c = v.content;
+  if (v.type === 'text') {
+    if (typeof c !== 'string') return 'content must be a string';
+  } else if (v.type === 'diff') {
+    if (!isObject(c) || typeof c.path !== 'string' || typeof c.patch !== 'string')
+      return 'content must be {path, patch} strings';
+    const k = unknownKey(c, ['path', 'patch']);
+    if (k !== undefined) return `content has an unknown field ${shown(k)}`;
+  } else if (v.type === 'image') {
+    if (!isObject(c) || typeof c.data !== 'string' || typeof c.mediaType !== 'string')
+      return 'content must be {data, mediaType} strings';
+    const k = unknownKey(c, ['data', 'mediaType']);
+    if (k !== undefined) return `content has an unknown field ${shown(k)}`;
+  } else {
+    return `type must be 'text', 'diff' or 'image', got ${shown(v.type)}`;
+  }
+  const k = unknownKey(v, ['type', 'content']);
+  return k === undefined ? undefined : `has an unknown field ${shown(k)}`;
+}
+
+/** A staged reference (its fields' types are checked by `stagedInputError`) carries no other field. */
+const stagedRefKeys = (ref: unknown, at: string): string | undefined =>
+  isObject(ref) ? closed(ref, ['id', 'sha256', 'bytes'], at) : undefined;
+
+/** The fields of an {@link InputMessage}; a new one must be added here, or every input that carries it is refused. */
+const INPUT_FIELDS = ['id', 'threadId', 'content', 'synthetic', 'metadata', 'subscription', 'displayAs'] as const;
+
+/**
+ * What the complete checks add to the released ones, for an input those took: every field of every kind has its
+ * documented type, and no shape of the runtime's own carries a field it does not know. Shallow, or bounded by arrays a
+ * payload bounds: safe on any input, before the shape limits are checked.
+ */
+function completeError(m: InputMessage): string | undefined {
+  const c = m.content as unknown as Record<string, unknown>;
+  if (c.type === 'text') {
+    const k = closed(c, ['type', 'text', 'staged'], 'content');
+    if (k) return k;
+  } else {
+    if (typeof c.toolCallId !== 'string') return 'content.toolCallId must be a string';
+    const k = closed(c, ['type', 'toolCallId', 'content'], 'content');
+    if (k) return k;
+    const blocks = c.content as Record<string, unknown>[];
+    for (let i = 0; i < blocks.length; i++) {
+      const b = blocks[i]!;
+      const at = `content.content[${i}]`;
+      const e =
+        b.type === 'text'
+          ? (closed(b, ['type', 'text', 'staged'], at) ?? stagedRefKeys(b.staged, `${at}.staged`))
+          : closed(b, ['type', 'data', 'mediaType'], at);
+      if (e) return e;
+    }
+  }
+  if (c.type === 'text') {
+    const e = stagedRefKeys(c.staged, 'content.staged');
+    if (e) return e;
+  }
+  if (m.synthetic !== undefined) {
+    const e = syntheticError(m.synthetic as unknown as Record<string, unknown>, c.type);
+    if (e) return e;
+  }
+  if (m.metadata !== undefined && !isPlainObject(m.metadata)) return 'metadata must be a plain JSON object';
+  const display = (m.displayAs ?? []) as unknown[];
+  for (let i = 0; i < display.length; i++) {
+    const e = displaySegmentError(display[i]);
+    if (e) return `displayAs[${i}] ${e}`;
+  }
+  return undefined;
+}
+
+/**
+ * Checks that a value is a well-formed {@link InputMessage}, completely: every field of every kind (synthetic inputs,
+ * prompts, display segments included), no unknown fields in the runtime's own shapes. Nothing a thread derives from an
+ * input that passes can fail on its shape (issue 26).
+ */
+export function validateInputMessage(v: unknown): Validation<InputMessage> {
+  const released = validateReleased(v);
+  if (!released.ok) return released;
+  const m = released.value as InputMessage & Record<string, unknown>;
+  const unknown = unknownKey(m, INPUT_FIELDS);
+  const inner = unknown === undefined ? completeError(m) : undefined;
+  const error = unknown !== undefined ? `input has an unknown field ${shown(unknown)}` : inner && `input.${inner}`;
+  return error === undefined ? released : { ok: false, error, lenient: released.value };
+}
+
 /**
  * What a signal named by its kind (`user_text`, `tool_result`, `event`, `report`, `control`; decision 62) carries: an
  * {@link InputMessage}, or the readable form of its kind (`{text, threadId, id}` for a user text, `{tool?, text,
@@ -110,7 +285,14 @@ export function validateInputMessage(v: unknown): Validation<InputMessage> {
 export function validateKindSignal(name: KindSignalName, raw: unknown): Validation<InputMessage> {
   const message = inputOfPayload(name, raw);
   const limit = inputLimitViolation(message);
-  return limit ? { ok: false, error: limit } : validateInputMessage(message);
+  if (limit) return { ok: false, error: limit };
+  const v = validateInputMessage(message);
+  // The workflow bundle compiles the object rest that reads a readable payload into assignments, and assigning a
+  // `__proto__` key sets the prototype instead: the key would vanish there (and stay in a client's own check). Refused
+  // here, on the payload as sent, so both read it alike.
+  if (v.ok && isObject(raw) && Object.prototype.hasOwnProperty.call(raw, '__proto__'))
+    return { ok: false, error: 'input has an unknown field "__proto__"', lenient: v.value };
+  return v;
 }
 
 export function isUserText(m: InputMessage): boolean {

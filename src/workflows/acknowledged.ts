@@ -22,13 +22,20 @@ export function installDeliverUpdate(
   threadId: string,
   st: ThreadState,
   enqueue: (m: InputMessage) => void,
-  count: (reason: DropReason, m: InputMessage) => void,
+  count: (reason: DropReason, m: InputMessage | { id?: unknown }) => void,
 ): Acknowledgements {
   const awaited = new Map<string, DeliveryAck | undefined>();
   setHandler(
     deliverUpdate,
     async (raw: unknown): Promise<DeliveryAck> => {
-      const m = raw as InputMessage;
+      // The validator below refused anything else when the update arrived; it does not run on replay, where an update
+      // the checks of release 0.5 took comes back (`lenient`). Anything past both is answered, never thrown.
+      const v = validateInputMessage(raw);
+      const m = v.ok ? v.value : v.lenient;
+      if (m === undefined) {
+        count('malformed', asIdOnly(raw));
+        return { accepted: false, reason: 'malformed' };
+      }
       // A resend after the first attempt's run continued-as-new: the input is already queued (or done).
       if (st.prep.processedInputIds.has(m.id)) {
         count('duplicate', m);
@@ -78,4 +85,9 @@ export function installDeliverUpdate(
       }
     },
   };
+}
+
+/** The id of a raw payload, read without walking it. */
+function asIdOnly(raw: unknown): { id?: unknown } {
+  return typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? { id: (raw as { id?: unknown }).id } : {};
 }

@@ -4,24 +4,48 @@
  * `LAST_REPLY_MAX_CHARS`), the inputs it dropped lately and why, and where the whole history is. Current details cost
  * no history event: the SDK answers them from memory (`__temporal_workflow_metadata`). Pure.
  */
-import type { AgentStatus } from '../core/types';
+import type { AgentStatus, PendingPrompt } from '../core/types';
 import type { ThreadState } from './state';
 
 /** Drops shown in the details (the `drops` query has more). */
 const DROPS_SHOWN = 3;
+
+/** Characters of one prompt field shown in the details. */
+const FIELD_SHOWN = 300;
+
+/**
+ * A prompt's field as text, whatever it holds: the input checks see that it is a string, but the details are rendered
+ * in every workflow task, so a value that slipped past them (state carried from a release without the checks) must
+ * not fail one. Never calls a method of the value: an object's own `toString` key would throw.
+ */
+function field(v: unknown): string {
+  const s =
+    typeof v === 'string'
+      ? v
+      : typeof v === 'object' && v !== null
+        ? `(${Array.isArray(v) ? 'an array' : 'an object'})`
+        : String(v);
+  return s.length > FIELD_SHOWN ? `${s.slice(0, FIELD_SHOWN - 1)}…` : s;
+}
+
+/** What a pending prompt asks, and how to answer it. */
+function promptLine(threadId: string, p: PendingPrompt): string {
+  if (p.kind === 'oauth') return `needs authorization: ${field(p.authUrl)}`;
+  const choices: unknown[] = Array.isArray(p.choices) ? p.choices : [];
+  const id = field(p.id);
+  return (
+    `asks the user: ${field(p.prompt)} [${choices.map(field).join(' / ')}] — choice \`${id}\`: answer with ` +
+    `\`infinity-temporal answer ${threadId} ${id} <index>\` (${choices.map((c, i) => `${i} = ${field(c)}`).join(', ')}; ` +
+    `without an index: ${field(p.default)}, the default)`
+  );
+}
 
 export function currentDetails(threadId: string, st: ThreadState, status: AgentStatus): string {
   const pending = st.prep.pendingCall;
   return [
     `**${status}** · ${st.length} items · ${st.slices} slices`,
     pending ? `waiting for \`${pending.name}\` (call ${pending.id})` : '',
-    ...st.prompts.map((p) =>
-      p.kind === 'oauth'
-        ? `needs authorization: ${p.authUrl}`
-        : `asks the user: ${p.prompt} [${p.choices.join(' / ')}] — choice \`${p.id}\`: answer with ` +
-          `\`infinity-temporal answer ${threadId} ${p.id} <index>\` (${p.choices.map((c, i) => `${i} = ${c}`).join(', ')}; ` +
-          `without an index: ${p.default}, the default)`,
-    ),
+    ...st.prompts.map((p) => promptLine(threadId, p)),
     st.lastCalls && st.lastCalls.length > 0
       ? `slice ${st.slices} called ${st.lastCalls.map((c) => `\`${c}\``).join(', ')}`
       : '',

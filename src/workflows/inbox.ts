@@ -8,9 +8,9 @@ import { metricMeter, setHandler } from '@temporalio/workflow';
 import { METRICS } from '../core/metric-names';
 import { KIND_SIGNAL_NAMES } from '../core/readable-input';
 import type { DropReason, DroppedInputs, HistoryItem, InputMessage } from '../core/types';
-import { inputLimitViolation, validateInputMessage, validateKindSignal } from '../core/validate';
+import { inputLimitViolation, validateInputMessage, validateKindSignal, type Validation } from '../core/validate';
 import { dropsQuery, HANDLER_DOCS, inputSignal, kindSignals, transcriptQuery } from './definitions';
-import { v02 } from './patches';
+import { v02, v06 } from './patches';
 import type { ThreadState } from './state';
 import { inputLine, itemLine } from './ui-text';
 
@@ -49,12 +49,20 @@ export function installInbox(
     dropped();
   };
 
+  /**
+   * Whether this run takes an input that passed every check but the complete ones of 0.6 (issue 26): asked last, only
+   * for such an input, so the checks before it ask their patches as they always did. History recorded before those
+   * checks, where 0.5 took the input, replays taking it; a live run drops it.
+   */
+  const refusedByCompleteChecks = (v: Validation<InputMessage>): v is { ok: false; error: string } => !v.ok && v06();
+
   setHandler(
     inputSignal,
     (raw: unknown) => {
       const v = validateInputMessage(raw);
-      if (!v.ok || v.value.threadId !== threadId) {
-        drop('malformed', asIdOnly(raw), `input signal: ${!v.ok ? v.error : `names thread '${v.value.threadId}'`}`);
+      const m = v.ok ? v.value : v.lenient;
+      if (m === undefined || m.threadId !== threadId) {
+        drop('malformed', asIdOnly(raw), `input signal: ${m === undefined ? errorOf(v) : namesThread(m)}`);
         return;
       }
       // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
@@ -65,7 +73,11 @@ export function installInbox(
         drop('malformed', asIdOnly(raw), `input signal: ${limit}`);
         return;
       }
-      enqueue(v.value);
+      if (refusedByCompleteChecks(v)) {
+        drop('malformed', asIdOnly(raw), `input signal: ${v.error}`);
+        return;
+      }
+      enqueue(m);
     },
     { description: HANDLER_DOCS.input },
   );
@@ -74,11 +86,16 @@ export function installInbox(
       kindSignals[name],
       (raw: unknown) => {
         const v = validateKindSignal(name, raw);
-        if (!v.ok || v.value.threadId !== threadId) {
-          drop('malformed', asIdOnly(raw), `${name} signal: ${!v.ok ? v.error : `names thread '${v.value.threadId}'`}`);
+        const m = v.ok ? v.value : v.lenient;
+        if (m === undefined || m.threadId !== threadId) {
+          drop('malformed', asIdOnly(raw), `${name} signal: ${m === undefined ? errorOf(v) : namesThread(m)}`);
           return;
         }
-        enqueue(v.value);
+        if (refusedByCompleteChecks(v)) {
+          drop('malformed', asIdOnly(raw), `${name} signal: ${v.error}`);
+          return;
+        }
+        enqueue(m);
       },
       { description: HANDLER_DOCS[name] },
     );
@@ -96,6 +113,9 @@ export function installInbox(
     },
   };
 }
+
+const errorOf = (v: Validation<InputMessage>): string => (v.ok ? '' : v.error);
+const namesThread = (m: InputMessage): string => `names thread '${m.threadId}'`;
 
 /** The id of a raw payload, read without walking it (it may be anything, nested arbitrarily deep). */
 function asIdOnly(raw: unknown): { id?: unknown } | undefined {

@@ -66,3 +66,14 @@ export const v05 = (): boolean => patched(V05);
 export const V06 = 'infinity-v0.6';
 
 export const v06 = (): boolean => patched(V06);
+
+/**
+ * Release 0.6, asked only on the path it changes, as 0.4's and 0.5's (decision 58): an input that the complete input
+ * checks refuse but release 0.5's took (a prompt whose `choices` is not an array, a display segment of another shape,
+ * an unknown field; issue 26) is dropped as malformed. Asked only for such an input, never for a well-formed one, so a
+ * thread that receives none records no marker; history recorded before, where 0.5 took such an input, replays as it
+ * ran.
+ */
+export const V06 = 'infinity-v0.6';
+
+export const v06 = (): boolean => patched(V06);

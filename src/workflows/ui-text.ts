@@ -21,11 +21,34 @@ export interface SummaryContext {
  * {@link shortLine} of only the start of `s`: a result or a user text may be megabytes, and these run in the workflow
  * on every slice (whitespace collapses within the start only; past it, the ellipsis says there is more).
  */
-const short = (s: string, n: number) => shortLine(s.length > 4 * n ? `${s.slice(0, 4 * n)}…` : s, n);
-const quoted = (s: string, n: number) => `"${short(s, n)}"`;
-const firstText = (content: readonly ToolResultContent[]) => content.find((c) => c.type === 'text')?.text ?? '';
+const short = (v: unknown, n: number) => {
+  const s = asText(v);
+  return shortLine(s.length > 4 * n ? `${s.slice(0, 4 * n)}…` : s, n);
+};
+const quoted = (s: unknown, n: number) => `"${short(s, n)}"`;
+
+/**
+ * Any value as text: a string as is, anything else by its kind. The input checks see that these are strings, but these
+ * lines are made in workflow tasks, where a throw fails the task again on every retry: a value that slipped past the
+ * checks must not. Never a method of the value (an object's own `toString` key would throw in a template).
+ */
+export function asText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'object' && v !== null) return Array.isArray(v) ? '(an array)' : '(an object)';
+  return String(v);
+}
+
+/** The first text block's text, or ''. */
+const firstText = (content: readonly ToolResultContent[]): string => {
+  if (!Array.isArray(content)) return '';
+  const block: unknown = content.find(
+    (c: unknown) => typeof c === 'object' && c !== null && (c as { type?: unknown }).type === 'text',
+  );
+  const text = (block as { text?: unknown } | undefined)?.text;
+  return text === undefined ? '' : asText(text);
+};
 /** The first line of a text, shortened: a child's static summary, the reply in a summary. */
-export const firstLine = (text: string, n = 80): string => short(text.trim().split('\n')[0] ?? '', n);
+export const firstLine = (text: string, n = 80): string => short(asText(text).trim().split('\n')[0] ?? '', n);
 
 /**
  * `slice 3: user "is 42 green?"`, `slice 4: get_build_status {"build_id":"42"} → "green"` (the call the previous slice
@@ -37,19 +60,19 @@ export function sliceSummary(n: number, append: readonly StoredItem[], ctx: Summ
   const parts = append.map(({ item }) => {
     switch (item.kind) {
       case 'user':
-        return `user ${quoted(titleOf(item.text.slice(0, 400)), 60)}`;
+        return `user ${quoted(titleOf(asText(item.text).slice(0, 400)), 60)}`;
       case 'tool_result': {
-        const call = ctx.callLine(item.id) ?? `result of ${ctx.toolName(item.id) ?? item.id}`;
+        const call = ctx.callLine(item.id) ?? `result of ${ctx.toolName(item.id) ?? asText(item.id)}`;
         return `${short(call, 90)} → ${quoted(firstText(item.content), 50)}`;
       }
       case 'subscription_event': {
         const text = quoted(firstText(item.result.content), 50);
         return item.childThreadId
-          ? `report from ${item.childThreadId.slice(0, 8)}… ${text}`
-          : `event of ${ctx.toolName(item.toolCallId) ?? item.toolCallId} ${text}`;
+          ? `report from ${asText(item.childThreadId).slice(0, 8)}… ${text}`
+          : `event of ${ctx.toolName(item.toolCallId) ?? asText(item.toolCallId)} ${text}`;
       }
       case 'tool_call':
-        return `call ${item.name}`;
+        return `call ${asText(item.name)}`;
       default:
         return item.kind;
     }
@@ -66,18 +89,18 @@ export function sliceSummary(n: number, append: readonly StoredItem[], ctx: Summ
 export function itemLine(item: HistoryItem, toolName: (callId: string) => string | undefined): string {
   switch (item.kind) {
     case 'user':
-      return short(`user: ${item.text}`, 300);
+      return short(`user: ${asText(item.text)}`, 300);
     case 'tool_result':
-      return short(`result of ${toolName(item.id) ?? item.id}: ${firstText(item.content)}`, 300);
+      return short(`result of ${toolName(item.id) ?? asText(item.id)}: ${firstText(item.content)}`, 300);
     case 'subscription_event':
       return short(
-        `${item.childThreadId ? `report from ${item.childThreadId}` : `event of ${toolName(item.toolCallId) ?? item.toolCallId}`}: ${firstText(item.result.content)}`,
+        `${item.childThreadId ? `report from ${asText(item.childThreadId)}` : `event of ${toolName(item.toolCallId) ?? asText(item.toolCallId)}`}: ${firstText(item.result.content)}`,
         300,
       );
     case 'tool_call':
-      return short(`call ${item.name}`, 300);
+      return short(`call ${asText(item.name)}`, 300);
     default:
-      return short(`${item.kind}: ${item.text}`, 300);
+      return short(`${item.kind}: ${asText(item.text)}`, 300);
   }
 }
 
@@ -85,10 +108,11 @@ export function itemLine(item: HistoryItem, toolName: (callId: string) => string
 export function inputLine(m: InputMessage, toolName: (callId: string) => string | undefined): string {
   const c = m.content;
   const syn = m.synthetic;
-  if (syn?.type === 'thread_report') return `report from ${syn.childThreadId}`;
+  if (syn?.type === 'thread_report') return `report from ${asText(syn.childThreadId)}`;
   if (syn?.type === 'parent_message') return 'message from the parent thread';
-  if (syn?.type === 'subscription_event') return `event of ${toolName(syn.toolCallId) ?? `call ${syn.toolCallId}`}`;
-  if (syn !== undefined) return syn.type;
+  if (syn?.type === 'subscription_event')
+    return `event of ${toolName(syn.toolCallId) ?? `call ${asText(syn.toolCallId)}`}`;
+  if (syn !== undefined) return asText(syn.type);
   if (c.type === 'text') return `user ${quoted(c.text, 60)}`;
-  return `result of ${toolName(c.toolCallId) ?? 'a call'} (call ${c.toolCallId})`;
+  return `result of ${toolName(c.toolCallId) ?? 'a call'} (call ${asText(c.toolCallId)})`;
 }
