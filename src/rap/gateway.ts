@@ -21,7 +21,7 @@ import { guardListener, isLoopbackHost, type ListenerLimits, listenerServerOptio
 import { PayloadTooLargeError, ThreadNotFoundError } from '../inbox/errors';
 import type { DeliveryResult } from '../inbox/deliver';
 import type { DisplaySegment, InputMessage, PendingPrompt, ThreadEvent, ToolResultContent } from '../core/types';
-import { inputLimitViolation } from '../core/validate';
+import { displaySegmentError, inputLimitViolation } from '../core/validate';
 import { callbackGuard, type CallbackStateCheck } from './callback-guard';
 import {
   answeredTooLarge,
@@ -126,9 +126,10 @@ function toInput(cb: RapCallback): InputMessage | undefined {
         content: { type: 'tool_result', toolCallId: cb.id, content: resultContent(cb) },
       };
       if (cb.subscription) msg.subscription = true;
-      // Unknown segment types are skipped (runtimes are lenient); the raw text stays the last fallback.
-      const segments = (cb.display_as ?? []).filter((s) =>
-        KNOWN_SEGMENTS.has((s as { type?: string }).type ?? ''),
+      // Segments of an unknown type, or of a known type in another shape, are skipped (runtimes are lenient): a bad
+      // segment must not cost the call its result. The raw text stays the last fallback.
+      const segments = (cb.display_as ?? []).filter(
+        (s) => KNOWN_SEGMENTS.has((s as { type?: string }).type ?? '') && displaySegmentError(s) === undefined,
       ) as DisplaySegment[];
       // The raw text is not appended as a fallback segment, and an image already in `content` is not kept twice: each
       // copy would double what the thread stores and carries. A UI renders the result's own content as the fallback.

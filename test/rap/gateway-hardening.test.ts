@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { InputMessage, ThreadEvent } from '../../src/core/types';
-import type { DeliveryResult } from '../../src/inbox/deliver';
+import { checkInput, type DeliveryResult } from '../../src/inbox/deliver';
 import { DEFAULT_MAX_STAGED_INPUT_BYTES } from '../../src/inbox/staging';
 import { type RapGateway, type RapGatewayOptions, startRapGateway } from '../../src/rap/gateway';
 import { CallbackTokens, newCallbackKey } from '../../src/rap/tokens';
@@ -302,5 +302,38 @@ describe('the body limit', () => {
       JSON.stringify({ type: 'tool_result', group_id: 't', id: 'c', text: '' }).padEnd(4097, ' '),
     );
     expect(over.status).toBe(413);
+  });
+});
+
+describe('display segments', () => {
+  it('skips a segment of a known type in another shape and keeps the result (a real client refused the whole input)', async () => {
+    const { gateway, port, delivered } = await start({
+      // As the worker's own client does: an input that fails its checks is refused before it is signalled.
+      deliver: async (m): Promise<DeliveryResult> => (delivered.push(checkInput(m)), { delivered: true }),
+    });
+    const url = gateway.callbackUrl('t', 'c');
+    const res = await send(
+      port,
+      new URL(url).pathname,
+      JSON.stringify({
+        type: 'tool_result',
+        group_id: 't',
+        id: 'c',
+        text: 'build 7: green',
+        display_as: [
+          { type: 'diff', content: 'not an object' },
+          { type: 'text', content: 'shown' },
+          { type: 'image', content: { data: 42 } },
+        ],
+      }),
+    );
+    expect(res.status).toBe(200);
+    expect(delivered).toHaveLength(1);
+    expect(delivered[0]!.content).toEqual({
+      type: 'tool_result',
+      toolCallId: 'c',
+      content: [{ type: 'text', text: 'build 7: green' }],
+    });
+    expect(delivered[0]!.displayAs).toEqual([{ type: 'text', content: 'shown' }]);
   });
 });
