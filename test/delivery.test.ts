@@ -4,6 +4,8 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resultInput } from '../src/core/inputs';
+import type { InputMessage } from '../src/core/types';
+import { deliverUpdate } from '../src/workflows/definitions';
 import { startDevServer } from '../src/devserver/server';
 import { TemporalUnavailableError, ThreadTimeoutError } from '../src/inbox/errors';
 import { ScriptedModel } from '../src/model/scripted';
@@ -63,6 +65,48 @@ it('says accepted, dropped with the reason, or duplicate', async () => {
   const done = await thread.waitForIdle({ settled: true });
   expect(done.dropped).toEqual({ wrong_call: 1, unknown_subscription: 1, duplicate: 1 });
   await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/delivery/acknowledged.txt');
+});
+
+it('answers a control input it drops as dropped, with the reason (not accepted)', async () => {
+  const thread = await sys.client.startThread({ threadId: uid('ack-control') });
+  await thread.sendUserText('call wait');
+  await eventually(() => calls.find((c) => c.threadId === thread.threadId), 30_000, 'the call');
+  await thread.waitForIdle();
+  // A choice for a call that is not the pending one: the thread drops it as wrong_call.
+  const prompt: InputMessage = {
+    id: uid('prompt'),
+    threadId: thread.threadId,
+    content: { type: 'tool_result', toolCallId: 'not-pending', content: [] },
+    synthetic: {
+      type: 'prompt',
+      toolCallId: 'not-pending',
+      prompt: { kind: 'oauth', authUrl: 'https://auth.example.com/start' },
+    },
+  };
+  expect(await thread.deliver(prompt, { acknowledge: true })).toEqual({ delivered: false, reason: 'wrong_call' });
+  expect((await thread.status()).dropped).toEqual({ wrong_call: 1 });
+});
+
+it("does not count the client's own resend as a dropped duplicate; another copy of the id it does", async () => {
+  const thread = await sys.client.startThread({ threadId: uid('ack-resend') });
+  await thread.sendUserText('call wait');
+  const call = await eventually(() => calls.find((c) => c.threadId === thread.threadId), 30_000, 'the call');
+  await thread.waitForIdle();
+  const right = resultInput(thread.threadId, call.toolCallId, 'the answer');
+  expect(await thread.deliver(right, { acknowledge: true })).toEqual({ delivered: true, acknowledged: true });
+  await thread.waitForIdle({ settled: true });
+  // What a client sends after its first attempt's run continued-as-new: the same input, marked as a resend.
+  const handle = sys.temporal.workflow.getHandle(thread.threadId);
+  expect(await handle.executeUpdate(deliverUpdate, { args: [right, { resend: true }] })).toEqual({
+    accepted: false,
+    reason: 'duplicate',
+  });
+  expect((await thread.status()).dropped).toEqual({});
+  expect(await handle.executeUpdate(deliverUpdate, { args: [right] })).toEqual({
+    accepted: false,
+    reason: 'duplicate',
+  });
+  expect((await thread.status()).dropped).toEqual({ duplicate: 1 });
 });
 
 it('accepts a result that arrives before the thread has recorded its call', async () => {

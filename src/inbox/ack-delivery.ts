@@ -39,7 +39,7 @@ export async function deliverAcknowledged(
     for (let attempt = 0; ; attempt++) {
       let ack: DeliveryAck;
       try {
-        ack = await handle.executeUpdate(deliverUpdate, { args: [msg] });
+        ack = await handle.executeUpdate(deliverUpdate, { args: attempt > 0 ? [msg, { resend: true }] : [msg] });
       } catch (e) {
         if (e instanceof WorkflowNotFoundError) {
           try {

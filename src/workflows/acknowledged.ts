@@ -9,7 +9,7 @@ import { condition, setHandler } from '@temporalio/workflow';
 import type { Dropped } from '../core/prepare';
 import type { DeliveryAck, DropReason, InputMessage } from '../core/types';
 import { inputLimitViolation, validateInputMessage } from '../core/validate';
-import { deliverUpdate, HANDLER_DOCS } from './definitions';
+import { type DeliverOptions, deliverUpdate, HANDLER_DOCS } from './definitions';
 import type { ThreadState } from './state';
 
 export interface Acknowledgements {
@@ -27,7 +27,7 @@ export function installDeliverUpdate(
   const awaited = new Map<string, DeliveryAck | undefined>();
   setHandler(
     deliverUpdate,
-    async (raw: unknown): Promise<DeliveryAck> => {
+    async (raw: unknown, options?: DeliverOptions): Promise<DeliveryAck> => {
       // The validator below refused anything else when the update arrived; it does not run on replay, where an update
       // the checks of release 0.5 took comes back (`lenient`). Anything past both is answered, never thrown.
       const v = validateInputMessage(raw);
@@ -36,9 +36,10 @@ export function installDeliverUpdate(
         count('malformed', asIdOnly(raw));
         return { accepted: false, reason: 'malformed' };
       }
-      // A resend after the first attempt's run continued-as-new: the input is already queued (or done).
+      // A resend after the first attempt's run continued-as-new: the input is already queued (or done). The client's
+      // own resend is no dropped input (0.6 clients say so); another delivery of the same id is.
       if (st.prep.processedInputIds.has(m.id)) {
-        count('duplicate', m);
+        if (!isResend(options)) count('duplicate', m);
         return { accepted: false, reason: 'duplicate' };
       }
       if (!st.inbox.some((q) => q.id === m.id)) enqueue(m);
@@ -53,7 +54,7 @@ export function installDeliverUpdate(
       unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON,
       description: HANDLER_DOCS.deliver,
       // Rejected updates leave no trace in history: a malformed input costs the thread nothing.
-      validator: (raw: unknown) => {
+      validator: (raw: unknown, _options?: DeliverOptions) => {
         const v = validateInputMessage(raw);
         if (!v.ok) throw new Error(v.error);
         if (v.value.threadId !== threadId)
@@ -90,4 +91,9 @@ export function installDeliverUpdate(
 /** The id of a raw payload, read without walking it. */
 function asIdOnly(raw: unknown): { id?: unknown } {
   return typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? { id: (raw as { id?: unknown }).id } : {};
+}
+
+/** The client's `{ resend: true }`, read without trusting its shape. */
+function isResend(options: unknown): boolean {
+  return typeof options === 'object' && options !== null && (options as { resend?: unknown }).resend === true;
 }

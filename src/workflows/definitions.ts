@@ -33,7 +33,17 @@ export const statusQuery = defineQuery<ThreadStatus>('status');
  * back behind a pending call), saying whether it reached history or was dropped and why. Costs two history events where
  * the signal costs one, and needs a worker to answer; the signal stays the path for tools and gateways.
  */
-export const deliverUpdate = defineUpdate<DeliveryAck, [unknown]>('deliver');
+/**
+ * The `deliver` update: an input and, from the client's second attempt on, `{ resend: true }` (release 0.6), so the
+ * thread does not count its own earlier copy as a dropped duplicate.
+ */
+export const deliverUpdate = defineUpdate<DeliveryAck, [unknown, DeliverOptions?]>('deliver');
+
+/** What the client says of an acknowledged delivery besides the input. */
+export interface DeliverOptions {
+  /** A later attempt of a delivery whose first attempt may have reached the thread (its run continued-as-new). */
+  resend?: boolean;
+}
 
 /** What the thread says of one of its tool calls (by id): whether a callback URL for it is still good (RAP gateway). */
 /** The inputs the thread dropped: counts per reason, and the last few with what they were and why. */

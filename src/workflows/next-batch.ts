@@ -6,7 +6,7 @@
  */
 import { upsertMemo, upsertSearchAttributes, uuid4, workflowInfo } from '@temporalio/workflow';
 import { takeBatch } from '../core/batching';
-import { applyDeferral, prepareBatch, splitInterruptBatch, type PrepareOutcome } from '../core/prepare';
+import { applyDeferral, type Dropped, prepareBatch, splitInterruptBatch, type PrepareOutcome } from '../core/prepare';
 import type { SliceInputs, SlicePeek } from '../core/slice-protocol';
 import type { DropReason, InputMessage, StoredItem } from '../core/types';
 import type { Acknowledgements } from './acknowledged';
@@ -102,12 +102,13 @@ export function prepareTaken(
   rest: readonly InputMessage[],
   count: (reason: DropReason, m: InputMessage | { id?: unknown }) => void,
   acks: Acknowledgements,
+  controlDrops: readonly Dropped[] = [],
 ): PrepareOutcome {
   const prep = prepareBatch(st.prep, applyDeferral(st.prep, rest), uuid4);
   dropStalePrompts(st);
   const byId = prep.dropped.length > 0 ? new Map(taken.map((m) => [m.id, m])) : undefined;
   for (const d of prep.dropped) count(d.reason, byId?.get(d.id) ?? { id: d.id });
-  acks.settle(taken, prep.dropped, st.prep.deferred);
+  acks.settle(taken, [...controlDrops, ...prep.dropped], st.prep.deferred);
   return prep;
 }
 

@@ -8,6 +8,7 @@
  */
 import { condition, continueAsNew, allHandlersFinished, workflowInfo } from '@temporalio/workflow';
 import { sliceIdFor } from '../core/ids';
+import type { Dropped } from '../core/prepare';
 import type { SliceInputs } from '../core/slice-protocol';
 import type { StoredItem } from '../core/types';
 import { installDeliverUpdate } from './acknowledged';
@@ -59,8 +60,13 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       const { batch, safePoint, several } = nextBatch(st, loop, local);
       if (several)
         inputs = keepCommittedInputs(st, batch, await slices.peek(threadId, sliceIdFor(threadId, st.slices)));
-      const rest = await handleControlInputs(actx, batch, safePoint, count);
-      const prep = prepareTaken(st, batch, rest, count, acks);
+      // Control inputs dropped here are answered as dropped to an acknowledged delivery, like the prepare rules' drops.
+      const controlDrops: Dropped[] = [];
+      const rest = await handleControlInputs(actx, batch, safePoint, (reason, m) => {
+        count(reason, m);
+        controlDrops.push({ id: m.id, reason });
+      });
+      const prep = prepareTaken(st, batch, rest, count, acks, controlDrops);
       for (const req of prep.eventChildren) await spawnEventChild(actx, req, safePoint);
       if (!prep.ready) {
         publish();
