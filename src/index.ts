@@ -140,8 +140,9 @@ export { EncryptionCodec, ENCRYPTED_ENCODING, type EncryptionKeys } from './code
 export { startCodecServer, loopbackOrigins, type CodecServer, type CodecServerOptions } from './codec/codec-server';
 export { EventLog, type LoggedEvent, type Replay } from './events/event-log';
 export { startEventServer, type EventServer, type EventServerOptions } from './events/event-server';
+export { eventsCapability, generateEventsToken } from './events/events-auth';
 export { remoteThreadEvents, EventStreamError, type LiveEvent, type RemoteEventsOptions } from './events/live-events';
-export { buildStatusDemoTool } from './tools/demo';
+export { buildStatusDemoTool, type BuildStatusDemoOptions } from './tools/demo';
 export { type ToolLifecycle } from './tools/tool';
 export * from './rap/wire';
 export { CallbackTokens, newCallbackKey, type CallbackKeys, type TokenClaims, type TokenCheck } from './rap/tokens';

@@ -20,6 +20,7 @@ import type { ThreadOptions } from './workflows/state';
 import type { TracingOption } from './tracing/config';
 import { tracingFor } from './tracing/install';
 import { tracingClientInterceptors } from './tracing/interceptors';
+import { stopOnSignal } from './stop-on-signal';
 
 /** The worker's options that `startLocalSystem` passes on as they are (their docs: {@link AgentWorkerOptions}). */
 const WORKER_OPTIONS = [
@@ -81,6 +82,14 @@ export interface LocalSystemOptions extends Pick<AgentWorkerOptions, (typeof WOR
    * @default undefined (the standard `OTEL_*` variables decide; off when they say nothing)
    */
   tracing?: TracingOption;
+  /**
+   * The first SIGINT or SIGTERM (one Ctrl-C) shuts the system down — worker, dev server, store — and then ends the
+   * process with that signal, unless the app has its own listener for it (added after this call), which then decides.
+   * `false`: the system installs no listener; the app calls `shutdown()` itself (Temporal's runtime still stops the
+   * worker on those signals).
+   * @default true
+   */
+  stopOnSignal?: boolean;
 }
 
 /** The keys of `options` that are set, and only those. */
@@ -100,6 +109,8 @@ export interface LocalSystem {
   events: LocalEventHub;
   /** Live events over HTTP, with `eventsEndpoint`. */
   eventsUrl?: string;
+  /** The token of `eventsUrl` (given in `eventsEndpoint.token`, or made at start), for clients in other processes. */
+  eventsToken?: string;
   /** The Web UI's codec endpoint, with `codecEndpoint`. */
   codecUrl?: string;
   /** The Prometheus endpoint, with `metrics`. */
@@ -121,9 +132,12 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
   const dataDir = resolve(options.dataDir ?? join('.temporal', 'local'));
   ensurePrivateDir(dataDir); // conversations and the server's database: 0700 (security item 15)
   const cleanups: (() => Promise<void>)[] = [];
-  const cleanup = async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  };
+  // Once, however many callers (the app, a signal): a second run would stop things again, in the wrong order.
+  let stopped: Promise<void> | undefined;
+  const cleanup = () =>
+    (stopped ??= (async () => {
+      for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    })());
   const codec = options.payloadCodec;
   const codecServer =
     codec && options.codecEndpoint
@@ -179,6 +193,10 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       signalNames,
       ...(threadOptions && { threadOptions }),
     });
+    if (options.stopOnSignal !== false) {
+      const removeListeners = stopOnSignal(cleanup);
+      cleanups.push(async () => removeListeners());
+    }
     return {
       devServer,
       client,
@@ -187,6 +205,7 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       ...(storePath && { storePath }),
       events,
       ...(worker.eventsUrl && { eventsUrl: worker.eventsUrl }),
+      ...(worker.eventsToken && { eventsToken: worker.eventsToken }),
       ...(codecServer && { codecUrl: codecServer.url }),
       ...(metricsUrl && { metricsUrl }),
       threadUrl: (id) => devServer.workflowUrl(id),

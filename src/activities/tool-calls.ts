@@ -112,7 +112,13 @@ export function toolCallHandler(
     }
 
     const tool = deps.tools.get(call.name);
-    if (!tool && !builtin) return answer(call.id, messageIds.unknownTool(call.id), text(unknownToolError(call.name)));
+    if (!tool && !builtin) {
+      // Shown live like any call, so a tool the worker lacks is on screen with its error (issue 30 item 5).
+      const error = unknownToolError(call.name);
+      emit({ type: 'tool_call', id: call.id, name: call.name, args });
+      emit({ type: 'tool_result', toolCallId: call.id, text: error });
+      return answer(call.id, messageIds.unknownTool(call.id), text(error));
+    }
     if (jsonError) return invalidArgs(call, args, invalidJsonArgumentsError(call.name, jsonError));
     const schemaError = tool?.validate(args);
     if (schemaError) return invalidArgs(call, args, invalidArgumentsError(call.name, schemaError));

@@ -54,13 +54,18 @@ const KNOWN_ERRORS = [
   ModelConfigError,
 ];
 
+/** Help asked for (and `--version`) ends 0; anything else commander stops at is a usage error: 2. */
+const commanderExitCode = (e: CommanderError): number => (e.exitCode === 0 ? 0 : 2);
+
 export async function main(argv: string[] = process.argv): Promise<number> {
   const program = buildProgram().exitOverride();
   try {
     await program.parseAsync(argv);
     return 0;
   } catch (e) {
-    if (e instanceof CommanderError) return e.exitCode; // commander printed the message or the help already
+    // Commander printed the message or the help already. Its own exit code is 1 for a usage error (an unknown
+    // command or option, a missing argument); ours is 2 for every usage error, as the README's table says.
+    if (e instanceof CommanderError) return commanderExitCode(e);
     const known = KNOWN_ERRORS.some((k) => e instanceof k);
     // Errors from `pg` and from our own messages may quote the store URL or its secrets (a password, a key's path).
     const stores = [program.opts<{ store?: string }>().store, process.env.INFINITY_STORE];

@@ -1,5 +1,5 @@
 /** `dev` (dev server + worker + events, the embedded default) and `worker` (serve any Temporal cluster). */
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import type { Command } from 'commander';
@@ -14,7 +14,6 @@ import { CallbackTokens } from '../rap/tokens';
 import { describeStore, openConversationStore } from '../store/open';
 import { PostgresConversationStore } from '../store/postgres';
 import { buildStatusDemoTool } from '../tools/demo';
-import type { Tool } from '../tools/tool';
 import { startLocalSystem } from '../local-system';
 import { createAgentWorker } from '../worker/create-worker';
 import { DEFAULT_MEMORY_TARGET, type ResourceTargets } from '../worker/resource-targets';
@@ -23,6 +22,8 @@ import { workerLogger } from '../worker/logger';
 import { tracingFor } from '../tracing/install';
 import { tracingClientInterceptors } from '../tracing/interceptors';
 import { deploymentOf, type DeploymentFlags, deploymentOptions } from './deployment';
+import { eventsEndpointOf, eventsTokenNote } from './events-endpoint';
+import { loadTools, toolNames } from './load-tools';
 import { colour } from './format';
 import type { Out } from './thread-commands';
 import {
@@ -53,28 +54,8 @@ interface ServeOptions {
   memoryTarget?: string;
 }
 
-/** A module exporting `tools` (or a default export) as an array of tools made with `defineTool`. */
-function loadTools(path: string | undefined): Tool[] | undefined {
-  if (path === undefined) return undefined;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const mod = require(resolve(path)) as { tools?: unknown; default?: unknown };
-  const tools = mod.tools ?? mod.default;
-  if (!Array.isArray(tools))
-    throw new CliError(`${path} must export \`tools\`: an array of tools made with defineTool`);
-  return tools as Tool[];
-}
-
 const until = (signals: NodeJS.Signals[]) =>
   new Promise<void>((r) => signals.forEach((s) => process.once(s, () => r())));
-
-function eventsEndpoint(opts: ServeOptions) {
-  if (opts.events === false) return undefined;
-  return {
-    port: Number(opts.eventsPort ?? 0),
-    ...(opts.eventsHost && { host: opts.eventsHost }),
-    ...(process.env.INFINITY_EVENTS_TOKEN && { token: process.env.INFINITY_EVENTS_TOKEN }),
-  };
-}
 
 const modelOf = (opts: ServeOptions) => (opts.model ? modelFromSpec(opts.model) : modelFromEnv());
 
@@ -259,7 +240,11 @@ export function registerServeCommands(program: Command, out: (line: string) => v
     .description('run a Temporal dev server, a worker and the live events endpoint here; prints the UI link')
     .option('--port <port>', "the dev server's gRPC port, stable across restarts (default: a free port)")
     .option('--ui-port <port>', "the Temporal UI's port (default: a free port)")
-    .action(async (opts: ServeOptions & { port?: string; uiPort?: string }, cmd: Command) => {
+    .option(
+      '--answer-by-hand',
+      'the demo get_build_status tool leaves its calls pending, for `deliver` or a `tool_result` signal',
+    )
+    .action(async (opts: ServeOptions & { port?: string; uiPort?: string; answerByHand?: boolean }, cmd: Command) => {
       const port = portOf('--port', opts.port);
       const uiPort = portOf('--ui-port', opts.uiPort);
       const targets = resourceTargetsOf(opts);
@@ -274,15 +259,25 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         out,
         async (t, c) => ref.check?.(t, c),
       );
+      const own = loadTools(opts.tools);
+      // The demo tool answers by itself 2 s later, unless the user wants to answer its calls (issue 30 item 4).
+      const tools = [
+        ...(own ?? [buildStatusDemoTool(2000, { answers: !opts.answerByHand })]),
+        ...(remote?.tools ?? []),
+      ];
+      // Live events always need a token: INFINITY_EVENTS_TOKEN, or the one kept in the data directory.
+      const events = eventsEndpointOf(opts, dataDirOf(flags));
       const system = await startLocalSystem({
         model,
-        tools: [...(loadTools(opts.tools) ?? [buildStatusDemoTool()]), ...(remote?.tools ?? [])],
+        tools,
+        // This command handles the signals itself (below), in its own order: state file, system, remote tools.
+        stopOnSignal: false,
         dataDir: dataDirOf(flags),
         ...((port !== undefined || uiPort !== undefined) && {
           devServer: { ...(port !== undefined && { port }), ...(uiPort !== undefined && { uiPort }) },
         }),
         taskQueue: flags.taskQueue ?? DEFAULT_TASK_QUEUE,
-        eventsEndpoint: eventsEndpoint(opts),
+        ...(events && { eventsEndpoint: events.options }),
         ...(remote && { toolLifecycle: remote.lifecycle, toolSources: remote.toolSources }),
         ...targets,
       });
@@ -296,12 +291,27 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         ...(system.eventsUrl && { eventsUrl: system.eventsUrl }),
         ...(system.devServer.uiUrl && { uiUrl: system.devServer.uiUrl }),
         pid: process.pid,
+        // As startLocalSystem's own client: one build on its own server (by kind, titles in `Title`). With a payload
+        // codec this must be false, as startLocalSystem's is: a search attribute bypasses the codec (security 6).
+        signalNames: 'by-kind',
+        titleSearchAttribute: true,
       });
       out(`${colour.bold('infinity-temporal dev')} · model ${model.id}`);
       out(`Temporal UI      ${system.devServer.uiUrl ?? '(disabled)'}`);
       out(`Temporal address ${system.devServer.address}`);
       if (system.eventsUrl) out(`Live events      ${system.eventsUrl}`);
+      if (system.eventsUrl && events) out(colour.dim(`                 (${eventsTokenNote(events)})`));
       out(`Store            ${system.storePath}`);
+      out(`Task queue       ${flags.taskQueue ?? DEFAULT_TASK_QUEUE}`);
+      out(`Tools            ${toolNames(tools)}`);
+      if (!own)
+        out(
+          colour.dim(
+            opts.answerByHand
+              ? '                 (demo: get_build_status leaves its calls pending; answer with `infinity-temporal deliver`)'
+              : '                 (demo: get_build_status answers by itself after 2 s; --answer-by-hand leaves calls to you)',
+          ),
+        );
       // For the `temporal` CLI and other clients in other shells (README "From the Temporal CLI").
       out(colour.dim(`export TEMPORAL_ADDRESS=${system.devServer.address}`));
       out(
@@ -322,6 +332,8 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       const targets = resourceTargetsOf(opts);
       quietRuntime(opts.verbose, { port: opts.metricsPort, host: opts.metricsHost }, out);
       const target = await resolveTarget(flags);
+      // Before anything connects: a network bind without a token is a usage error.
+      const events = eventsEndpointOf(opts, dataDirOf(flags));
       const storePath = target.store ?? join(dataDirOf(flags), 'conversations.sqlite');
       const connection = await NativeConnection.connect({
         address: target.address,
@@ -358,7 +370,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
         store,
         model,
         tools: [...(loadTools(opts.tools) ?? []), ...(remote?.tools ?? [])],
-        eventsEndpoint: eventsEndpoint(opts),
+        ...(events && { eventsEndpoint: events.options }),
         ...(remote && { toolLifecycle: remote.lifecycle, toolSources: remote.toolSources }),
         ...(deployment && { deployment }),
         ...targets,
@@ -367,6 +379,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       // Machine-readable first lines: tests and scripts wait for them.
       out(`worker ready · task queue ${target.taskQueue} · ${target.address} · model ${model.id}`);
       if (worker.eventsUrl) out(`events ${worker.eventsUrl}`);
+      if (worker.eventsUrl && events) out(colour.dim(eventsTokenNote(events)));
       out(`store ${describeStore(storePath)}`);
       const t = targets.resourceTargets;
       if (t) out(`resource targets · cpu ${t.cpu} · memory ${t.memory ?? DEFAULT_MEMORY_TARGET}`);

@@ -36,6 +36,17 @@ export interface DevState {
   eventsUrl?: string;
   uiUrl?: string;
   pid: number;
+  /**
+   * How `dev`'s own client sends inputs: `by-kind` (it is one build on a server of its own, decision 62). Clients the
+   * CLI builds for the same server and task queue do the same, so their threads read like `startLocalSystem`'s.
+   * Absent in the state of an older `dev`: `input`.
+   */
+  signalNames?: 'input' | 'by-kind';
+  /**
+   * Whether `dev`'s threads write their title into the `Title` search attribute: true on its own dev server, false
+   * with a payload codec (a search attribute is stored in plaintext, past any codec: security item 6).
+   */
+  titleSearchAttribute?: boolean;
 }
 
 export interface Target {
@@ -47,6 +58,10 @@ export interface Target {
   eventsToken?: string;
   uiUrl?: string;
   tls?: TLSConfig | boolean;
+  /** From a running `dev` (see {@link DevState.signalNames}). */
+  signalNames?: 'input' | 'by-kind';
+  /** From a running `dev` (see {@link DevState.titleSearchAttribute}). */
+  titleSearchAttribute?: boolean;
 }
 
 export class CliError extends Error {
@@ -115,6 +130,12 @@ export async function resolveTarget(flags: TargetFlags): Promise<Target> {
   const eventsToken = flags.eventsToken ?? env.INFINITY_EVENTS_TOKEN;
   if (eventsToken) target.eventsToken = eventsToken;
   if (fromDev?.uiUrl) target.uiUrl = fromDev.uiUrl;
+  // Threads started next to `dev` (its server and task queue: its one worker) read as its own do: inputs by kind,
+  // titles in `Title` unless `dev` runs with a payload codec (issue 30 item 1).
+  if (fromDev && target.taskQueue === fromDev.taskQueue) {
+    if (fromDev.signalNames) target.signalNames = fromDev.signalNames;
+    if (fromDev.titleSearchAttribute === true) target.titleSearchAttribute = true;
+  }
   const tls = await tlsOf(flags);
   if (tls !== undefined) target.tls = tls;
   return target;
@@ -160,6 +181,9 @@ export async function openClient(
         .filter(Boolean),
     }),
     ...(target.eventsToken && { eventsToken: target.eventsToken }),
+    ...(target.signalNames && { signalNames: target.signalNames }),
+    // AgentClient still writes no Title when its own data converter encodes payloads (security item 6).
+    ...(target.titleSearchAttribute && { threadOptions: { titleSearchAttribute: true } }),
   });
   return {
     client,
