@@ -140,6 +140,7 @@ export { EncryptionCodec, ENCRYPTED_ENCODING, type EncryptionKeys } from './code
 export { startCodecServer, loopbackOrigins, type CodecServer, type CodecServerOptions } from './codec/codec-server';
 export { EventLog, type LoggedEvent, type Replay } from './events/event-log';
 export { startEventServer, type EventServer, type EventServerOptions } from './events/event-server';
+export { eventsCapability, generateEventsToken } from './events/events-auth';
 export { remoteThreadEvents, EventStreamError, type LiveEvent, type RemoteEventsOptions } from './events/live-events';
 export { buildStatusDemoTool, type BuildStatusDemoOptions } from './tools/demo';
 export { type ToolLifecycle } from './tools/tool';

@@ -24,15 +24,26 @@ async function take(it: AsyncGenerator<LiveEvent>, n: number): Promise<LiveEvent
 
 const cleanups: (() => Promise<void>)[] = [];
 
-/** A subscription that the test's cleanup closes (an open EventSource would keep reconnecting). */
-function subscribe(...args: Parameters<typeof remoteThreadEvents>): AsyncGenerator<LiveEvent> {
-  const it = remoteThreadEvents(...args);
+/** The endpoints' token here, unless a test gives its own. */
+const TOKEN = 'events-test-token';
+
+/** A subscription (with {@link TOKEN} unless told otherwise) that the test's cleanup closes (an open EventSource would keep reconnecting). */
+function subscribe(
+  url: string,
+  threadId: string,
+  options: Parameters<typeof remoteThreadEvents>[2] = {},
+): AsyncGenerator<LiveEvent> {
+  const it = remoteThreadEvents(url, threadId, { token: TOKEN, ...options });
   cleanups.push(async () => void (await it.return(undefined)));
   return it;
 }
 
-function merged(...args: Parameters<typeof mergedThreadEvents>): AsyncGenerator<LiveEvent> {
-  const it = mergedThreadEvents(...args);
+function merged(
+  urls: string[],
+  threadId: string,
+  options: Parameters<typeof mergedThreadEvents>[2] = {},
+): AsyncGenerator<LiveEvent> {
+  const it = mergedThreadEvents(urls, threadId, { token: TOKEN, ...options });
   cleanups.push(async () => void (await it.return(undefined)));
   return it;
 }
@@ -40,9 +51,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function serve(token?: string): Promise<{ hub: LocalEventHub; server: EventServer }> {
+async function serve(token = TOKEN): Promise<{ hub: LocalEventHub; server: EventServer }> {
   const hub = new LocalEventHub();
-  const server = await startEventServer(new EventLog(hub), token === undefined ? {} : { token });
+  const server = await startEventServer(new EventLog(hub), { token });
   cleanups.push(() => server.close());
   return { hub, server };
 }
@@ -78,17 +89,19 @@ describe('live events endpoint', () => {
     expect(rest.map((e) => e.eventId)).toEqual([all[3]!.eventId, all[4]!.eventId]);
   });
 
-  it('reports a gap when asked to resume from a position it no longer has', async () => {
+  it('reports a gap when asked to resume from a position it no longer has, then gives the slice in progress', async () => {
     const { hub, server } = await serve();
+    hub.emit(delta('a', 0)); // before the running slice: not replayed (committed history has it)
+    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's' });
     hub.emit(delta('a', 1));
     const events = subscribe(server.url, 'a', { after: 'oldepoch.7' });
-    const got = await take(events, 2);
-    expect(got.map((e) => e.type)).toEqual(['replay_gap', 'text_delta']);
+    const got = await take(events, 3);
+    expect(got.map((e) => e.type)).toEqual(['replay_gap', 'completion_started', 'text_delta']);
   });
 
   it('rides out a dropped connection without losing or repeating an event', async () => {
     const hub = new LocalEventHub();
-    const app = buildEventApp(new EventLog(hub));
+    const app = buildEventApp(new EventLog(hub), { token: TOKEN });
     await app.listen({ host: '127.0.0.1', port: 0 });
     cleanups.push(async () => {
       app.server.closeAllConnections();

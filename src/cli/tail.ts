@@ -4,12 +4,14 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import { CliError } from './target';
+import { isLoopbackHost } from '../http/listener';
+import { readLocalEventsToken } from '../events/local-token';
+import { CliError, dataDirOf, openClient, resolveTarget, type Target, type TargetFlags } from './target';
 import type { ThreadHandle } from '../client/agent-client';
 import { EventStreamError } from '../events/live-events';
 import type { ThreadEvent } from '../core/types';
 import { colour, EventPrinter, historyLine } from './format';
-import { type Out, withClient } from './thread-commands';
+import type { Out } from './thread-commands';
 
 interface TailOptions {
   json?: boolean;
@@ -17,6 +19,41 @@ interface TailOptions {
   after?: string;
   untilIdle?: boolean;
   pollMs?: string;
+}
+
+/**
+ * Without a token given (`--events-token`, `INFINITY_EVENTS_TOKEN`), the one `dev` and `worker` keep in the data
+ * directory, when every events endpoint is on this machine: it is theirs, and it is sent nowhere else.
+ */
+function withLocalEventsToken(target: Target, flags: TargetFlags): Target {
+  if (target.eventsToken || !target.eventsUrl) return target;
+  const urls = target.eventsUrl
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean);
+  const local = urls.every((u) => {
+    try {
+      return isLoopbackHost(new URL(u).hostname);
+    } catch {
+      return false;
+    }
+  });
+  const token = local ? readLocalEventsToken(dataDirOf(flags)) : undefined;
+  return token ? { ...target, eventsToken: token } : target;
+}
+
+/** Why live events were refused, with what to do about it. */
+function refusalOf(e: EventStreamError): string {
+  switch (e.status) {
+    case 401:
+      return `${e.message}; pass the endpoint's token with --events-token or INFINITY_EVENTS_TOKEN`;
+    case 414:
+      return `${e.message}; that worker takes shorter thread ids (an older release?)`;
+    case 421:
+      return `${e.message}; the endpoint does not serve that host name (its --events-host, or a proxy's name)`;
+    default:
+      return e.message;
+  }
 }
 
 /** Follows committed items (when no live events can be had); returns when `stop` says so. */
@@ -52,7 +89,10 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
       if (opts.after !== undefined && !/^[0-9a-f]{8}\.\d+(~[0-9a-f]{8}\.\d+)*$/.test(opts.after)) {
         throw new CliError(`--after takes a live event's eventId (e.g. 1a2b3c4d.17), got '${opts.after}'`);
       }
-      await withClient(cmd, async (client, target) => {
+      const flags = cmd.optsWithGlobals<TargetFlags>();
+      const target = withLocalEventsToken(await resolveTarget(flags), flags);
+      const { client, close } = await openClient(target);
+      try {
         const thread = client.thread(threadId);
         const status = await thread.status(); // fails clearly for an unknown thread
         let committed = 0;
@@ -95,8 +135,10 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
           }
         } catch (e) {
           if (!(e instanceof EventStreamError)) throw e;
-          await fallback(`live events unavailable (${e.message})`);
+          await fallback(`live events unavailable (${refusalOf(e)})`);
         }
-      });
+      } finally {
+        await close();
+      }
     });
 }

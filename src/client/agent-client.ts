@@ -46,7 +46,11 @@ export interface AgentClientOptions {
    * @default none
    */
   eventsUrl?: string | string[];
-  /** Bearer token of that endpoint. @default none */
+  /**
+   * Bearer token of that endpoint (`AgentWorker.eventsToken`), or the capability of the one thread this client reads
+   * (`eventsCapability(token, threadId)`).
+   * @default none
+   */
   eventsToken?: string;
   /**
    * Options of the threads this client starts (continue-as-new bounds, `titleSearchAttribute`). With a payload codec in

@@ -75,20 +75,35 @@ export class EventLog {
 
   /**
    * `after` is an event id, or several joined by `~` (a client following several workers keeps one position per
-   * worker): the one with this log's epoch counts. None of ours means we cannot know what the client saw: a gap,
-   * then everything buffered for the thread.
+   * worker): the one with this log's epoch counts. None of ours (an earlier worker's, or only other workers') means
+   * we cannot know what the client saw: a gap, which sends it to the committed history, then what a new subscriber
+   * gets (the slice now running). Never the whole buffered past: an `after` anyone can make up must not reach further
+   * back than no `after` at all.
    */
   private replay(threadId: string, after: string | undefined): Replay {
     if (after !== undefined && after !== '') {
       const mine = after.split('~').find((id) => id.split('.')[0] === this.epoch);
       const seq = Number(mine?.split('.')[1]);
       const oldest = this.ring[0]?.seq ?? this.seq + 1;
-      if (mine && Number.isInteger(seq)) return { events: this.logged(threadId, seq), gap: seq < oldest - 1 };
-      return { events: this.logged(threadId, 0), gap: true };
+      if (mine && Number.isSafeInteger(seq)) return { events: this.logged(threadId, seq), gap: seq < oldest - 1 };
+      return { events: this.runningSlice(threadId), gap: true };
     }
+    return { events: this.runningSlice(threadId), gap: false };
+  }
+
+  /** The events of the thread's slice in progress, from its `completion_started`; none between slices. */
+  private runningSlice(threadId: string): LoggedEvent[] {
     const all = this.logged(threadId, 0);
     const start = all.map((e) => e.event.type).lastIndexOf('completion_started');
     const running = start >= 0 && !all.slice(start).some((e) => e.event.type === 'completion_finished');
-    return { events: running ? all.slice(start) : [], gap: false };
+    return running ? all.slice(start) : [];
   }
+}
+
+/**
+ * Is `after` shaped like what {@link EventLog} hands out: `<epoch>.<seq>`, or several joined by `~` (one per worker)?
+ * Lenient on the epoch's letters (ids of other releases), strict on the shape and the sizes.
+ */
+export function isEventCursor(after: string): boolean {
+  return /^[A-Za-z0-9_-]{1,64}\.\d{1,15}(~[A-Za-z0-9_-]{1,64}\.\d{1,15}){0,255}$/.test(after);
 }

@@ -12,7 +12,7 @@ export type LiveEvent = ThreadEvent & { eventId?: string };
 export interface RemoteEventsOptions {
   /** Resume after this event id (from an earlier {@link LiveEvent}). */
   after?: string;
-  /** Bearer token of the endpoint. */
+  /** Bearer token of the endpoint, or the thread's capability (`eventsCapability(token, threadId)`). */
   token?: string;
   /** Ends the stream (the generator returns) when aborted. */
   signal?: AbortSignal;
@@ -21,6 +21,26 @@ export interface RemoteEventsOptions {
 /** The endpoint refused or vanished for good (wrong URL or token): EventSource gives up on those. */
 export class EventStreamError extends Error {
   override readonly name = 'EventStreamError';
+  constructor(
+    message: string,
+    /** The HTTP status of the refusal, when the endpoint answered (401: token, 414: thread id, 400: `after`). */
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The `error` of an endpoint's JSON refusal, or its text, kept short. */
+async function reasonOf(res: Response): Promise<string | undefined> {
+  const text = (await res.text().catch(() => '')).trim();
+  if (text === '') return undefined;
+  try {
+    const error = (JSON.parse(text) as { error?: unknown }).error;
+    if (typeof error === 'string') return error.slice(0, 300);
+  } catch {
+    // Not JSON: the text itself.
+  }
+  return text.slice(0, 300);
 }
 
 export async function* remoteThreadEvents(
@@ -31,9 +51,17 @@ export async function* remoteThreadEvents(
   const url = new URL(`/threads/${encodeURIComponent(threadId)}/events`, baseUrl);
   if (options.after) url.searchParams.set('after', options.after);
   const token = options.token;
+  // Why the endpoint refused, read from its answer: EventSource reports only the status.
+  let refusal: string | undefined;
   const source = new EventSource(url, {
-    fetch: (input, init) =>
-      fetch(input, { ...init, headers: { ...init.headers, ...(token && { authorization: `Bearer ${token}` }) } }),
+    fetch: async (input, init) => {
+      const res = await fetch(input, {
+        ...init,
+        headers: { ...init.headers, ...(token && { authorization: `Bearer ${token}` }) },
+      });
+      if (!res.ok) refusal = await reasonOf(res.clone());
+      return res;
+    },
   });
   const queue = new AsyncQueue<LiveEvent>();
   source.onmessage = (m) => queue.push({ ...(JSON.parse(m.data as string) as ThreadEvent), eventId: m.lastEventId });
@@ -41,11 +69,9 @@ export async function* remoteThreadEvents(
   source.onerror = (e) => {
     // A dropped connection is retried by EventSource; a refusal (status, content type) closes it for good.
     if (source.readyState === EventSource.CLOSED) {
-      queue.fail(
-        new EventStreamError(
-          `events of ${threadId} at ${baseUrl}: ${e.message ?? 'closed'}${e.code ? ` (HTTP ${e.code})` : ''}`,
-        ),
-      );
+      const what = e.code ? `HTTP ${e.code}${refusal ? `: ${refusal}` : ''}` : (e.message ?? 'closed');
+      const shownId = threadId.length > 80 ? `${threadId.slice(0, 77)}...` : threadId;
+      queue.fail(new EventStreamError(`events of ${shownId} at ${baseUrl}: ${what}`, e.code));
     }
   };
   const onAbort = () => queue.close();

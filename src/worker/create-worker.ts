@@ -130,7 +130,8 @@ export interface AgentWorkerOptions {
   resourceTargets?: ResourceTargets;
   /**
    * Serve live events over HTTP (server-sent events) for clients in other processes; see {@link EventServerOptions}.
-   * `capacity` bounds the buffered events (default 10,000, across all threads).
+   * Every stream needs `token` (made up when not given: {@link AgentWorker.eventsToken}) or a thread's capability
+   * (`eventsCapability`). `capacity` bounds the buffered events (default 10,000, across all threads).
    * @default none (events only in this process)
    */
   eventsEndpoint?: EventServerOptions & { capacity?: number };
@@ -173,6 +174,8 @@ export interface AgentWorker {
   readonly taskQueue: string;
   /** The events endpoint, when `eventsEndpoint` was given. */
   readonly eventsUrl?: string;
+  /** Its token (the one given, or the one made at start): clients pass it as `AgentClient`'s `eventsToken`. */
+  readonly eventsToken?: string;
   /** Runs until {@link shutdown}; rejects if the worker fails. */
   run(): Promise<void>;
   shutdown(): Promise<void>;
@@ -291,7 +294,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   return {
     worker,
     taskQueue: options.taskQueue,
-    ...(events && { eventsUrl: events.url }),
+    ...(events && { eventsUrl: events.url, eventsToken: events.token }),
     run() {
       running ??= (async () => {
         const stopBoth = () => {
