@@ -7,7 +7,7 @@ import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { AgentClient } from './client/agent-client';
 import { type DevServer, type DevServerOptions, startDevServer } from './devserver/server';
-import { loopbackOrigins, startCodecServer } from './codec/codec-server';
+import { generateCodecToken, startCodecServer, uiOrigins } from './codec/codec-server';
 import type { ModelProvider } from './model/provider';
 import { modelFromEnv } from './model/registry';
 import type { ConversationStore } from './store/conversation-store';
@@ -65,8 +65,9 @@ export interface LocalSystemOptions extends Pick<AgentWorkerOptions, (typeof WOR
    */
   signalNames?: 'input' | 'by-kind';
   /**
-   * With `payloadCodec`: serve it as the Web UI's codec endpoint, so the UI shows payloads decoded for those who pass
-   * `token` (configure the same bearer token in the UI's codec settings).
+   * With `payloadCodec`: serve it as the Web UI's codec endpoint, so the UI shows payloads decoded. The endpoint
+   * needs `token` (made up when not given: `LocalSystem.codecToken`), which the dev server started here passes to its
+   * UI in the endpoint's path; only that UI's origin may call it from a browser.
    * @default none
    */
   codecEndpoint?: { token?: string; port?: number };
@@ -113,6 +114,8 @@ export interface LocalSystem {
   eventsToken?: string;
   /** The Web UI's codec endpoint, with `codecEndpoint`. */
   codecUrl?: string;
+  /** Its token (given in `codecEndpoint.token`, or made at start): `Authorization: Bearer <token>`, or `<url>/<token>/decode`. */
+  codecToken?: string;
   /** The Prometheus endpoint, with `metrics`. */
   metricsUrl?: string;
   /** Link to a thread in the Temporal Web UI. */
@@ -139,9 +142,17 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       for (const c of cleanups.reverse()) await c().catch(() => undefined);
     })());
   const codec = options.payloadCodec;
+  let uiOriginList: string[] = [];
+  const codecToken = options.codecEndpoint && (options.codecEndpoint.token ?? generateCodecToken());
   const codecServer =
     codec && options.codecEndpoint
-      ? await startCodecServer({ codec, ...options.codecEndpoint, origins: loopbackOrigins })
+      ? await startCodecServer({
+          codec,
+          ...options.codecEndpoint,
+          token: codecToken!,
+          // The UI's origin is known once its server runs (below); until then no browser may call.
+          origins: (origin) => uiOriginList.includes(origin),
+        })
       : undefined;
   if (codecServer) cleanups.push(() => codecServer.close());
   const ownServer = !isRunning(options.devServer);
@@ -150,10 +161,11 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       ? options.devServer
       : await startDevServer({
           dbFilename: join(dataDir, 'temporal.sqlite'),
-          ...(codecServer && { uiCodecEndpoint: codecServer.url }),
+          ...(codecServer && { uiCodecEndpoint: codecServer.uiEndpoint ?? codecServer.url }),
           ...options.devServer,
         });
     if (ownServer) cleanups.push(() => devServer.stop());
+    if (devServer.uiUrl) uiOriginList = uiOrigins(devServer.uiUrl);
     // Decision 62: one build serves a server of its own, which registers `Title`; not with a codec, whose payloads
     // search attributes would bypass (the client drops it then too: security item 6).
     const signalNames = options.signalNames ?? (ownServer ? 'by-kind' : 'input');
@@ -206,7 +218,7 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       events,
       ...(worker.eventsUrl && { eventsUrl: worker.eventsUrl }),
       ...(worker.eventsToken && { eventsToken: worker.eventsToken }),
-      ...(codecServer && { codecUrl: codecServer.url }),
+      ...(codecServer && { codecUrl: codecServer.url, codecToken: codecToken! }),
       ...(metricsUrl && { metricsUrl }),
       threadUrl: (id) => devServer.workflowUrl(id),
       shutdown: cleanup,

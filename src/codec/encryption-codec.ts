@@ -18,22 +18,34 @@ export interface EncryptionKeys {
 }
 
 export class EncryptionCodec implements PayloadCodec {
-  constructor(private readonly keys: EncryptionKeys) {
-    for (const [id, key] of Object.entries(keys.keys)) {
-      if (key.length !== 32) throw new TypeError(`encryption key '${id}' must be 32 bytes, got ${key.length}`);
+  /**
+   * The keys by id, in a Map: a key id comes from a payload's metadata, which anyone who can write to Temporal
+   * controls, and on a plain object `constructor` or `__proto__` would find Object.prototype's members.
+   */
+  private readonly byId: ReadonlyMap<string, Buffer>;
+  private readonly current: string;
+
+  constructor(keys: EncryptionKeys) {
+    this.byId = new Map(Object.entries(keys.keys));
+    for (const [id, key] of this.byId) {
+      if (!Buffer.isBuffer(key) || key.length !== 32)
+        throw new TypeError(
+          `encryption key '${id}' must be 32 bytes, got ${Buffer.isBuffer(key) ? key.length : typeof key}`,
+        );
     }
-    if (!keys.keys[keys.current]) throw new TypeError(`the current key '${keys.current}' is not among the keys`);
+    if (!this.byId.has(keys.current)) throw new TypeError(`the current key '${keys.current}' is not among the keys`);
+    this.current = keys.current;
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
-    const key = this.keys.keys[this.keys.current]!;
+    const key = this.byId.get(this.current)!;
     return payloads.map((p) => {
       const iv = randomBytes(12);
       const cipher = createCipheriv('aes-256-gcm', key, iv);
       const plain = temporal.api.common.v1.Payload.encode(p).finish();
       const data = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
       return {
-        metadata: { encoding: Buffer.from(ENCRYPTED_ENCODING), [KEY_ID]: Buffer.from(this.keys.current) },
+        metadata: { encoding: Buffer.from(ENCRYPTED_ENCODING), [KEY_ID]: Buffer.from(this.current) },
         data,
       };
     });
@@ -43,7 +55,7 @@ export class EncryptionCodec implements PayloadCodec {
     return payloads.map((p) => {
       if (Buffer.from(p.metadata?.encoding ?? []).toString() !== ENCRYPTED_ENCODING) return p;
       const keyId = Buffer.from(p.metadata?.[KEY_ID] ?? []).toString();
-      const key = this.keys.keys[keyId];
+      const key = this.byId.get(keyId);
       if (!key) throw new Error(`payload encrypted with unknown key '${keyId}'`);
       const data = Buffer.from(p.data ?? []);
       if (data.length < 28) throw new Error('encrypted payload too short');
