@@ -5,10 +5,16 @@
  * `after` that does not replay the buffered past, and thread ids up to Temporal's workflow id limit. Real HTTP on
  * loopback; no Temporal server needed.
  */
+import { mkdtempSync, statSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ThreadEvent } from '../src/core/types';
+import { eventsEndpointOf } from '../src/cli/events-endpoint';
+import { CliError } from '../src/cli/target';
 import { LocalEventHub } from '../src/events/event-hub';
+import { localEventsToken } from '../src/events/local-token';
 import { EventLog } from '../src/events/event-log';
 import { type EventServer, type EventServerOptions, startEventServer } from '../src/events/event-server';
 import { eventsCapability } from '../src/events/events-auth';
@@ -205,5 +211,46 @@ describe('live events: listener limits', () => {
     expect(err).toBeInstanceOf(EventStreamError);
     expect((err as EventStreamError).message).toMatch(/HTTP 401/);
     expect((err as EventStreamError).message).toMatch(/token/);
+  });
+});
+
+describe('dev and worker: the endpoint token', () => {
+  it('is INFINITY_EVENTS_TOKEN when set, else one kept 0600 in the data directory and reused', () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'events-token-')), 'data');
+    expect(eventsEndpointOf({}, dir, { INFINITY_EVENTS_TOKEN: 'from-env' })?.options.token).toBe('from-env');
+    const first = eventsEndpointOf({}, dir, {});
+    expect(first?.tokenSource).toBe(join(dir, 'events-token'));
+    expect(statSync(join(dir, 'events-token')).mode & 0o777).toBe(0o600);
+    expect(eventsEndpointOf({ eventsPort: '0' }, dir, {})?.options.token).toBe(first?.options.token);
+    expect(localEventsToken(dir).token).toBe(first?.options.token);
+    expect(eventsEndpointOf({ events: false }, dir, {})).toBeUndefined();
+  });
+
+  it('refuses a non-loopback --events-host without INFINITY_EVENTS_TOKEN', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'events-token-'));
+    expect(() => eventsEndpointOf({ eventsHost: '0.0.0.0' }, dir, {})).toThrow(CliError);
+    expect(() => eventsEndpointOf({ eventsHost: '0.0.0.0' }, dir, {})).toThrow(/INFINITY_EVENTS_TOKEN/);
+    expect(eventsEndpointOf({ eventsHost: '0.0.0.0' }, dir, { INFINITY_EVENTS_TOKEN: 't' })?.options).toMatchObject({
+      host: '0.0.0.0',
+      token: 't',
+    });
+  });
+});
+
+describe('live events: browsers', () => {
+  it('lets a listed origin read a stream with a capability in the query, and no other origin', async () => {
+    const { server } = await serve({ token: TOKEN, origins: ['https://app.example'] });
+    const url = `${server.url}/threads/a/events?access_token=${eventsCapability(TOKEN, 'a')}`;
+    const headersOf = (origin: string) =>
+      new Promise<Record<string, unknown>>((resolve, reject) => {
+        const req = request(url, { headers: { origin } }, (res) => {
+          resolve(res.headers);
+          req.destroy();
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    expect((await headersOf('https://app.example'))['access-control-allow-origin']).toBe('https://app.example');
+    expect((await headersOf('https://other.example'))['access-control-allow-origin']).toBeUndefined();
   });
 });
