@@ -109,6 +109,29 @@ it("does not count the client's own resend as a dropped duplicate; another copy 
   expect((await thread.status()).dropped).toEqual({ duplicate: 1 });
 });
 
+it('waits for a free update slot when more acknowledged deliveries are in flight than the server allows', async () => {
+  const thread = await sys.client.startThread({ threadId: uid('ack-many') });
+  await thread.sendUserText('hello');
+  await thread.waitForIdle({ settled: true });
+  // The dev server allows 10 updates in flight per workflow; 30 at once made the 11th a raw RESOURCE_EXHAUSTED.
+  const texts = Array.from({ length: 30 }, (_, i) => `text ${i}`);
+  const results = await Promise.all(
+    texts.map((text, i) =>
+      thread.deliver(
+        { id: `${thread.threadId}-t${i}`, threadId: thread.threadId, content: { type: 'text', text } },
+        { acknowledge: true },
+      ),
+    ),
+  );
+  for (const r of results) expect(r).toMatchObject({ delivered: true });
+  await thread.waitForIdle({ settled: true });
+  const users = (await thread.history()).flatMap((i) =>
+    i.kind === 'user' ? [i.text.replace(/^<interrupt>/, '')] : [],
+  );
+  expect(users.slice(1).sort()).toEqual([...texts].sort());
+  expect((await thread.status()).dropped).toEqual({});
+});
+
 it('accepts a result that arrives before the thread has recorded its call', async () => {
   const thread = await sys.client.startThread({ threadId: uid('ack-race') });
   await thread.sendUserText('call instant');

@@ -15,15 +15,25 @@ import { deliverUpdate } from '../workflows/definitions';
 import { type DeliveryResult, deliverInput, prepareInput } from './deliver';
 import { InvalidInputError, ThreadNotFoundError } from './errors';
 import { discardPrepared, type InputLimits } from './staging';
-import { isWorkflowTaskFailing } from './unavailable';
+import { isUpdateLimit, isWorkflowTaskFailing } from './unavailable';
 
 /** A worker of a release without the `deliver` update (the SDK's rejection text). */
 const NO_HANDLER = /no registered handler for update/i;
+/**
+ * The server dropped the update before the workflow saw it (its workflow task ended without taking it, e.g. under a
+ * burst of updates): nothing reached the thread, the same input may be sent again.
+ */
+const NOT_PROCESSED = /wasn't processed by worker|was not processed by worker/i;
 /** The run ended (continued-as-new) after accepting the update and before answering it: the next run has the input. */
 const RUN_ENDED = /completed before the update completed|continued.as.new/i;
 
 /** Update attempts while the thread's workflow task is failing (≈ 6 s of backoff) before the input goes by signal. */
 const TASK_FAILING_ATTEMPTS = 7;
+/**
+ * Update attempts while the thread has as many updates in flight as the server allows (≈ 30 s of jittered backoff)
+ * before the input goes by signal: a flood of acknowledged deliveries into one thread waits its turn.
+ */
+const UPDATE_LIMIT_ATTEMPTS = 40;
 
 /** Validates, stages if large, and delivers with acknowledgement. */
 export async function deliverAcknowledged(
@@ -36,6 +46,7 @@ export async function deliverAcknowledged(
   const handle = client.workflow.getHandle(msg.threadId);
   let result: DeliveryResult | undefined;
   try {
+    let limited = 0;
     for (let attempt = 0; ; attempt++) {
       let ack: DeliveryAck;
       try {
@@ -50,8 +61,8 @@ export async function deliverAcknowledged(
           }
           return (result = { delivered: false, reason: 'closed' });
         }
-        if (e instanceof WorkflowUpdateFailedError) {
-          const why = e.cause?.message ?? e.message;
+        if (e instanceof WorkflowUpdateFailedError && !NOT_PROCESSED.test(updateWhy(e))) {
+          const why = updateWhy(e);
           if (NO_HANDLER.test(why)) {
             const signalled = await deliverInput(client, msg, limits);
             return (result = signalled.delivered ? { ...signalled, acknowledged: false } : signalled);
@@ -66,6 +77,14 @@ export async function deliverAcknowledged(
             return (result = signalled.delivered ? { ...signalled, acknowledged: false } : signalled);
           }
           await new Promise((r) => setTimeout(r, Math.min(1_000, 100 * 2 ** attempt)));
+          continue;
+        } else if (isUpdateLimit(e) || (e instanceof WorkflowUpdateFailedError && NOT_PROCESSED.test(updateWhy(e)))) {
+          // Nothing reached the thread: wait for a free update slot, then send the same input again.
+          if (++limited >= UPDATE_LIMIT_ATTEMPTS) {
+            const signalled = await deliverInput(client, msg, limits);
+            return (result = signalled.delivered ? { ...signalled, acknowledged: false } : signalled);
+          }
+          await new Promise((r) => setTimeout(r, 200 + Math.random() * Math.min(1_500, 100 * 2 ** limited)));
           continue;
         } else if (!(e instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) {
           throw e;
@@ -86,3 +105,6 @@ export async function deliverAcknowledged(
     if (result?.delivered !== true) await discardPrepared(prepared, limits.store);
   }
 }
+
+/** The reason an update failed, as the server or the workflow said it. */
+const updateWhy = (e: WorkflowUpdateFailedError): string => e.cause?.message ?? e.message;

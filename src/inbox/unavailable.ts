@@ -40,3 +40,16 @@ export function isWorkflowTaskFailing(e: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * The server's RESOURCE_EXHAUSTED for an update while the workflow has as many updates in flight as it allows
+ * (`limit.workflowExecution.maxInFlightUpdates`, 10 by default): transient, the next attempt may pass.
+ */
+export function isUpdateLimit(e: unknown): boolean {
+  for (let err: unknown = e; err instanceof Error; err = err.cause) {
+    if (isGrpcServiceError(err) && err.code === 8 && /in-flight updates/i.test(`${err.details} ${err.message}`))
+      return true;
+    if (err instanceof ServiceError && /in-flight updates/i.test(err.message)) return true;
+  }
+  return false;
+}

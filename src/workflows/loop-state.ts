@@ -5,7 +5,7 @@
  * here issues a command: the state is read by conditions, queries and the `waitForIdle` update.
  */
 import { HandlerUnfinishedPolicy } from '@temporalio/common';
-import { condition, metricMeter, setHandler } from '@temporalio/workflow';
+import { condition, metricMeter, setHandler, workflowInfo } from '@temporalio/workflow';
 import { callbackState } from '../core/callback-state';
 import { METRICS } from '../core/metric-names';
 import type { InputMessage, PendingCall, ThreadStatus } from '../core/types';
@@ -48,6 +48,13 @@ export interface LoopState {
   hasWork(): boolean;
   /** Puts an arrived input (signal or `deliver` update) into the queue and counts it. */
   enqueue(m: InputMessage): void;
+  /**
+   * Inputs that `deliver` updates put into the queue, by id: the history length of the workflow task that admitted
+   * each (decision 67). Kept only while queued.
+   */
+  admittedByUpdate: Map<string, number>;
+  /** `enqueue` for a `deliver` update: also notes the task that admitted the input. */
+  enqueueAdmitted(m: InputMessage): void;
   /** The tool a call id names: the last call, a subscription or an event target. */
   toolName(callId: string): string | undefined;
   /** The `name {args}` line of the last call, if `callId` is it. */
@@ -87,6 +94,14 @@ export function loopState(st: ThreadState): LoopState {
       st.inbox.push(m);
       s.inputsArrived += 1;
       if (isUserText(m) && !st.prep.processedInputIds.has(m.id)) s.userTextsArrived += 1;
+    },
+    admittedByUpdate: new Map(),
+    enqueueAdmitted: (m) => {
+      s.enqueue(m);
+      // Only the current task's admissions matter; older entries are dropped as the map is refilled.
+      const now = workflowInfo().historyLength;
+      for (const [id, at] of s.admittedByUpdate) if (at !== now) s.admittedByUpdate.delete(id);
+      s.admittedByUpdate.set(m.id, now);
     },
     toolName: (id) =>
       s.lastCall?.id === id ? s.lastCall.name : (st.prep.subscriptions.get(id) ?? st.prep.eventTargets.get(id)),

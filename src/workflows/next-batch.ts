@@ -26,6 +26,8 @@ export interface TakenBatch {
    * (`keepCommittedInputs`) before anything else reads it.
    */
   several?: true;
+  /** 0.6: the batch must run as a regular activity, not locally (its first input is not yet in history). */
+  remote?: true;
 }
 
 /**
@@ -59,18 +61,32 @@ export function nextBatch(st: ThreadState, loop: LoopState, local: boolean): Tak
     loop.interruptNext = false;
   }
   // 0.3 (decision 50): a local slice takes the queue's first input only, the same in every attempt of its task. 0.6
-  // (decision 67): all of them, as the original runtime prepares them, once the store says what an earlier attempt of
-  // this task committed (`keepCommittedInputs`).
+  // (decision 67): every input a retry of this task is sure to find in the same place — all but those a `deliver`
+  // update admitted in this very task, which are in no history until the task completes (a retry may see them
+  // elsewhere in the queue, or not at all) — once the store says what an earlier attempt of this task committed
+  // (`keepCommittedInputs`). A batch that starts with such an input runs as a regular activity, whose input is recorded.
   let several: true | undefined;
-  if (local && batch.length > 1) {
-    if (v06()) several = true;
-    else st.inbox.unshift(...batch.splice(1));
+  let remote: true | undefined;
+  const unsettledHead = batch.length > 0 && admittedNow(loop, batch[0]!);
+  if (local && (batch.length > 1 || unsettledHead)) {
+    if (v06()) {
+      if (unsettledHead) remote = true;
+      else {
+        const settled = batch.findIndex((m) => admittedNow(loop, m));
+        if (settled > 0) st.inbox.unshift(...batch.splice(settled));
+        if (batch.length > 1) several = true;
+      }
+    } else st.inbox.unshift(...batch.splice(1));
   }
   // Event and compaction children inherit the committed history, without a trailing unanswered call.
   const safePoint =
     st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
-  return several ? { batch, safePoint, several } : { batch, safePoint };
+  return { batch, safePoint, ...(several && { several }), ...(remote && { remote }) };
 }
+
+/** An input a `deliver` update admitted in this workflow task (decision 67). */
+const admittedNow = (loop: LoopState, m: InputMessage): boolean =>
+  loop.admittedByUpdate.get(m.id) === workflowInfo().historyLength;
 
 /**
  * 0.6 (decision 67): cuts a local slice's batch of several inputs to what an earlier attempt of this workflow task

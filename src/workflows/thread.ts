@@ -35,7 +35,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   // Handlers in their recorded order: the inbox's signals and queries, `deliver`, then status and `waitForIdle`.
   const inbox = installInbox(threadId, st, loop.enqueue, loop.toolName, () => showDetails());
   const count = inbox.drop;
-  const acks = installDeliverUpdate(threadId, st, loop.enqueue, count);
+  const acks = installDeliverUpdate(threadId, st, loop.enqueueAdmitted, count);
   const slices = sliceRunner(opts, {
     userTexts: () => loop.userTextsArrived,
     interrupting: () => (loop.interruptNext = true),
@@ -48,7 +48,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   for (;;) {
     loop.acting = false;
     await condition(loop.hasWork);
-    const local = beginTurn(st, loop, slices);
+    let local = beginTurn(st, loop, slices);
     let append: StoredItem[];
     let interruptedCalls: string[] = [];
     let inputs: SliceInputs | undefined;
@@ -57,7 +57,8 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       st.blocked = false;
       append = st.carry;
     } else {
-      const { batch, safePoint, several } = nextBatch(st, loop, local);
+      const { batch, safePoint, several, remote } = nextBatch(st, loop, local);
+      if (remote) local = false;
       if (several)
         inputs = keepCommittedInputs(st, batch, await slices.peek(threadId, sliceIdFor(threadId, st.slices)));
       // Control inputs dropped here are answered as dropped to an acknowledged delivery, like the prepare rules' drops.
