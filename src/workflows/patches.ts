@@ -61,18 +61,9 @@ export const v05 = (): boolean => patched(V05);
  * ran. Also asked only on its path (decision 67): a turn that may run locally and finds several inputs queued takes
  * them all into one slice (the original runtime prepares them together), where 0.3 took the first alone; before that
  * slice it asks the store whether a failed attempt of this workflow task already committed the slice, and with which
- * inputs (a local activity: one more marker), so every attempt takes the same ones.
- */
-export const V06 = 'infinity-v0.6';
-
-export const v06 = (): boolean => patched(V06);
-
-/**
- * Release 0.6, asked only on the path it changes, as 0.4's and 0.5's (decision 58): an input that the complete input
- * checks refuse but release 0.5's took (a prompt whose `choices` is not an array, a display segment of another shape,
- * an unknown field; issue 26) is dropped as malformed. Asked only for such an input, never for a well-formed one, so a
- * thread that receives none records no marker; history recorded before, where 0.5 took such an input, replays as it
- * ran.
+ * inputs (a local activity: one more marker), so every attempt takes the same ones; an input a `deliver` update
+ * admitted in the same workflow task is left out of a local slice, and a batch that starts with one runs as a regular
+ * activity.
  */
 export const V06 = 'infinity-v0.6';
 
