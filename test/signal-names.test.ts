@@ -187,6 +187,29 @@ describe('signals by kind', () => {
     }
   });
 
+  it('takes a readable payload without threadId and id: this thread, and a new id each (0.6)', async () => {
+    const sys = await startTestSystem({ model: new ScriptedModel(treeScript), tools: [greenBuildTool()] });
+    try {
+      const thread = await sys.client.startThread({ threadId: uid('bare') });
+      const raw = sys.temporal.workflow.getHandle(thread.threadId);
+      // What a person types: `temporal workflow signal --name user_text --input '{"text": "hello there"}'`.
+      await raw.signal('user_text', { text: 'hello there' });
+      await thread.waitForIdle({ settled: true });
+      await raw.signal('user_text', { text: 'hello again' });
+      await thread.waitForIdle({ settled: true });
+      expect(render(await thread.history())).toEqual([
+        'user: hello there',
+        'assistant: ok: hello there',
+        'user: hello again',
+        'assistant: ok: hello again',
+      ]);
+      expect((await thread.status()).dropped).toEqual({});
+      await checkReplay(thread, 'signal-names-bare-user-text');
+    } finally {
+      await sys.shutdown();
+    }
+  });
+
   it('stays off by default because a 0.4 worker leaves a `user_text` unread, and 0.5 cannot replay what followed', async () => {
     const sys = await startTestSystem({ model: new ScriptedModel(treeScript), workflowBundlePath: V04_BUNDLE });
     try {

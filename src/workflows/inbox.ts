@@ -4,7 +4,7 @@
  * `transcript` query. Registering handlers and answering queries issue no commands, so histories recorded before any
  * of this replay unchanged; no recorded history holds a signal of the new names.
  */
-import { metricMeter, setHandler } from '@temporalio/workflow';
+import { metricMeter, setHandler, uuid4 } from '@temporalio/workflow';
 import { METRICS } from '../core/metric-names';
 import { KIND_SIGNAL_NAMES } from '../core/readable-input';
 import type { DropReason, DroppedInputs, HistoryItem, InputMessage } from '../core/types';
@@ -81,10 +81,22 @@ export function installInbox(
     },
     { description: HANDLER_DOCS.input },
   );
+  /**
+   * 0.6 (issue 30): a signal by kind may leave out `threadId` (this thread) and `id` (a new one, from the workflow's
+   * deterministic uuid4), so a hand-written `temporal workflow signal --name user_text --input '{"text": "hi"}'` works.
+   * Asked only for a payload that leaves one out, which 0.5 dropped as malformed and still does on its replay.
+   */
+  const withDefaults = (raw: unknown): unknown => {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
+    const r = raw as Record<string, unknown>;
+    if ((r.threadId !== undefined && r.id !== undefined) || !v06()) return raw;
+    return { ...r, ...(r.threadId === undefined && { threadId }), ...(r.id === undefined && { id: uuid4() }) };
+  };
   for (const name of KIND_SIGNAL_NAMES) {
     setHandler(
       kindSignals[name],
-      (raw: unknown) => {
+      (given: unknown) => {
+        const raw = withDefaults(given);
         const v = validateKindSignal(name, raw);
         const m = v.ok ? v.value : v.lenient;
         if (m === undefined || m.threadId !== threadId) {
