@@ -210,6 +210,28 @@ describe('signals by kind', () => {
     }
   });
 
+  it("takes a raw signal whole up to the server's payload limit, which refuses a larger one (docs/security.md)", async () => {
+    const sys = await startTestSystem({ model: new ScriptedModel(treeScript), tools: [greenBuildTool()] });
+    try {
+      const thread = await sys.client.startThread({ threadId: uid('raw-size') });
+      const raw = sys.temporal.workflow.getHandle(thread.threadId);
+      const big = `${'ünïcødé '.repeat(40_000)}end`; // ~400 KB of UTF-8: over the client's 256 KiB, under 2 MiB
+      await raw.signal('user_text', { text: big });
+      await thread.waitForIdle({ settled: true });
+      const first = (await thread.history())[0];
+      expect(first?.kind === 'user' && first.text).toBe(big);
+      // The dev server's limit.blobSize.error (2 MiB): refused at the server, nothing reaches the thread.
+      const refused: unknown = await raw.signal('user_text', { text: 'x'.repeat(2_200_000) }).catch((e: unknown) => e);
+      const causes: string[] = [];
+      for (let e: unknown = refused; e instanceof Error; e = e.cause) causes.push(e.message);
+      expect(causes.join(' / ')).toMatch(/size exceeds limit/i);
+      await thread.waitForIdle({ settled: true });
+      expect((await thread.history()).filter((i) => i.kind === 'user')).toHaveLength(1);
+    } finally {
+      await sys.shutdown();
+    }
+  });
+
   it('stays off by default because a 0.4 worker leaves a `user_text` unread, and 0.5 cannot replay what followed', async () => {
     const sys = await startTestSystem({ model: new ScriptedModel(treeScript), workflowBundlePath: V04_BUNDLE });
     try {
