@@ -137,7 +137,16 @@ export type { ThreadOptions } from './workflows/state';
 
 export { startDevServer, type DevServer, type DevServerOptions } from './devserver/server';
 export { EncryptionCodec, ENCRYPTED_ENCODING, type EncryptionKeys } from './codec/encryption-codec';
-export { startCodecServer, loopbackOrigins, type CodecServer, type CodecServerOptions } from './codec/codec-server';
+export {
+  startCodecServer,
+  loopbackOrigins,
+  uiOrigins,
+  generateCodecToken,
+  type CodecServer,
+  type CodecServerOptions,
+} from './codec/codec-server';
+export { DEFAULT_LISTENER_LIMITS, type ListenerLimits } from './http/listener';
+export type { AnswerChoiceOptions } from './client/choice-url';
 export { EventLog, type LoggedEvent, type Replay } from './events/event-log';
 export { startEventServer, type EventServer, type EventServerOptions } from './events/event-server';
 export { eventsCapability, generateEventsToken } from './events/events-auth';
@@ -178,6 +187,8 @@ export {
   connectMcpTools,
   formatMcpResult,
   type McpServerConfig,
+  type McpStdioServerConfig,
+  type McpHttpServerConfig,
   type McpTools,
   type McpToolsOptions,
 } from './mcp/mcp-tools';

@@ -4,7 +4,8 @@
  */
 import { join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { IllegalStateError } from '@temporalio/common';
+import { type LogLevel, NativeConnection, Runtime } from '@temporalio/worker';
 import { AgentClient } from './client/agent-client';
 import { type DevServer, type DevServerOptions, startDevServer } from './devserver/server';
 import { generateCodecToken, startCodecServer, uiOrigins } from './codec/codec-server';
@@ -16,6 +17,7 @@ import { SqliteConversationStore } from './store/sqlite';
 import { type AgentWorker, type AgentWorkerOptions, createAgentWorker } from './worker/create-worker';
 import { LocalEventHub } from './events/event-hub';
 import { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
+import { workerLogger } from './worker/logger';
 import type { ThreadOptions } from './workflows/state';
 import type { TracingOption } from './tracing/config';
 import { tracingFor } from './tracing/install';
@@ -91,6 +93,13 @@ export interface LocalSystemOptions extends Pick<AgentWorkerOptions, (typeof WOR
    * @default true
    */
   stopOnSignal?: boolean;
+  /**
+   * Level of Temporal's own logs (the worker's start and stop, its workflow bundle: some fifteen blocks per start at
+   * INFO) when the process has no Temporal runtime yet; `'INFO'` or `'DEBUG'` to see them. A process that installed
+   * `Runtime` itself keeps its logger.
+   * @default 'WARN'
+   */
+  logLevel?: LogLevel;
 }
 
 /** The keys of `options` that are set, and only those. */
@@ -123,6 +132,15 @@ export interface LocalSystem {
   shutdown(): Promise<void>;
 }
 
+/** Temporal's runtime with our logger at `level`, unless the process has one already (its own, or a worker's). */
+function installQuietRuntime(level: LogLevel): void {
+  try {
+    Runtime.install({ logger: workerLogger(level) });
+  } catch (e) {
+    if (!(e instanceof IllegalStateError)) throw e;
+  }
+}
+
 function isRunning(s: LocalSystemOptions['devServer']): s is DevServer {
   return typeof (s as DevServer | undefined)?.stop === 'function';
 }
@@ -130,7 +148,9 @@ function isRunning(s: LocalSystemOptions['devServer']): s is DevServer {
 export async function startLocalSystem(options: LocalSystemOptions = {}): Promise<LocalSystem> {
   // Before anything starts: a misconfigured model fails here, with nothing to clean up.
   const model = options.model ?? modelFromEnv();
-  const metricsUrl = options.metrics && installMetricsRuntime(options.metrics);
+  const logLevel = options.logLevel ?? 'WARN';
+  const metricsUrl = options.metrics && installMetricsRuntime(options.metrics, logLevel);
+  if (!options.metrics) installQuietRuntime(logLevel);
   const tracing = tracingFor(options.tracing);
   const dataDir = resolve(options.dataDir ?? join('.temporal', 'local'));
   ensurePrivateDir(dataDir); // conversations and the server's database: 0700 (security item 15)

@@ -9,9 +9,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { packedTarball, repositoryRoot as root } from './packed';
 
 const run = promisify(execFile);
-const root = join(__dirname, '..');
 
 /** A thread on the simulated model, through the package's public API only; prints its history as JSON. */
 const program = (load: string) => `
@@ -44,14 +44,11 @@ describe('the npm package', () => {
   let files: string[] = [];
 
   beforeAll(async () => {
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], {
-      cwd: root,
-      maxBuffer: 64 << 20,
-    });
-    const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
-    files = packed!.files.map((f) => f.path);
+    // The same tarball test/first-hour.test.ts installs (packed once per run).
+    const packed = await packedTarball();
+    files = packed.files;
     mkdirSync(installed, { recursive: true });
-    await run('tar', ['-xzf', join(dir, packed!.filename), '-C', installed, '--strip-components', '1']);
+    await run('tar', ['-xzf', packed.tarball, '-C', installed, '--strip-components', '1']);
   }, 300_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -58,7 +58,13 @@ const KNOWN_ERRORS = [
 const commanderExitCode = (e: CommanderError): number => (e.exitCode === 0 ? 0 : 2);
 
 export async function main(argv: string[] = process.argv): Promise<number> {
-  const program = buildProgram().exitOverride();
+  const program = buildProgram();
+  // Every command, not only the program: a subcommand's own errors (a missing argument) would exit the process.
+  const override = (c: Command): void => {
+    c.exitOverride();
+    c.commands.forEach(override);
+  };
+  override(program);
   try {
     await program.parseAsync(argv);
     return 0;
