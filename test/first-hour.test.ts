@@ -144,18 +144,19 @@ describe("a new user's first hour, from the packed package", () => {
     });
 
     it('starts threads from the CLI that read like its own, and takes a hand delivery', async () => {
-      expect((await cli('send', 'demo', 'Is build 42 green?')).code).toBe(0);
+      // (`demo` is the `Use` example's thread, in the same data directory: a new thread here.)
+      expect((await cli('send', 'cli-demo', 'Is build 42 green?')).code).toBe(0);
       // `status` names the call the demo tool left pending: "waiting for get_build_status (<id>)".
       const call = await eventually(
-        async () => /waiting for get_build_status \((\S+)\)/.exec((await cli('status', 'demo')).stdout)?.[1],
+        async () => /waiting for get_build_status \((\S+)\)/.exec((await cli('status', 'cli-demo')).stdout)?.[1],
       );
-      const delivered = await cli('deliver', 'demo', '--call', call!, '--text', 'green');
+      const delivered = await cli('deliver', 'cli-demo', '--call', call, '--text', 'green');
       expect(delivered).toMatchObject({ code: 0, stdout: expect.stringMatching(/^accepted /) });
-      const settled = JSON.parse((await cli('status', 'demo', '--json')).stdout) as ThreadStatus;
+      const settled = JSON.parse((await cli('status', 'cli-demo', '--json')).stdout) as ThreadStatus;
       expect(settled.dropped).toEqual({});
 
       // The UI's Title column and a signal whose payload leads with the text (issue 30 item 1).
-      const handle = temporal.workflow.getHandle('demo');
+      const handle = temporal.workflow.getHandle('cli-demo');
       expect((await handle.describe()).searchAttributes.Title).toEqual(['Is build 42 green?']);
       const signals = ((await handle.fetchHistory()).events ?? []).flatMap(
         (e) => e.workflowExecutionSignaledEventAttributes?.signalName ?? [],
