@@ -15,6 +15,11 @@ import type { ThreadState } from './state';
 export interface Acknowledgements {
   /** After a batch was prepared: settles the awaited inputs it took. `deferred`: ids held back behind the pending call. */
   settle(taken: readonly InputMessage[], dropped: readonly Dropped[], deferred: readonly InputMessage[]): void;
+  /**
+   * The thread closed itself: every input still awaited is answered as dropped (`closed`), since no batch will take
+   * it, and the run, which waits for its open handlers before it ends, can end.
+   */
+  closeAll(): void;
 }
 
 /** Registers the `deliver` update; `enqueue` is the signal handler's path into the inbox. */
@@ -42,6 +47,11 @@ export function installDeliverUpdate(
         if (!isResend(options)) count('duplicate', m);
         return { accepted: false, reason: 'duplicate' };
       }
+      // A thread that closed itself takes nothing more, and its run must not wait on this handler.
+      if (st.prep.closed) {
+        count('closed', m);
+        return { accepted: false, reason: 'closed' };
+      }
       if (!st.inbox.some((q) => q.id === m.id)) enqueue(m);
       awaited.set(m.id, undefined);
       await condition(() => awaited.get(m.id) !== undefined);
@@ -65,6 +75,9 @@ export function installDeliverUpdate(
     },
   );
   return {
+    closeAll() {
+      for (const [id, ack] of awaited) if (ack === undefined) awaited.set(id, { accepted: false, reason: 'closed' });
+    },
     settle(taken, dropped, deferred) {
       if (awaited.size === 0) return;
       // Two copies of one id in a batch (a resend): one accepted and one dropped as a duplicate means accepted.

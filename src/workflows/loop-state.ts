@@ -23,6 +23,8 @@ export interface LoopState {
   acting: boolean;
   /** The slice about to run retries the items of one that did not commit. */
   retrying: boolean;
+  /** The thread closed itself: its run ends once its open handlers have answered. */
+  closed: boolean;
   /** A user text interrupted the last slice: the next batch ends before the first input after that text. */
   interruptNext: boolean;
   /** User texts (not yet processed) that have arrived in this run. */
@@ -69,6 +71,7 @@ export function loopState(st: ThreadState): LoopState {
     sliceRunning: false,
     acting: false,
     retrying: false,
+    closed: false,
     interruptNext: false,
     userTextsArrived: 0,
     inputsArrived: 0,
@@ -81,14 +84,18 @@ export function loopState(st: ThreadState): LoopState {
     newSinceBlock: () =>
       s.blockedAt !== undefined && (s.inputsArrived > s.blockedAt.inputs || st.inbox.length > s.blockedAt.queued),
     // A thread blocked on its store (0.2) waits for the next input whatever is queued: that is idle too.
+    // A thread over budget waits for a raise, whatever is queued: idle too.
     idle: () =>
       !s.acting &&
       !s.sliceRunning &&
-      ((s.blockedAt !== undefined && !s.newSinceBlock()) ||
+      (st.overBudget !== undefined ||
+        (s.blockedAt !== undefined && !s.newSinceBlock()) ||
         (st.inbox.length === 0 && (st.carry.length === 0 || st.blocked))),
     // 0.2: a blocked thread retries once per input that arrives after it blocked, never in a loop on the queued ones.
+    // Over budget: inputs queue, nothing runs until a `budget` signal clears it (never set in older histories).
     hasWork: () =>
-      s.blockedAt !== undefined ? s.newSinceBlock() : st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked),
+      st.overBudget === undefined &&
+      (s.blockedAt !== undefined ? s.newSinceBlock() : st.inbox.length > 0 || (st.carry.length > 0 && !st.blocked)),
     enqueue: (m) => {
       accepted.add(1);
       st.inbox.push(m);
@@ -124,7 +131,11 @@ export function installStatusHandlers(st: ThreadState, loop: LoopState, snapshot
   setHandler(
     waitForIdleUpdate,
     async (options: WaitOptions) => {
-      await condition(() => loop.idle() && !(options?.settled && st.prep.pendingCall && !st.prep.pendingCall.passive));
+      // A closed thread is idle for good: its run waits for this handler before it ends, so it must answer.
+      await condition(
+        () =>
+          loop.closed || (loop.idle() && !(options?.settled && st.prep.pendingCall && !st.prep.pendingCall.passive)),
+      );
       return snapshot();
     },
     { unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON, description: HANDLER_DOCS.waitForIdle },

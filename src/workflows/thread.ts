@@ -12,6 +12,7 @@ import type { Dropped } from '../core/prepare';
 import type { SliceInputs } from '../core/slice-protocol';
 import type { StoredItem } from '../core/types';
 import { installDeliverUpdate } from './acknowledged';
+import { installBudgetSignal } from './budget';
 import { continueAsNewDecision, nextRunArgs } from './continue-as-new';
 import { handleControlInputs } from './control-inputs';
 import { installInbox } from './inbox';
@@ -20,6 +21,7 @@ import { beginTurn, keepCommittedInputs, nextBatch, prepareTaken, sliceAppend } 
 import { carryOut, spawnEventChild, startTimer, type ActionContext } from './runtime-actions';
 import { runBatch, settleSlice, type SliceContext } from './slice-step';
 import { restoreState, threadArgs, type ThreadWorkflowArgs } from './state';
+import { adoptBaseRelease } from './base-release';
 import { sliceRunner } from './slice-runner';
 import { statusView } from './status-view';
 
@@ -28,6 +30,8 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   const args = threadArgs(given, workflowInfo().workflowId);
   const { threadId } = args;
   const opts = args.options ?? {};
+  // Before anything asks a patch: whether this thread follows 0.5's rules without asking (decision 66).
+  adoptBaseRelease(opts);
   const st = restoreState(args);
   const actx: ActionContext = { args, st };
   const loop = loopState(st);
@@ -41,6 +45,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     interrupting: () => (loop.interruptNext = true),
   });
   installStatusHandlers(st, loop, snapshot);
+  installBudgetSignal(st, () => showDetails());
   const sctx: SliceContext = { args, st, loop, inbox, slices, publish };
 
   for (const t of st.timers) startTimer(actx, t);
@@ -79,6 +84,10 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     const outcome = await runBatch(sctx, append, interruptedCalls, local, inputs);
     const action = settleSlice(sctx, outcome, append);
     if (action && (await carryOut(actx, action))) {
+      // Open waits and acknowledged deliveries answer now: the run ends only once they have.
+      loop.closed = true;
+      loop.acting = false;
+      acks.closeAll();
       publish();
       // A closed thread ends its workflow; later inputs find it closed and are dropped.
       await condition(allHandlersFinished);
