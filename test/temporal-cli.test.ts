@@ -86,7 +86,7 @@ describe('the Temporal CLI contract (README "From the Temporal CLI")', () => {
       'the result of the pending tool call CALL (status: pendingCall.id)',
       'an event for the subscription CALL started (an event thread, a child, handles it; "associative": true in',
       'more user text by its own signal (0.5 workers): the readable form, text first',
-      'a tool result by its own signal: the tool\'s name and the text first ("content":[...] instead of "text" for images)',
+      'a tool result by its own signal: the tool\'s name and the text first ("content":[...] instead of "text" for images);',
       'what the thread dropped and why, and the conversation as its run saw it go by (no history events)',
       'a thread started bare: a root thread named by its workflow id, waiting for input',
       'lists: by status, kind and parent',

@@ -4,6 +4,7 @@
  * may run again on a retry, and a retry that finds the slice committed only dispatches its async call again (replay.ts).
  */
 import { ApplicationFailure } from '@temporalio/activity';
+import type { BudgetRef } from '../core/budget';
 import type { BuiltinCallContext } from '../core/builtins';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
 import { AUTO_COMPACTION_TRIGGERED, DEFAULT_SYSTEM_PROMPT, systemPromptSuffix } from '../core/texts';
@@ -11,6 +12,7 @@ import type { HistoryItem, StoredItem, ThreadEvent } from '../core/types';
 import { CommitConflictError, type ConversationStore, type ThreadRecord } from '../store/conversation-store';
 import type { Tool } from '../tools/tool';
 import { eventsForAppended } from './appended-events';
+import { checkBudget, sliceSpend } from './budget-check';
 import { type CompletionOutput, type CompletionPolicy, runCompletion } from './completion';
 import type { SliceDispatch, TreeTools } from './dispatch';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
@@ -67,6 +69,8 @@ export async function sliceAttempt(
   const load = await loadSlice(rt, input);
   if ('committed' in load) return load.committed;
   const { loaded } = load;
+  // Before the model call: a slice that would start over budget calls nothing and commits nothing (issue 27 §1).
+  const budgetRefs = await checkBudget(rt.deps.store, input, loaded.record.rootThreadId, rt.emit);
   const out = await complete(rt, input, control, loaded);
   const built = buildSliceResult({
     sliceId: input.sliceId,
@@ -82,7 +86,7 @@ export async function sliceAttempt(
   // nobody adopts it, and the task's retry (which may take more queued inputs under this slice id) must find the slice
   // uncommitted (decision 67).
   await control.commitGate?.();
-  if ((await commitSlice(rt, input, built, loaded.staged)) === 'duplicate') {
+  if ((await commitSlice(rt, input, built, loaded.staged, budgetRefs, out)) === 'duplicate') {
     // A zombie attempt of this slice committed first: its result is the one that counts.
     return replay(rt, input, (await rt.deps.store.findSlice(input.threadId, input.sliceId))!);
   }
@@ -217,12 +221,17 @@ function throwIfAbandoned(out: CompletionOutput, control: SliceControl): void {
   }
 }
 
-/** The atomic commit of the slice's items, result, summary and consumed staged inputs (`'duplicate'`: another attempt's won). */
+/**
+ * The atomic commit of the slice's items, result, summary, consumed staged inputs and spend (`'duplicate'`: another
+ * attempt's won, and its spend is the one billed).
+ */
 function commitSlice(
   rt: SliceRuntime,
   input: SliceInput,
   { items, result, summary }: BuiltSlice,
   staged: ResolvedInputs,
+  refs: BudgetRef[],
+  out: CompletionOutput,
 ): Promise<'committed' | 'duplicate'> {
   return rt.deps.store.commit({
     threadId: input.threadId,
@@ -232,6 +241,7 @@ function commitSlice(
     result,
     ...(summary && { summary }),
     ...(staged.consumed.length > 0 && { consumedStaged: staged.consumed }),
+    spend: { refs, amount: sliceSpend(rt.deps.model.id, out.usage, rt.deps.prices) },
   });
 }
 

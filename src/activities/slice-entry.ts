@@ -8,7 +8,8 @@
  * - `runSlice`, a regular activity on the thread's task queue: release 0.2's only path, and since 0.3 the fallback
  *   when the local path fails or the adopting worker is gone.
  */
-import { CancelledFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { OVER_BUDGET } from './budget-check';
 import type { LocalSliceOutcome, SliceInput, SliceResult } from '../core/slice-protocol';
 import type { ThreadEvent } from '../core/types';
 import { type SliceControl, SliceJobs } from './slice-jobs';
@@ -30,7 +31,8 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
       return await body();
     } catch (e) {
       const attempt = Context.current().info.attempt + (input.priorAttempts ?? 0);
-      if (!(e instanceof CancelledFailure)) {
+      // A slice refused for budget is no failure of the slice: the thread shows over_budget and a budget_exceeded event.
+      if (!(e instanceof CancelledFailure) && !(e instanceof ApplicationFailure && e.type === OVER_BUDGET)) {
         emit({
           threadId: input.threadId,
           type: 'info',

@@ -17,6 +17,7 @@ import { sliceEntryPoints } from './slice-entry';
 import { type SliceControl, SliceJobs } from './slice-jobs';
 import type { SliceMetrics, ToolCallKind } from './slice-metrics';
 import type { SliceTracing } from './slice-tracing';
+import type { PriceTable } from '../model/prices';
 
 export interface SliceDependencies {
   store: ConversationStore;
@@ -51,6 +52,11 @@ export interface SliceDependencies {
    * end within the local activity.
    */
   handoffQueue?: string;
+  /**
+   * Model prices for money budgets, before the shipped ones (`src/model/prices.ts`).
+   * @default DEFAULT_PRICES only
+   */
+  prices?: PriceTable;
 }
 
 /**

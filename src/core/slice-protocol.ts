@@ -2,6 +2,7 @@
  * The contract between the thread workflow and the `runSlice` activity (docs/architecture.md, "The slice protocol").
  * Both directions stay small: ids, counters and the items being appended, never the conversation.
  */
+import type { Budget, BudgetScope } from './budget';
 import type { InputMessage, PendingCall, StoredItem, ThreadKind, TokenUsage } from './types';
 
 export interface SliceInput {
@@ -30,6 +31,16 @@ export interface SliceInput {
    * with id `lastId`). Recorded with its commit, so a retry of its workflow task takes the same ones (decision 67).
    */
   inputs?: SliceInputs;
+  /** The tree's tenant (budgets, issue 27 §1); absent: the root thread id. */
+  tenant?: string;
+  /** Limits the thread's `budget` signals set, applied to the store before the slice's budget check. */
+  budgetUpdates?: BudgetUpdate[];
+}
+
+/** A limit set by the `budget` signal, for this thread's own key of `scope`; `null` removes it. */
+export interface BudgetUpdate {
+  scope: BudgetScope;
+  budget: Budget | null;
 }
 
 /** The queued inputs a slice took: the first `count`, the last of them with id `lastId`. */

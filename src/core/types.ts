@@ -4,6 +4,7 @@
  * Everything here is plain JSON: it crosses Temporal payloads, the conversation store and the
  * client API unchanged. This module has no dependencies so that workflow code can import it.
  */
+import type { BudgetExceeded } from './budget';
 
 /**
  * A large input kept in the conversation store instead of a Temporal payload (`src/core/staged.ts`). A text that
@@ -96,9 +97,10 @@ export type ThreadKind = 'root' | 'child' | 'event' | 'compaction';
 /**
  * The `AgentStatus` search attribute. `failed`: the last slice failed for good (its inputs were set aside, or the store
  * refused the commit); the next successful slice clears it. The client also reports `failed` for a thread whose workflow
- * task keeps failing (e.g. a nondeterministic deploy).
+ * task keeps failing (e.g. a nondeterministic deploy). `over_budget`: a slice would have started over the thread's,
+ * its tree's or its tenant's budget; the thread keeps its batch and queue and resumes when the budget is raised.
  */
-export type AgentStatus = 'idle' | 'running' | 'waiting_tool' | 'failed' | 'closed';
+export type AgentStatus = 'idle' | 'running' | 'waiting_tool' | 'failed' | 'closed' | 'over_budget';
 
 /** Inputs of a slice that failed on every attempt, set aside so the thread can go on (status().setAside). */
 export interface SetAsideBatch {
@@ -216,6 +218,8 @@ export type ThreadEvent = { threadId: string } & (
   | { type: 'compaction_applied'; sourceThreadId: string; upTo: number }
   | { type: 'completion_started'; sliceId: string }
   | { type: 'text_delta'; text: string }
+  /** While the thread waits for a budget raise (status `over_budget`): the limit its next slice found reached. */
+  overBudget?: BudgetExceeded;
   | { type: 'thinking_started' }
   | { type: 'thinking_delta'; text: string }
   | { type: 'thinking_ended' }
@@ -230,3 +234,5 @@ export type ThreadEvent = { threadId: string } & (
   /** A tool's display-only view of the thread changed (RAP `view_update`); never in history. */
   | { type: 'view_update'; viewType: string; content: unknown }
 );
+  /** A slice did not start: the thread's, its tree's or its tenant's budget is reached (status `over_budget`). */
+  | ({ type: 'budget_exceeded' } & BudgetExceeded)

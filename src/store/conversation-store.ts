@@ -3,6 +3,7 @@
  * Implementations: {@link InMemoryConversationStore} (tests), {@link SqliteConversationStore} (embedded default) and
  * {@link PostgresConversationStore} (workers on several machines).
  */
+import type { Budget, BudgetRef, BudgetState, SpendAmount } from '../core/budget';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
 
@@ -45,6 +46,11 @@ export interface NewSummary extends Summary {
   /** The thread whose history was summarized. */
   threadId: string;
   /** The compaction thread that wrote it: saving again from the same source replaces, never duplicates. */
+  /**
+   * What the slice spent, added to each of `refs` (its thread, tree and tenant) in the same transaction: a duplicate
+   * commit adds nothing, so a retried slice is billed once. Also ends the thread's wait for budget, if it waited.
+   */
+  spend?: { refs: BudgetRef[]; amount: SpendAmount };
   sourceThreadId: string;
 }
 
@@ -107,3 +113,14 @@ export interface ConversationStore {
   /** Releases connections and files; the store is unusable afterwards. */
   close(): Promise<void>;
 }
+  /** Sets (or with `null` removes) the limits of one budget scope (issue 27 §1). */
+  setBudget(ref: BudgetRef, budget: Budget | null): Promise<void>;
+  /** Limit (if set) and spend of each scope, in the order asked; an unknown scope has no limit and zero spend. */
+  budgets(refs: readonly BudgetRef[]): Promise<BudgetState[]>;
+  /**
+   * Records that a thread stopped for budget, under each of `refs`: {@link budgetWaiters} finds it when one of them is
+   * raised. The thread's next commit with spend forgets it.
+   */
+  waitForBudget(threadId: string, refs: readonly BudgetRef[]): Promise<void>;
+  /** Threads stopped for budget under `ref` (they check again when woken). */
+  budgetWaiters(ref: BudgetRef): Promise<string[]>;

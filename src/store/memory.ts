@@ -1,3 +1,4 @@
+import { addSpend, type Budget, type BudgetRef, type BudgetState, type Spend, ZERO_SPEND } from '../core/budget';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem } from '../core/types';
 import { newStagedRef } from './staged-blobs';
@@ -18,6 +19,11 @@ export class InMemoryConversationStore implements ConversationStore {
   /** Per thread, in saving order; a re-save from the same source replaces in place. */
   private readonly summaries = new Map<string, (Summary & { sourceThreadId: string })[]>();
   private readonly staged = new Map<string, Uint8Array>();
+  /** Budget ledger (issue 27 §1), keyed `scope\u0000key`. */
+  private readonly limits = new Map<string, Budget>();
+  private readonly spends = new Map<string, Spend>();
+  /** Scope key → threads stopped for budget under it. */
+  private readonly waiting = new Map<string, Set<string>>();
 
   async ensureThread(record: NewThreadRecord): Promise<ThreadRecord> {
     const existing = this.threads.get(record.threadId);
@@ -60,6 +66,13 @@ export class InMemoryConversationStore implements ConversationStore {
     this.items.set(req.threadId, list);
     this.slices.set(key, structuredClone(req.result));
     for (const id of req.consumedStaged ?? []) this.staged.delete(id);
+    if (req.spend) {
+      for (const ref of req.spend.refs) {
+        const k = refKey(ref);
+        this.spends.set(k, addSpend(this.spends.get(k) ?? ZERO_SPEND, req.spend.amount));
+      }
+      for (const threads of this.waiting.values()) threads.delete(req.threadId);
+    }
     if (req.summary) {
       const { threadId, sourceThreadId, summary, upTo } = req.summary;
       const list = this.summaries.get(threadId) ?? [];
@@ -102,5 +115,33 @@ export class InMemoryConversationStore implements ConversationStore {
     for (const id of ids) this.staged.delete(id);
   }
 
+  async setBudget(ref: BudgetRef, budget: Budget | null): Promise<void> {
+    if (budget) this.limits.set(refKey(ref), { ...budget });
+    else this.limits.delete(refKey(ref));
+  }
+
+  async budgets(refs: readonly BudgetRef[]): Promise<BudgetState[]> {
+    return refs.map((ref) => {
+      const limit = this.limits.get(refKey(ref));
+      const spend = { ...(this.spends.get(refKey(ref)) ?? ZERO_SPEND) };
+      return limit ? { ref: { ...ref }, limit: { ...limit }, spend } : { ref: { ...ref }, spend };
+    });
+  }
+
+  async waitForBudget(threadId: string, refs: readonly BudgetRef[]): Promise<void> {
+    for (const ref of refs) {
+      const k = refKey(ref);
+      const set = this.waiting.get(k) ?? new Set<string>();
+      set.add(threadId);
+      this.waiting.set(k, set);
+    }
+  }
+
+  async budgetWaiters(ref: BudgetRef): Promise<string[]> {
+    return [...(this.waiting.get(refKey(ref)) ?? [])];
+  }
+
   async close(): Promise<void> {}
 }
+
+const refKey = (ref: BudgetRef) => `${ref.scope}\u0000${ref.key}`;

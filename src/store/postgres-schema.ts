@@ -3,6 +3,7 @@
  * database-wide advisory lock, so that workers starting at once against one database never race.
  */
 import type { Pool } from 'pg';
+import { budgetMigration } from './postgres-budgets';
 import { inTransaction } from './postgres-tx';
 
 /** A schema-qualified, quoted table name. */
@@ -83,6 +84,7 @@ export const MIGRATIONS: readonly ((t: TableName) => string)[] = [
       data bytea NOT NULL,
       created_at timestamptz NOT NULL DEFAULT now()
     );`,
+  budgetMigration,
 ];
 
 /**

@@ -17,6 +17,8 @@ import {
 import { ItemPrefixCache } from './item-cache';
 import { migrateSchema, SCHEMA_NAME, type TableName, tablesIn } from './postgres-schema';
 import { PostgresStagedInputs } from './postgres-staged';
+import { PostgresBudgets } from './postgres-budgets';
+import type { Budget, BudgetRef, BudgetState } from '../core/budget';
 import { inTransaction } from './postgres-tx';
 
 /** Threads shorter than this are not kept in the item cache (as in the SQLite store). */
@@ -95,6 +97,7 @@ export class PostgresConversationStore implements ConversationStore {
   private ended = false;
 
   constructor(options: PostgresStoreOptions) {
+  private readonly ledger: PostgresBudgets;
     this.schema = options.schema ?? 'public';
     if (!SCHEMA_NAME.test(this.schema))
       throw new Error(`schema '${this.schema}' must be a plain identifier (letters, digits, _)`);
@@ -112,6 +115,7 @@ export class PostgresConversationStore implements ConversationStore {
 
   /**
    * Brings the database's schema up to date, once per store: the first call applies the missing migrations (under an
+    this.ledger = new PostgresBudgets(this.pool, this.t);
    * advisory lock, so concurrent workers wait for one another), later calls return the same promise. Every other
    * method calls it first, so calling it is optional: do it at start-up to fail early on a wrong URL or missing
    * privileges. A failed attempt (the database unreachable) is retried by the next call.
@@ -253,6 +257,7 @@ export class PostgresConversationStore implements ConversationStore {
 
   /** Until the transaction ends. Keyed by schema too, so stores in different schemas never wait for each other. */
   private async lockThread(c: PoolClient, threadId: string): Promise<void> {
+      if (req.spend) await this.ledger.add(c, req.threadId, req.spend.refs, req.spend.amount);
     await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${this.schema}/${threadId}`]);
   }
 
@@ -310,4 +315,24 @@ export class PostgresConversationStore implements ConversationStore {
     this.ended = true;
     await this.pool.end();
   }
+  async setBudget(ref: BudgetRef, budget: Budget | null): Promise<void> {
+    await this.migrate();
+    await this.ledger.set(ref, budget);
+  }
+
+  async budgets(refs: readonly BudgetRef[]): Promise<BudgetState[]> {
+    await this.migrate();
+    return this.ledger.get(refs);
+  }
+
+  async waitForBudget(threadId: string, refs: readonly BudgetRef[]): Promise<void> {
+    await this.migrate();
+    await this.ledger.wait(threadId, refs);
+  }
+
+  async budgetWaiters(ref: BudgetRef): Promise<string[]> {
+    await this.migrate();
+    return this.ledger.waiters(ref);
+  }
+
 }

@@ -6,6 +6,8 @@ import { createPrivateFile } from './file-modes';
 import { backupDatabase } from './sqlite-backup';
 import { ItemPrefixCache } from './item-cache';
 import { SqliteStagedInputs, STAGED_INPUTS_MIGRATION } from './sqlite-staged';
+import { BUDGET_MIGRATION, SqliteBudgets } from './sqlite-budgets';
+import type { Budget, BudgetRef, BudgetState } from '../core/budget';
 import {
   CommitConflictError,
   type CommitRequest,
@@ -66,6 +68,7 @@ const MIGRATIONS: readonly string[] = [
    DROP TABLE items;
    ALTER TABLE items_rowid RENAME TO items;`,
   STAGED_INPUTS_MIGRATION,
+  BUDGET_MIGRATION,
 ];
 
 interface ThreadRow {
@@ -141,6 +144,7 @@ export class SqliteConversationStore implements ConversationStore {
     this.db = new Database(filename, { readonly: options.readonly ?? false });
     this.cache = new ItemPrefixCache({
       maxBytes: options.itemCacheBytes ?? 32 * 1024 * 1024,
+  private readonly ledger: SqliteBudgets;
       minItems: ITEM_CACHE_MIN_ITEMS,
     });
     this.db.pragma('busy_timeout = 5000');
@@ -164,6 +168,7 @@ export class SqliteConversationStore implements ConversationStore {
       // One seek down the primary key; COUNT(*) would walk every row of the thread, items included.
       length: this.db.prepare<[string], { n: number }>(
         'SELECT COALESCE(MAX(position) + 1, 0) AS n FROM items WHERE thread_id = ?',
+    this.ledger = new SqliteBudgets(this.db);
       ),
       findSlice: this.db.prepare<[string, string], { result: string }>(
         'SELECT result FROM slices WHERE thread_id = ? AND slice_id = ?',
@@ -278,6 +283,7 @@ export class SqliteConversationStore implements ConversationStore {
   async findToolCall(
     threadId: string,
     callId: string,
+        if (req.spend) this.ledger.add(req.threadId, req.spend.refs, req.spend.amount);
     before = Number.MAX_SAFE_INTEGER,
   ): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
     const row = this.stmts.findToolCall.get(threadId, before, callId);
@@ -314,3 +320,21 @@ export class SqliteConversationStore implements ConversationStore {
     if (this.db.open) this.db.close();
   }
 }
+  async setBudget(ref: BudgetRef, budget: Budget | null): Promise<void> {
+    this.guard?.check();
+    this.ledger.set(ref, budget);
+  }
+
+  async budgets(refs: readonly BudgetRef[]): Promise<BudgetState[]> {
+    return this.ledger.get(refs);
+  }
+
+  async waitForBudget(threadId: string, refs: readonly BudgetRef[]): Promise<void> {
+    this.guard?.check();
+    this.ledger.wait(threadId, refs);
+  }
+
+  async budgetWaiters(ref: BudgetRef): Promise<string[]> {
+    return this.ledger.waiters(ref);
+  }
+

@@ -16,6 +16,7 @@ import {
   type WorkerOptions,
 } from '@temporalio/worker';
 import { createSliceActivities } from '../activities/slice';
+import type { PriceTable } from '../model/prices';
 import { SliceJobs } from '../activities/slice-jobs';
 import { sliceMetrics } from '../activities/slice-metrics';
 import { sliceTracing } from '../activities/slice-tracing';
@@ -67,6 +68,8 @@ export interface AgentWorkerOptions {
   onEvent?: (event: ThreadEvent) => void;
   /** Replaces the default system prompt; the thread's id is always appended. @default texts.DEFAULT_SYSTEM_PROMPT */
   systemPrompt?: string;
+  /** Model prices (USD per million tokens) for money budgets, before the shipped ones. @default prices.DEFAULT_PRICES */
+  prices?: PriceTable;
   /** Model retries and timeouts of a slice (docs/semantics.md §17). @default DEFAULT_COMPLETION_POLICY */
   completionPolicy?: Partial<CompletionPolicy>;
   /**
@@ -244,6 +247,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     metrics: sliceMetrics(options.metricMeter ?? Runtime.instance().metricMeter),
     ...(tracing && { tracing: sliceTracing(tracing.tracer, options.model.id) }),
     systemPrompt: options.systemPrompt,
+    ...(options.prices && { prices: options.prices }),
     completionPolicy: options.completionPolicy,
     compactionThreshold: options.compactionThreshold,
     ...(options.toolLifecycle && { lifecycle: options.toolLifecycle }),

@@ -29,6 +29,13 @@ export const kindSignals: Record<KindSignalName, SignalDefinition<[unknown]>> = 
 export const statusQuery = defineQuery<ThreadStatus>('status');
 
 /**
+ * Budgets changed (issue 27 §1): `{}` makes a thread that waits over budget check again; `{"scope","budget"}` also
+ * sets the limit of this thread's own key of that scope (`thread`, `tree`: its root, `tenant`: its tenant), written to
+ * the store by its next slice. `AgentClient.setBudget` and the CLI's `budget set` write the store and send `{}`.
+ */
+export const budgetSignal = defineSignal<[unknown]>('budget');
+
+/**
  * One input, acknowledged: the update returns once the thread has taken the input into a slice's batch (or held it
  * back behind a pending call), saying whether it reached history or was dropped and why. Costs two history events where
  * the signal costs one, and needs a worker to answer; the signal stays the path for tools and gateways.
@@ -92,6 +99,9 @@ export const HANDLER_DOCS = {
   drops: 'Inputs the thread dropped: {counts: per reason, recent: [{id, reason, what}]} (the last few, newest last).',
   transcript:
     'The conversation as this run saw it go by, one line per item (the last 40; `infinity-temporal history <thread>` shows all).',
+  budget:
+    'Budgets changed: {} makes a thread waiting over budget check again; {"scope":"thread"|"tree"|"tenant","budget":' +
+    '{"inputTokens"?,"outputTokens"?,"totalTokens"?,"usd"?}} (or "budget":null) also sets that limit for this thread\'s key of the scope.',
   callbackState: 'Whether a callback URL for the given tool call id is still good (RAP gateway).',
 } as const;
 

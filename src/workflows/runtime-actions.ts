@@ -70,6 +70,8 @@ export async function startThread(
   if (ctx.args.options) args.options = ctx.args.options;
   const userId = userIdOf(ctx);
   if (userId !== undefined) args.userId = userId;
+  // The tenant is the tree's (budgets): a child bills to its root's.
+  if (ctx.args.tenant !== undefined) args.tenant = ctx.args.tenant;
   // 0.5 (decision 62), asked only for threads that write titles: the child's `Title`. It includes 0.4's background
   // priority, so a spawn records one marker, not two (decision 51); without it, 0.4's own marker as before.
   const titled = ctx.args.options?.titleSearchAttribute === true && v05();

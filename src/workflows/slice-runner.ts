@@ -23,7 +23,8 @@ import { sliceActivityOptions } from './status-view';
  * `type`: the activity's failure type (`ApplicationFailure.type`), if it had one; `final`: no further attempt can mend
  * it (non-retryable).
  */
-export type SliceOutcome = { ok: SliceResult } | { cancelled: true } | { failed: string; type?: string; final?: true };
+export type SliceOutcome =
+  { ok: SliceResult } | { cancelled: true } | { failed: string; type?: string; final?: true; details?: unknown };
 
 /** The activities as the workflow sees them (implemented in `src/activities/slice-entry.ts`). */
 interface SliceActivities {
@@ -182,7 +183,14 @@ function failure(e: unknown, nonRetryable: ReadonlySet<string>): SliceOutcome {
   const app = applicationFailureOf(e);
   if (app) {
     const final = app.nonRetryable || nonRetryable.has(app.type ?? '');
-    return { failed: app.message, ...(app.type && { type: app.type }), ...(final && { final: true as const }) };
+    // The first detail only where there is one (an `OverBudget` failure's limit): other outcomes read as before.
+    const details: unknown = app.details?.[0];
+    return {
+      failed: app.message,
+      ...(app.type && { type: app.type }),
+      ...(final && { final: true as const }),
+      ...(details !== undefined && { details }),
+    };
   }
   // A timeout or another failure of Temporal's: its message says what happened (release 0.2's reading).
   const cause = e instanceof Error ? e.cause : undefined;

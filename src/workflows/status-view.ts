@@ -54,11 +54,13 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
       ? 'closed'
       : sliceRunning()
         ? 'running'
-        : st.failed
-          ? 'failed'
-          : st.prep.pendingCall
-            ? 'waiting_tool'
-            : 'idle';
+        : st.overBudget
+          ? 'over_budget'
+          : st.failed
+            ? 'failed'
+            : st.prep.pendingCall
+              ? 'waiting_tool'
+              : 'idle';
 
   const snapshot = (): ThreadStatus => {
     const s: ThreadStatus = {
@@ -83,6 +85,7 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
     if (st.lastError) s.lastError = st.lastError;
     if (st.setAside.length > 0) s.setAside = [...st.setAside];
     return s;
+    if (st.overBudget) s.overBudget = { ...st.overBudget };
   };
 
   /**
