@@ -25,6 +25,8 @@ import { type LiveEvent, mergedThreadEvents } from '../events/live-events';
 import { statusOrFailed } from './stuck';
 import { type AnswerChoiceOptions, choiceOriginsFromEnv, choiceUrlRefusal } from './choice-url';
 import { listThreads, type ThreadFilter, type ThreadSummary } from './listing';
+import { type BudgetTarget, budgetStates, setBudget, type SetBudgetResult } from './budgets';
+import type { Budget, BudgetState } from '../core/budget';
 
 /** Options of {@link AgentClient}. Only `client` and `taskQueue` are required. */
 export interface AgentClientOptions {
@@ -91,6 +93,12 @@ export interface SendUserTextOptions {
 
 export interface StartThreadOptions {
   /** The thread id (= workflow id); a UUID when omitted. Starting an existing thread returns it. */
+  /**
+   * The tenant of the thread if this text creates it (see {@link StartThreadOptions.tenant}); a running thread keeps
+   * its own.
+   * @default the thread id
+   */
+  tenant?: string;
   threadId?: string;
   /** Root metadata (e.g. `user_id`, which remote tools receive); later inputs with `metadata` replace it. */
   metadata?: Record<string, unknown>;
@@ -105,6 +113,15 @@ export interface StartThreadOptions {
 
 export type { ThreadFilter, ThreadSummary } from './listing';
 
+  /**
+   * The tenant whose budget this thread's tree bills to (issue 27 §1); its children inherit it. Set at start only.
+   * @default the root thread id
+   */
+  tenant?: string;
+  /** A budget for this thread (its own usage), written to the store before the thread starts. @default none */
+  budget?: Budget;
+  /** A budget for this thread's agent tree (its usage and its children's). @default none */
+  treeBudget?: Budget;
 export interface WaitForIdleOptions {
   /** Also wait until no non-passive tool call is pending. */
   settled?: boolean;
@@ -210,12 +227,35 @@ export class AgentClient {
       this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' }),
     );
     return this.thread(threadId);
+    if (options.tenant !== undefined) start.args = [{ ...start.args[0], tenant: options.tenant }];
+    // In the store before the thread can run a slice: its first slice is checked against them.
+    if (options.budget) await this.setBudget({ thread: threadId }, options.budget);
+    if (options.treeBudget) await this.setBudget({ tree: threadId }, options.treeBudget);
   }
 
   /** A handle to an existing thread; makes no call. */
   thread(threadId: string): ThreadHandle {
     return new ThreadHandle(this, threadId, this.options);
   }
+  /**
+   * Sets (`null`: removes) the budget of a thread, an agent tree (by root thread id) or a tenant, in the conversation
+   * store every worker reads, and wakes the threads waiting over budget under it: each checks again and resumes if no
+   * budget of its own is reached. Needs `store`.
+   */
+  async setBudget(target: BudgetTarget, budget: Budget | null): Promise<SetBudgetResult> {
+    return setBudget(this.temporal, this.requireStore('setBudget'), target, budget);
+  }
+
+  /** Limits (if set) and spend so far of each target, in order. Needs `store`. */
+  budgets(...targets: BudgetTarget[]): Promise<BudgetState[]> {
+    return budgetStates(this.requireStore('budgets'), targets);
+  }
+
+  private requireStore(what: string): ConversationStore {
+    if (!this.options.store) throw new Error(`${what}() needs the conversation store: pass \`store\` to AgentClient`);
+    return this.options.store;
+  }
+
 
   /**
    * Threads matching a filter, from Temporal's visibility store (eventually consistent: a change shows up within
@@ -251,7 +291,7 @@ export class AgentClient {
    * (pass one to make a resend idempotent) or {@link SendUserTextOptions}.
    */
   async sendUserText(threadId: string, text: string, idOrOptions: string | SendUserTextOptions = {}): Promise<string> {
-    const { id = randomUUID(), priority } = typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;
+    const { id = randomUUID(), priority, tenant } = typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;
     // A thread this text creates has its title from the start: no memo write in its first workflow task.
     const start = this.startOptions(threadId, priority, text);
     const prepared = await prepareInput(userText(threadId, text, id), this.limits);
@@ -273,6 +313,7 @@ export class AgentClient {
       throw e;
     }
     return id;
+    if (tenant !== undefined) start.args = [{ ...start.args[0], tenant }];
   }
 }
 

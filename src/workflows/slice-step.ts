@@ -5,6 +5,7 @@
  * the workflow reaches every command at the same point, and in the same microtask order, as when this was inline.
  */
 import { uuid4, workflowInfo } from '@temporalio/workflow';
+import type { BudgetExceeded } from '../core/budget';
 import { sliceIdFor } from '../core/ids';
 import { compactionInput } from '../core/inputs';
 import type { RuntimeAction, SliceInput, SliceInputs, SliceResult } from '../core/slice-protocol';
@@ -12,7 +13,7 @@ import { addUsage, type StoredItem } from '../core/types';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
 import type { Inbox } from './inbox';
 import { dropStalePrompts, type LoopState } from './loop-state';
-import { v02 } from './patches';
+import { v02, v06 } from './patches';
 import { userIdOf } from './runtime-actions';
 import type { SliceOutcome, SliceRunner } from './slice-runner';
 import type { ThreadState, ThreadWorkflowArgs } from './state';
@@ -61,6 +62,9 @@ export function runBatch(
   if (inputs) input.inputs = inputs;
   const userId = userIdOf(ctx);
   if (userId !== undefined) input.userId = userId;
+  if (args.tenant !== undefined) input.tenant = args.tenant;
+  st.budgetSent = st.budgetUpdates.length;
+  if (st.budgetSent > 0) input.budgetUpdates = [...st.budgetUpdates];
   const { replyBefore } = loop;
   const summary = sliceSummary(
     st.slices + 1,
@@ -78,11 +82,50 @@ export function runBatch(
 export function settleSlice(ctx: SliceContext, outcome: SliceOutcome, append: StoredItem[]): RuntimeAction | undefined {
   ctx.loop.sliceRunning = false;
   if ('ok' in outcome) {
+    appliedBudgetUpdates(ctx.st);
     applyResult(ctx, outcome.ok);
     return outcome.ok.action;
   }
+  // Only a worker with budgets refuses a slice so; asked only then (0.6's path), so older histories replay unchanged.
+  if ('failed' in outcome && outcome.type === OVER_BUDGET && v06()) {
+    stopOverBudget(ctx, outcome, append);
+    return undefined;
+  }
   if ('failed' in outcome) recordFailure(ctx, outcome, append);
   return undefined;
+}
+
+/** The `OverBudget` failure type of the slice activity (`src/activities/budget-check.ts`). */
+const OVER_BUDGET = 'OverBudget';
+
+/** The slice wrote the budget updates it was given before its check: they are done. */
+function appliedBudgetUpdates(st: ThreadState): void {
+  if (st.budgetSent > 0) st.budgetUpdates.splice(0, st.budgetSent);
+  st.budgetSent = 0;
+}
+
+/**
+ * A slice refused for budget (issue 27 §1): nothing was called or committed. The thread keeps the batch (retried
+ * under the same slice id, as a failed slice's is), keeps queueing inputs, and waits for a `budget` signal.
+ */
+function stopOverBudget(ctx: SliceContext, outcome: { failed: string; details?: unknown }, append: StoredItem[]): void {
+  const { st } = ctx;
+  appliedBudgetUpdates(st);
+  st.carry = append;
+  st.overBudget = isExceeded(outcome.details)
+    ? outcome.details
+    : { scope: 'thread', key: ctx.args.threadId, field: 'totalTokens', limit: 0, spend: 0 };
+}
+
+function isExceeded(d: unknown): d is BudgetExceeded {
+  return (
+    typeof d === 'object' &&
+    d !== null &&
+    typeof (d as BudgetExceeded).scope === 'string' &&
+    typeof (d as BudgetExceeded).key === 'string' &&
+    typeof (d as BudgetExceeded).limit === 'number' &&
+    typeof (d as BudgetExceeded).spend === 'number'
+  );
 }
 
 /** A committed slice: its length, pending call and results become the thread's, and the carry is done. */

@@ -1,8 +1,9 @@
 /**
  * The thread workflow's state and its small serialized form carried across continue-as-new.
  */
+import type { BudgetExceeded } from '../core/budget';
 import type { PrepareState } from '../core/prepare';
-import type { SpawnPoint } from '../core/slice-protocol';
+import type { BudgetUpdate, SpawnPoint } from '../core/slice-protocol';
 import type {
   DroppedInput,
   DropReason,
@@ -99,6 +100,8 @@ export function threadArgs(given: unknown, workflowId: string): ThreadWorkflowAr
     kind: raw.kind ?? 'root',
   };
 }
+  /** The tree's tenant, for budgets (issue 27 §1): set at the root's start, handed down to children. */
+  tenant?: string;
 
 /** A pending `sleep`/`sleep_until`: wakes the thread with `text` as the call's result. */
 export interface SleepTimer {
@@ -109,10 +112,10 @@ export interface SleepTimer {
 
 /**
  * Version of {@link CarriedState} written by this code. 1 (absent): release 0.1. 2: adds `blocked`, `failed` and
- * `setAside`. 3: adds `recentDrops`. Readers accept every version up to theirs and ignore fields they do not know, so a run continued by
+ * `setAside`. 3: adds `recentDrops`. 4: adds `overBudget` and `budgetUpdates`. Readers accept every version up to theirs and ignore fields they do not know, so a run continued by
  * older code during a rolling deploy loses only what that code cannot show (docs/upgrading.md).
  */
-export const CARRIED_STATE_VERSION = 3;
+export const CARRIED_STATE_VERSION = 4;
 
 /** Everything a new run needs from the previous one: small, no conversation text except queued inputs. */
 export interface CarriedState {
@@ -165,6 +168,10 @@ export interface ThreadState {
   inbox: InputMessage[];
   /** Items the next slice commits before anything else (a spawned thread's seed). */
   prefix: StoredItem[];
+  /** v4: the thread waits for a budget raise (status `over_budget`). */
+  overBudget?: BudgetExceeded;
+  /** v4: limits `budget` signals set that no slice has applied yet. */
+  budgetUpdates?: BudgetUpdate[];
   /** Items handed to a slice that did not commit; the next slice commits exactly these first. */
   carry: StoredItem[];
   /** The last slice failed for good: wait for new input before trying again. */
@@ -205,6 +212,12 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
       deferred: c?.deferred ?? [],
       metadata: c ? c.metadata : args.metadata,
     },
+  /** The limit the last slice found reached: the thread waits for a `budget` signal (status `over_budget`). */
+  overBudget?: BudgetExceeded;
+  /** Limits `budget` signals set, for the next slice to write to the store before its check. */
+  budgetUpdates: BudgetUpdate[];
+  /** How many of `budgetUpdates` the running slice took (removed once it applied them); this run only. */
+  budgetSent: number;
     length: c?.length ?? 0,
     slices: c?.slices ?? 0,
     inbox: c?.inbox ?? seed?.inbox ?? [],
@@ -240,6 +253,9 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     slices: s.slices,
     closed: s.prep.closed,
     pendingCall: s.prep.pendingCall,
+    ...(c?.overBudget && { overBudget: c.overBudget }),
+    budgetUpdates: c?.budgetUpdates ?? [],
+    budgetSent: 0,
     processedInputIds: lastN(s.prep.processedInputIds, dedupWindow),
     processedToolCalls: lastN(s.prep.processedToolCalls, dedupWindow),
     subscriptions: [...s.prep.subscriptions],
@@ -265,3 +281,6 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     recentDrops: s.recentDrops,
   };
 }
+    // Only when set: every other thread's carried state stays as it was.
+    ...(s.overBudget && { overBudget: s.overBudget }),
+    ...(s.budgetUpdates.length > 0 && { budgetUpdates: s.budgetUpdates }),
