@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SliceResult } from '../src/core/slice-protocol';
 import type { HistoryItem, StoredItem } from '../src/core/types';
 import { CommitConflictError, type ConversationStore, type NewSummary } from '../src/store/conversation-store';
+import { budgetLedgerContract } from './budget-ledger-contract';
 
 export const result = (sliceId: string, length: number): SliceResult => ({
   sliceId,
@@ -312,6 +313,8 @@ export function storeContract(name: string, open: () => ConversationStore | Prom
       expect(back).toBeInstanceOf(Uint8Array);
       expect(Buffer.from(back!).equals(expected)).toBe(true);
     });
+
+    budgetLedgerContract(make);
 
     it('closes, and closing again is harmless', async () => {
       const s = await make();

@@ -16,6 +16,7 @@ import { colour } from './format';
 import { registerServeCommands } from './serve-commands';
 import { registerReplayCommand } from './replay-command';
 import { registerStoreCommands } from './store-commands';
+import { registerBudgetCommands } from './budget-commands';
 import { registerTail } from './tail';
 import { CliError } from './target';
 import { registerThreadCommands } from './thread-commands';
@@ -41,6 +42,7 @@ export function buildProgram(out: (line: string) => void = (l) => process.stdout
   registerStoreCommands(program, out);
   registerReplayCommand(program, out);
   registerTail(program, (s) => process.stdout.write(s), out);
+  registerBudgetCommands(program, out);
   return program;
 }
 

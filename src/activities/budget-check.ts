@@ -1,0 +1,63 @@
+/**
+ * Budgets at the slice (issue 27 §1): before the model is called, the thread's, its tree's and its tenant's spend is
+ * compared with their limits; a slice that would start over budget does not call the model and commits nothing. It
+ * fails with the non-retryable `OverBudget` failure (details: the {@link BudgetExceeded}), the thread keeps its batch
+ * and waits for a raise. After the completion, the commit bills the slice's usage to the same scopes, in its own
+ * transaction (`CommitRequest.spend`). Overshoot: the slices that passed the check while the limit was crossed (at
+ * most one per thread of the scope, since a thread runs one slice at a time).
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import {
+  type BudgetExceeded,
+  type BudgetRef,
+  budgetRefs,
+  exceededText,
+  firstExceeded,
+  type SpendAmount,
+} from '../core/budget';
+import type { SliceInput } from '../core/slice-protocol';
+import type { ThreadEvent, TokenUsage } from '../core/types';
+import { type PriceTable, priceOf, spendOf } from '../model/prices';
+import type { ConversationStore } from '../store/conversation-store';
+
+/** The `ApplicationFailure.type` of a slice refused for budget. */
+export const OVER_BUDGET = 'OverBudget';
+
+/**
+ * Applies the limits the thread's `budget` signals asked for (a `temporal workflow signal` user has no store), then
+ * checks. Returns the slice's scopes; throws `OverBudget` (after recording the thread as waiting) when one is reached.
+ */
+export async function checkBudget(
+  store: ConversationStore,
+  input: SliceInput,
+  rootThreadId: string,
+  emit: (e: ThreadEvent) => void,
+): Promise<BudgetRef[]> {
+  const refs = budgetRefs(input.threadId, rootThreadId, input.tenant);
+  for (const u of input.budgetUpdates ?? []) {
+    const ref = refs.find((r) => r.scope === u.scope)!;
+    await store.setBudget(ref, u.budget);
+  }
+  if (!firstExceeded(await store.budgets(refs))) return refs;
+  await store.waitForBudget(input.threadId, refs);
+  // Read again after recording the wait: a raise that came in between either sees this thread among the waiters (and
+  // wakes it) or is seen here, so no raise is missed.
+  const over = firstExceeded(await store.budgets(refs));
+  if (!over) return refs;
+  emit({ threadId: input.threadId, type: 'budget_exceeded', ...over });
+  throw overBudgetFailure(over);
+}
+
+export function overBudgetFailure(over: BudgetExceeded): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: OVER_BUDGET,
+    message: `over budget: ${exceededText(over)}`,
+    nonRetryable: true,
+    details: [over],
+  });
+}
+
+/** What a slice of `modelId` with `usage` bills. */
+export function sliceSpend(modelId: string, usage: TokenUsage | undefined, prices?: PriceTable): SpendAmount {
+  return spendOf(usage, priceOf(modelId, prices));
+}
