@@ -24,8 +24,10 @@ import { createTestDatabase } from './postgres';
 const run = promisify(execFile);
 
 /** The tree script's model under a priced id (gpt-4o, by prefix in the shipped price table). */
-class PricedModel extends ScriptedModel {
-  override readonly id = 'gpt-4o-2024-08-06';
+function pricedModel(): ScriptedModel {
+  const model = new ScriptedModel(treeScript);
+  Object.defineProperty(model, 'id', { value: 'gpt-4o-2024-08-06' });
+  return model;
 }
 
 const threadOf = (req: ModelRequest) => /Your current thread ID is `([^`]+)`/.exec(req.system)?.[1];
@@ -116,7 +118,7 @@ function threadScenario(name: string, open: () => Promise<TestSystem>) {
 }
 
 const openWith = async (store?: PostgresConversationStore, storePath?: string) => {
-  const model = new PricedModel(treeScript);
+  const model = pricedModel();
   const sys = await startTestSystem({
     model,
     ...(store && { store }),

@@ -89,16 +89,16 @@ export interface SendUserTextOptions {
   id?: string;
   /** Priority of the thread if this text creates it; a running thread keeps the priority it started with. */
   priority?: ThreadPriority;
-}
-
-export interface StartThreadOptions {
-  /** The thread id (= workflow id); a UUID when omitted. Starting an existing thread returns it. */
   /**
    * The tenant of the thread if this text creates it (see {@link StartThreadOptions.tenant}); a running thread keeps
    * its own.
    * @default the thread id
    */
   tenant?: string;
+}
+
+export interface StartThreadOptions {
+  /** The thread id (= workflow id); a UUID when omitted. Starting an existing thread returns it. */
   threadId?: string;
   /** Root metadata (e.g. `user_id`, which remote tools receive); later inputs with `metadata` replace it. */
   metadata?: Record<string, unknown>;
@@ -109,10 +109,6 @@ export interface StartThreadOptions {
    * relationships view). Without it, the first user text titles the thread.
    */
   title?: string;
-}
-
-export type { ThreadFilter, ThreadSummary } from './listing';
-
   /**
    * The tenant whose budget this thread's tree bills to (issue 27 §1); its children inherit it. Set at start only.
    * @default the root thread id
@@ -122,6 +118,10 @@ export type { ThreadFilter, ThreadSummary } from './listing';
   budget?: Budget;
   /** A budget for this thread's agent tree (its usage and its children's). @default none */
   treeBudget?: Budget;
+}
+
+export type { ThreadFilter, ThreadSummary } from './listing';
+
 export interface WaitForIdleOptions {
   /** Also wait until no non-passive tool call is pending. */
   settled?: boolean;
@@ -223,20 +223,16 @@ export class AgentClient {
     if (shape) throw new InvalidInputError(shape);
     const start = this.startOptions(threadId, options.priority, options.title);
     if (options.metadata) start.args = [{ ...start.args[0], metadata: options.metadata }];
-    await typedUnavailable(() =>
-      this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' }),
-    );
-    return this.thread(threadId);
     if (options.tenant !== undefined) start.args = [{ ...start.args[0], tenant: options.tenant }];
     // In the store before the thread can run a slice: its first slice is checked against them.
     if (options.budget) await this.setBudget({ thread: threadId }, options.budget);
     if (options.treeBudget) await this.setBudget({ tree: threadId }, options.treeBudget);
+    await typedUnavailable(() =>
+      this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' }),
+    );
+    return this.thread(threadId);
   }
 
-  /** A handle to an existing thread; makes no call. */
-  thread(threadId: string): ThreadHandle {
-    return new ThreadHandle(this, threadId, this.options);
-  }
   /**
    * Sets (`null`: removes) the budget of a thread, an agent tree (by root thread id) or a tenant, in the conversation
    * store every worker reads, and wakes the threads waiting over budget under it: each checks again and resumes if no
@@ -256,6 +252,10 @@ export class AgentClient {
     return this.options.store;
   }
 
+  /** A handle to an existing thread; makes no call. */
+  thread(threadId: string): ThreadHandle {
+    return new ThreadHandle(this, threadId, this.options);
+  }
 
   /**
    * Threads matching a filter, from Temporal's visibility store (eventually consistent: a change shows up within
@@ -294,6 +294,7 @@ export class AgentClient {
     const { id = randomUUID(), priority, tenant } = typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;
     // A thread this text creates has its title from the start: no memo write in its first workflow task.
     const start = this.startOptions(threadId, priority, text);
+    if (tenant !== undefined) start.args = [{ ...start.args[0], tenant }];
     const prepared = await prepareInput(userText(threadId, text, id), this.limits);
     const { signal, payload } = signalFor(prepared.message, { signalNames: this.options.signalNames ?? 'input' });
     try {
@@ -313,7 +314,6 @@ export class AgentClient {
       throw e;
     }
     return id;
-    if (tenant !== undefined) start.args = [{ ...start.args[0], tenant }];
   }
 }
 

@@ -206,6 +206,8 @@ export interface ThreadStatus {
   setAside?: SetAsideBatch[];
   /** Set when the last slice failed for good; cleared by the next successful one. */
   lastError?: string;
+  /** While the thread waits for a budget raise (status `over_budget`): the limit its next slice found reached. */
+  overBudget?: BudgetExceeded;
 }
 
 /** Live events of a thread (reference spec §7.3; their transport: docs/decisions.md §33). */
@@ -218,8 +220,6 @@ export type ThreadEvent = { threadId: string } & (
   | { type: 'compaction_applied'; sourceThreadId: string; upTo: number }
   | { type: 'completion_started'; sliceId: string }
   | { type: 'text_delta'; text: string }
-  /** While the thread waits for a budget raise (status `over_budget`): the limit its next slice found reached. */
-  overBudget?: BudgetExceeded;
   | { type: 'thinking_started' }
   | { type: 'thinking_delta'; text: string }
   | { type: 'thinking_ended' }
@@ -233,6 +233,6 @@ export type ThreadEvent = { threadId: string } & (
   | { type: 'prompt'; toolCallId: string; prompt: PendingPrompt }
   /** A tool's display-only view of the thread changed (RAP `view_update`); never in history. */
   | { type: 'view_update'; viewType: string; content: unknown }
-);
   /** A slice did not start: the thread's, its tree's or its tenant's budget is reached (status `over_budget`). */
   | ({ type: 'budget_exceeded' } & BudgetExceeded)
+);

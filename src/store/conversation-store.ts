@@ -34,6 +34,11 @@ export interface CommitRequest {
   summary?: NewSummary;
   /** Staged inputs whose content `items` now hold: removed in the same transaction (they are never needed again). */
   consumedStaged?: string[];
+  /**
+   * What the slice spent, added to each of `refs` (its thread, tree and tenant) in the same transaction: a duplicate
+   * commit adds nothing, so a retried slice is billed once. Also ends the thread's wait for budget, if it waited.
+   */
+  spend?: { refs: BudgetRef[]; amount: SpendAmount };
 }
 
 /** A compaction summary of a thread's own items `[0, upTo)` (docs/semantics.md §12; reference spec §6.3). */
@@ -46,11 +51,6 @@ export interface NewSummary extends Summary {
   /** The thread whose history was summarized. */
   threadId: string;
   /** The compaction thread that wrote it: saving again from the same source replaces, never duplicates. */
-  /**
-   * What the slice spent, added to each of `refs` (its thread, tree and tenant) in the same transaction: a duplicate
-   * commit adds nothing, so a retried slice is billed once. Also ends the thread's wait for budget, if it waited.
-   */
-  spend?: { refs: BudgetRef[]; amount: SpendAmount };
   sourceThreadId: string;
 }
 
@@ -110,9 +110,6 @@ export interface ConversationStore {
   loadStaged(ref: StagedRef): Promise<Uint8Array | undefined>;
   /** Forgets staged inputs that no thread will commit (their delivery failed). */
   discardStaged(ids: readonly string[]): Promise<void>;
-  /** Releases connections and files; the store is unusable afterwards. */
-  close(): Promise<void>;
-}
   /** Sets (or with `null` removes) the limits of one budget scope (issue 27 §1). */
   setBudget(ref: BudgetRef, budget: Budget | null): Promise<void>;
   /** Limit (if set) and spend of each scope, in the order asked; an unknown scope has no limit and zero spend. */
@@ -124,3 +121,6 @@ export interface ConversationStore {
   waitForBudget(threadId: string, refs: readonly BudgetRef[]): Promise<void>;
   /** Threads stopped for budget under `ref` (they check again when woken). */
   budgetWaiters(ref: BudgetRef): Promise<string[]>;
+  /** Releases connections and files; the store is unusable afterwards. */
+  close(): Promise<void>;
+}

@@ -93,11 +93,11 @@ export class PostgresConversationStore implements ConversationStore {
   private readonly t: TableName;
   private readonly cache: ItemPrefixCache;
   private readonly staged: PostgresStagedInputs;
+  private readonly ledger: PostgresBudgets;
   private ready?: Promise<number>;
   private ended = false;
 
   constructor(options: PostgresStoreOptions) {
-  private readonly ledger: PostgresBudgets;
     this.schema = options.schema ?? 'public';
     if (!SCHEMA_NAME.test(this.schema))
       throw new Error(`schema '${this.schema}' must be a plain identifier (letters, digits, _)`);
@@ -111,11 +111,11 @@ export class PostgresConversationStore implements ConversationStore {
       minItems: ITEM_CACHE_MIN_ITEMS,
     });
     this.staged = new PostgresStagedInputs(this.pool, this.t);
+    this.ledger = new PostgresBudgets(this.pool, this.t);
   }
 
   /**
    * Brings the database's schema up to date, once per store: the first call applies the missing migrations (under an
-    this.ledger = new PostgresBudgets(this.pool, this.t);
    * advisory lock, so concurrent workers wait for one another), later calls return the same promise. Every other
    * method calls it first, so calling it is optional: do it at start-up to fail early on a wrong URL or missing
    * privileges. A failed attempt (the database unreachable) is retried by the next call.
@@ -251,13 +251,13 @@ export class PostgresConversationStore implements ConversationStore {
       ]);
       if (req.summary) await this.saveSummary(c, req.summary);
       if (req.consumedStaged) await this.staged.remove(req.consumedStaged, c);
+      if (req.spend) await this.ledger.add(c, req.threadId, req.spend.refs, req.spend.amount);
       return 'committed';
     });
   }
 
   /** Until the transaction ends. Keyed by schema too, so stores in different schemas never wait for each other. */
   private async lockThread(c: PoolClient, threadId: string): Promise<void> {
-      if (req.spend) await this.ledger.add(c, req.threadId, req.spend.refs, req.spend.amount);
     await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${this.schema}/${threadId}`]);
   }
 
@@ -309,12 +309,6 @@ export class PostgresConversationStore implements ConversationStore {
     await this.staged.remove(ids);
   }
 
-  /** Ends the pool (waiting for queries in flight). Closing twice is harmless. */
-  async close(): Promise<void> {
-    if (this.ended) return;
-    this.ended = true;
-    await this.pool.end();
-  }
   async setBudget(ref: BudgetRef, budget: Budget | null): Promise<void> {
     await this.migrate();
     await this.ledger.set(ref, budget);
@@ -335,4 +329,10 @@ export class PostgresConversationStore implements ConversationStore {
     return this.ledger.waiters(ref);
   }
 
+  /** Ends the pool (waiting for queries in flight). Closing twice is harmless. */
+  async close(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    await this.pool.end();
+  }
 }

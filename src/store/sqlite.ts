@@ -131,6 +131,7 @@ export class SqliteConversationStore implements ConversationStore {
   private readonly stmts;
   private readonly cache: ItemPrefixCache;
   private readonly staged: SqliteStagedInputs;
+  private readonly ledger: SqliteBudgets;
   /** Writable file stores only: a reader has no commits to lose. */
   private readonly guard?: StoreFileGuard;
 
@@ -144,7 +145,6 @@ export class SqliteConversationStore implements ConversationStore {
     this.db = new Database(filename, { readonly: options.readonly ?? false });
     this.cache = new ItemPrefixCache({
       maxBytes: options.itemCacheBytes ?? 32 * 1024 * 1024,
-  private readonly ledger: SqliteBudgets;
       minItems: ITEM_CACHE_MIN_ITEMS,
     });
     this.db.pragma('busy_timeout = 5000');
@@ -155,6 +155,7 @@ export class SqliteConversationStore implements ConversationStore {
       if (!this.db.memory) this.guard = new StoreFileGuard(filename, before);
     }
     this.staged = new SqliteStagedInputs(this.db);
+    this.ledger = new SqliteBudgets(this.db);
     this.stmts = {
       getThread: this.db.prepare<[string], ThreadRow>('SELECT * FROM threads WHERE thread_id = ?'),
       insertThread: this.db.prepare(
@@ -168,7 +169,6 @@ export class SqliteConversationStore implements ConversationStore {
       // One seek down the primary key; COUNT(*) would walk every row of the thread, items included.
       length: this.db.prepare<[string], { n: number }>(
         'SELECT COALESCE(MAX(position) + 1, 0) AS n FROM items WHERE thread_id = ?',
-    this.ledger = new SqliteBudgets(this.db);
       ),
       findSlice: this.db.prepare<[string, string], { result: string }>(
         'SELECT result FROM slices WHERE thread_id = ? AND slice_id = ?',
@@ -268,6 +268,7 @@ export class SqliteConversationStore implements ConversationStore {
         this.stmts.insertSlice.run(req.threadId, req.sliceId, JSON.stringify(req.result), Date.now());
         if (req.summary) this.stmts.saveSummary.run(req.summary);
         if (req.consumedStaged) this.staged.remove(req.consumedStaged);
+        if (req.spend) this.ledger.add(req.threadId, req.spend.refs, req.spend.amount);
         return 'committed';
       })
       .immediate();
@@ -283,7 +284,6 @@ export class SqliteConversationStore implements ConversationStore {
   async findToolCall(
     threadId: string,
     callId: string,
-        if (req.spend) this.ledger.add(req.threadId, req.spend.refs, req.spend.amount);
     before = Number.MAX_SAFE_INTEGER,
   ): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined> {
     const row = this.stmts.findToolCall.get(threadId, before, callId);
@@ -316,10 +316,6 @@ export class SqliteConversationStore implements ConversationStore {
     this.staged.remove(ids);
   }
 
-  async close(): Promise<void> {
-    if (this.db.open) this.db.close();
-  }
-}
   async setBudget(ref: BudgetRef, budget: Budget | null): Promise<void> {
     this.guard?.check();
     this.ledger.set(ref, budget);
@@ -338,3 +334,7 @@ export class SqliteConversationStore implements ConversationStore {
     return this.ledger.waiters(ref);
   }
 
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}

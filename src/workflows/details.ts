@@ -51,10 +51,10 @@ export function currentDetails(threadId: string, st: ThreadState, status: AgentS
       : '',
     st.lastText ? `last reply: ${st.lastText}` : '',
     st.lastError ? `last error: ${st.lastError}` : '',
-    ...st.setAside.slice(-1).map((b) => `set aside ${b.messageIds.length} inputs of ${b.sliceId}: ${b.reason}`),
     st.overBudget
       ? `over budget: ${st.overBudget.scope} \`${st.overBudget.key}\` ${st.overBudget.field} ${st.overBudget.spend} of ${st.overBudget.limit} (raise it: \`infinity-temporal budget set\`)`
       : '',
+    ...st.setAside.slice(-1).map((b) => `set aside ${b.messageIds.length} inputs of ${b.sliceId}: ${b.reason}`),
     st.recentDrops.length > 0
       ? `dropped lately (\`drops\` query): ${st.recentDrops
           .slice(-DROPS_SHOWN)

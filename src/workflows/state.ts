@@ -84,6 +84,8 @@ export interface ThreadWorkflowArgs {
   userId?: string;
   /** Root metadata given at start (`startThread({ metadata })`). */
   metadata?: Record<string, unknown>;
+  /** The tree's tenant, for budgets (issue 27 §1): set at the root's start, handed down to children. */
+  tenant?: string;
   /** Set by continue-as-new only. */
   carried?: CarriedState;
 }
@@ -100,8 +102,6 @@ export function threadArgs(given: unknown, workflowId: string): ThreadWorkflowAr
     kind: raw.kind ?? 'root',
   };
 }
-  /** The tree's tenant, for budgets (issue 27 §1): set at the root's start, handed down to children. */
-  tenant?: string;
 
 /** A pending `sleep`/`sleep_until`: wakes the thread with `text` as the call's result. */
 export interface SleepTimer {
@@ -152,6 +152,10 @@ export interface CarriedState {
   setAside?: SetAsideBatch[];
   /** v3: the last few inputs dropped, for the `drops` query and the UI's current details. */
   recentDrops?: DroppedInput[];
+  /** v4: the thread waits for a budget raise (status `over_budget`). */
+  overBudget?: BudgetExceeded;
+  /** v4: limits `budget` signals set that no slice has applied yet. */
+  budgetUpdates?: BudgetUpdate[];
 }
 
 export interface CompactionState {
@@ -168,10 +172,6 @@ export interface ThreadState {
   inbox: InputMessage[];
   /** Items the next slice commits before anything else (a spawned thread's seed). */
   prefix: StoredItem[];
-  /** v4: the thread waits for a budget raise (status `over_budget`). */
-  overBudget?: BudgetExceeded;
-  /** v4: limits `budget` signals set that no slice has applied yet. */
-  budgetUpdates?: BudgetUpdate[];
   /** Items handed to a slice that did not commit; the next slice commits exactly these first. */
   carry: StoredItem[];
   /** The last slice failed for good: wait for new input before trying again. */
@@ -196,6 +196,12 @@ export interface ThreadState {
   recentDrops: DroppedInput[];
   /** The calls the last slice made (`name {args}`), for the current details; this run only. */
   lastCalls?: string[];
+  /** The limit the last slice found reached: the thread waits for a `budget` signal (status `over_budget`). */
+  overBudget?: BudgetExceeded;
+  /** Limits `budget` signals set, for the next slice to write to the store before its check. */
+  budgetUpdates: BudgetUpdate[];
+  /** How many of `budgetUpdates` the running slice took (removed once it applied them); this run only. */
+  budgetSent: number;
 }
 
 export function restoreState(args: ThreadWorkflowArgs): ThreadState {
@@ -212,12 +218,6 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
       deferred: c?.deferred ?? [],
       metadata: c ? c.metadata : args.metadata,
     },
-  /** The limit the last slice found reached: the thread waits for a `budget` signal (status `over_budget`). */
-  overBudget?: BudgetExceeded;
-  /** Limits `budget` signals set, for the next slice to write to the store before its check. */
-  budgetUpdates: BudgetUpdate[];
-  /** How many of `budgetUpdates` the running slice took (removed once it applied them); this run only. */
-  budgetSent: number;
     length: c?.length ?? 0,
     slices: c?.slices ?? 0,
     inbox: c?.inbox ?? seed?.inbox ?? [],
@@ -237,6 +237,9 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     failed: c?.failed ?? false,
     setAside: c?.setAside ?? [],
     recentDrops: c?.recentDrops ?? [],
+    ...(c?.overBudget && { overBudget: c.overBudget }),
+    budgetUpdates: c?.budgetUpdates ?? [],
+    budgetSent: 0,
   };
 }
 
@@ -253,9 +256,6 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     slices: s.slices,
     closed: s.prep.closed,
     pendingCall: s.prep.pendingCall,
-    ...(c?.overBudget && { overBudget: c.overBudget }),
-    budgetUpdates: c?.budgetUpdates ?? [],
-    budgetSent: 0,
     processedInputIds: lastN(s.prep.processedInputIds, dedupWindow),
     processedToolCalls: lastN(s.prep.processedToolCalls, dedupWindow),
     subscriptions: [...s.prep.subscriptions],
@@ -279,8 +279,8 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     failed: s.failed,
     setAside: s.setAside,
     recentDrops: s.recentDrops,
-  };
-}
     // Only when set: every other thread's carried state stays as it was.
     ...(s.overBudget && { overBudget: s.overBudget }),
     ...(s.budgetUpdates.length > 0 && { budgetUpdates: s.budgetUpdates }),
+  };
+}

@@ -84,8 +84,8 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
     if (st.usage) s.usage = st.usage;
     if (st.lastError) s.lastError = st.lastError;
     if (st.setAside.length > 0) s.setAside = [...st.setAside];
-    return s;
     if (st.overBudget) s.overBudget = { ...st.overBudget };
+    return s;
   };
 
   /**
