@@ -4,8 +4,14 @@
  * made it, and the recorded histories of every release (`test/fixtures/histories/<release>/`) must still replay.
  * One id per release: one marker per run, one switch to retire with `deprecatePatch` once no thread of the release
  * before is left (docs/upgrading.md).
+ *
+ * A thread started with `ThreadOptions.baseRelease: '0.5'` (decision 66) follows the rules of 0.2 to 0.5 without
+ * asking `patched()`: its runs record none of those markers and no `TemporalChangeVersion` upsert (two history events
+ * and a visibility write fewer per run). Threads without it ask as before, so every recorded history replays as it
+ * ran. 0.6 is asked as before either way: it guards this release's own changes.
  */
 import { patched } from '@temporalio/workflow';
+import { onRules05Patch, onRulesOf05 } from './base-release';
 
 /**
  * Release 0.2: runs continue-as-new under load (bounded batches and carried state, not only when idle); input limits in
@@ -28,7 +34,7 @@ export const v02 = (): boolean => v03() || patched(V02);
  * one marker and one `TemporalChangeVersion` upsert per run instead of two of each. Histories of 0.2 still replay
  * with 0.2's rules (their marker says so), and those of 0.1 with 0.1's.
  */
-export const v03 = (): boolean => patched(V03);
+export const v03 = (): boolean => (onRulesOf05() ? onRules05Patch(V03) : patched(V03));
 
 /**
  * Release 0.4, asked only on the paths it changes and not chained into {@link v03}, so 0.3 workers still replay every
@@ -38,7 +44,7 @@ export const v03 = (): boolean => patched(V03);
  */
 export const V04 = 'infinity-v0.4';
 
-export const v04 = (): boolean => patched(V04);
+export const v04 = (): boolean => (onRulesOf05() ? onRules05Patch(V04) : patched(V04));
 
 /**
  * Release 0.5, asked only on the paths it changes, as 0.4's (decision 58), so a 0.4 worker still replays every 0.5
@@ -51,7 +57,7 @@ export const v04 = (): boolean => patched(V04);
  */
 export const V05 = 'infinity-v0.5';
 
-export const v05 = (): boolean => patched(V05);
+export const v05 = (): boolean => (onRulesOf05() ? onRules05Patch(V05) : patched(V05));
 
 /**
  * Release 0.6, asked only on the path it changes, as 0.4's and 0.5's (decision 58): an input that the complete input

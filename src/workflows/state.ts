@@ -60,6 +60,17 @@ export interface ThreadOptions {
    * @default 'input'
    */
   signalNames?: 'input' | 'by-kind';
+  /**
+   * `'0.5'`: the thread follows the rules of releases 0.2 to 0.5 without asking `patched()` for them, so its runs
+   * record none of their patch markers and no `TemporalChangeVersion` upsert (two history events and a visibility write
+   * fewer per run, decision 66). Children and continue-as-new runs inherit it. Set it only once every worker runs
+   * release 0.6 or later, and roll back no worker below 0.6 after: older code ignores the field, asks `patched()` while
+   * replaying such a history, finds no marker and takes release 0.1's rules (nondeterminism). A thread a 0.5 worker took
+   * a task of anyway has the markers in its history: 0.6 code still asks `patched()` while replaying (never live), so
+   * that history replays too (test/patch-option.test.ts).
+   * @default none (every run asks `patched()` as before)
+   */
+  baseRelease?: '0.5';
 }
 
 /** How a spawned thread starts: the call it must answer first, and what it receives. */

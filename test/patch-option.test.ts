@@ -1,0 +1,209 @@
+/**
+ * `ThreadOptions.baseRelease: '0.5'` (decision 66): a thread started with it follows releases 0.2–0.5's rules without
+ * asking `patched()`, so none of its runs record those patch markers or the `TemporalChangeVersion` upsert; children
+ * and continue-as-new runs inherit it; threads without it ask as before (the replay gate, test/replay.test.ts).
+ *
+ * First, the SDK question the option depends on: does a history that HAS the markers (a thread started with the
+ * option whose first task an older worker took, ignoring it) replay under code that no longer asks for them? The
+ * recorded 0.5 histories, their start input rewritten to carry the option, answer it.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Client } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ThreadHandle } from '../src/client/agent-client';
+import type { ThreadStatus } from '../src/core/types';
+import { ScriptedModel } from '../src/model/scripted';
+import type { ThreadOptions } from '../src/workflows/state';
+import { workflowIdOfHistory } from '../src/cli/replay-command';
+import { treeScript, treeTools } from './fixtures/tree-script';
+import { eventually, startTestSystem, type TestSystem, uid } from './helpers';
+
+const HISTORIES = join(__dirname, 'fixtures', 'histories');
+const WITH_OPTION: ThreadOptions = { baseRelease: '0.5' };
+
+interface JsonPayload {
+  metadata?: Record<string, string>;
+  data?: unknown;
+}
+interface JsonEvent {
+  eventType?: string;
+  workflowExecutionStartedEventAttributes?: { input?: { payloads?: JsonPayload[] } };
+  markerRecordedEventAttributes?: {
+    markerName?: string;
+    details?: Record<string, { payloads?: { data?: unknown }[] } | undefined>;
+  };
+  upsertWorkflowSearchAttributesEventAttributes?: { searchAttributes?: { indexedFields?: Record<string, unknown> } };
+}
+interface JsonHistory {
+  events: JsonEvent[];
+}
+
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+const unb64 = (s: string) => Buffer.from(s, 'base64').toString('utf8');
+
+/** The history with `options` merged into its start input's options, as if the client had started it so. */
+function withStartOptions(history: JsonHistory, options: ThreadOptions): JsonHistory {
+  const copy = structuredClone(history);
+  const started = copy.events[0]!.workflowExecutionStartedEventAttributes!;
+  const payloads = (started.input ??= {}).payloads ?? [];
+  const first = payloads[0];
+  const given = first?.data ? (JSON.parse(text(first.data)) as Record<string, unknown> | null) : null;
+  const args = { ...given, options: { ...(given?.options as object | undefined), ...options } };
+  const payload = { metadata: { encoding: b64('json/plain') }, data: b64(JSON.stringify(args)) };
+  started.input.payloads = [payload, ...payloads.slice(1)];
+  return copy;
+}
+
+const OLD_PATCHES = ['infinity-v0.2', 'infinity-v0.3', 'infinity-v0.4', 'infinity-v0.5'];
+
+/** A payload's JSON text: base64 in recorded files, bytes in the SDK's events. */
+const text = (data: unknown) =>
+  typeof data === 'string' ? unb64(data) : data instanceof Uint8Array ? Buffer.from(data).toString('utf8') : '';
+
+/**
+ * Markers of the patches 0.2 to 0.5 and the `TemporalChangeVersion` upserts that name them, in recorded (JSON) or SDK
+ * events. 0.6's own marker is left out: it is asked as before, on its paths (a turn with several inputs queued).
+ */
+function patchEvents(events: readonly JsonEvent[]): number {
+  return events.filter((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName === 'core_patch') {
+      const data = marker.details?.['patch-data']?.payloads?.[0]?.data;
+      return OLD_PATCHES.includes((JSON.parse(text(data)) as { id: string }).id);
+    }
+    const version = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields
+      ?.TemporalChangeVersion as JsonPayload | undefined;
+    return version !== undefined && OLD_PATCHES.some((p) => text(version.data).includes(`"${p}"`));
+  }).length;
+}
+
+const recorded = (release: string) =>
+  readdirSync(join(HISTORIES, release))
+    .filter((f) => f.endsWith('.json'))
+    .map((file) => ({
+      name: `${release}/${file}`,
+      history: JSON.parse(readFileSync(join(HISTORIES, release, file), 'utf8')) as JsonHistory,
+    }));
+
+const replay = (name: string, history: JsonHistory) =>
+  Worker.runReplayHistory(
+    { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: name },
+    history,
+    workflowIdOfHistory(history),
+  );
+
+describe('the SDK and markers the code no longer asks for', () => {
+  it('replays every 0.5 history, markers and all, as a thread started with the option', async () => {
+    const cases = recorded('v0.5');
+    // The finding rests on histories that do have the markers.
+    expect(cases.filter((c) => patchEvents(c.history.events) > 0).length).toBeGreaterThan(20);
+    for (const c of cases) await replay(`${c.name} with baseRelease`, withStartOptions(c.history, WITH_OPTION));
+  }, 180_000);
+
+  it('reads the option from the start input on replay: a 0.1 history under it diverges', async () => {
+    // Control: the rewrite reaches the workflow. Release 0.1's busy flood, replayed with 0.2's rules on, diverges.
+    const flood = recorded('v0.1').find((c) => c.name.endsWith('/flood-busy-thread.json'))!;
+    await replay(flood.name, flood.history);
+    await expect(replay(flood.name, withStartOptions(flood.history, WITH_OPTION))).rejects.toMatchObject({
+      name: 'DeterminismViolationError',
+    });
+  }, 60_000);
+});
+
+describe('a thread started with the option', () => {
+  let sys: TestSystem;
+  let plain: TestSystem;
+  beforeAll(async () => {
+    // A low run bound, so the root continues-as-new within a few messages.
+    [sys, plain] = await Promise.all([
+      startTestSystem({
+        model: new ScriptedModel(treeScript),
+        tools: treeTools(),
+        threadOptions: { ...WITH_OPTION, maxRunEvents: 30 },
+      }),
+      startTestSystem({ model: new ScriptedModel(treeScript), tools: treeTools() }),
+    ]);
+  });
+  afterAll(async () => {
+    await sys?.shutdown();
+    await plain?.shutdown();
+  });
+
+  /**
+   * `waitForIdle`, again if the update failed with its workflow task: with a run bound this low, a task that
+   * continues-as-new while a signal arrives is refused (UnhandledCommand) and takes the update with it, with or without
+   * the option (the task is retried and the thread goes on).
+   */
+  async function settled(thread: ThreadHandle): Promise<ThreadStatus> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await thread.waitForIdle({ settled: true });
+      } catch (e) {
+        if (attempt >= 5 || !String(e).includes('Workflow Update failed')) throw e;
+      }
+    }
+  }
+
+  /** Every run of a workflow, newest first, following `continuedExecutionRunId` back to the first. */
+  async function runs(temporal: Client, workflowId: string) {
+    const out: { runId?: string; events: JsonEvent[]; args: { options?: ThreadOptions } }[] = [];
+    let runId: string | undefined;
+    for (;;) {
+      const history = await temporal.workflow.getHandle(workflowId, runId).fetchHistory();
+      const events = (history.events ?? []) as unknown as JsonEvent[];
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      const data = started?.input?.payloads?.[0]?.data;
+      const args = data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { options?: ThreadOptions }) : {};
+      out.push({ runId, events, args });
+      runId = started?.continuedExecutionRunId ?? undefined;
+      if (!runId) return out;
+    }
+  }
+
+  it('records no patch marker in any run of the root or its child, and both keep the option', async () => {
+    const thread = await sys.client.startThread({ threadId: uid('base') });
+    await thread.sendUserText('spawn report:child done');
+    const { children } = await settled(thread);
+    expect(children).toHaveLength(1);
+    let messages = 0;
+    while ((await thread.status()).runs < 3 && messages < 30) {
+      await thread.sendUserText(`message ${messages++}`);
+      await settled(thread);
+    }
+    expect((await thread.status()).runs).toBeGreaterThanOrEqual(3);
+
+    const rootRuns = await runs(sys.temporal, thread.threadId);
+    expect(rootRuns.length).toBeGreaterThanOrEqual(3);
+    // The child reports and closes: all its events are in.
+    await eventually(
+      async () => (await sys.temporal.workflow.getHandle(children[0]!).describe()).status.name === 'COMPLETED',
+      30_000,
+      'the child to close',
+    );
+    const child = await runs(sys.temporal, children[0]!);
+    for (const run of [...rootRuns, ...child]) {
+      expect(run.args.options?.baseRelease).toBe('0.5');
+      expect(patchEvents(run.events)).toBe(0);
+    }
+    // And they replay under this code (the option is in each run's start input).
+    for (const run of rootRuns) {
+      const history = await sys.temporal.workflow.getHandle(thread.threadId, run.runId).fetchHistory();
+      await Worker.runReplayHistory(
+        { workflowBundle: { codePath: inject('workflowBundlePath') } },
+        history,
+        thread.threadId,
+      );
+    }
+  }, 120_000);
+
+  it('without it, a thread records its marker as before', async () => {
+    const thread = await plain.client.startThread({ threadId: uid('plain') });
+    await thread.sendUserText('hello');
+    await settled(thread);
+    const [run] = await runs(plain.temporal, thread.threadId);
+    expect(run!.args.options?.baseRelease).toBeUndefined();
+    expect(patchEvents(run!.events)).toBe(2);
+  }, 60_000);
+});
