@@ -21,6 +21,43 @@ export async function threadChain(store: ConversationStore, threadId: string): P
   return chain;
 }
 
+/**
+ * How many of the previous record's own items a record in a chain inherits: a child's spawn order, or a fork's base
+ * point (a fork is a root thread whose history starts with its source's).
+ */
+const inheritedUpTo = (rec: ThreadRecord): number => rec.spawnOrder ?? rec.base?.upTo ?? 0;
+
+/**
+ * The records a thread's history is made of, root first: its ancestors, and when the root of those is a fork (issue 28
+ * §1), the fork's source and its ancestors before it, and so on for a fork of a fork. The ancestors alone
+ * ({@link threadChain}) stay what tools and reports see: a fork belongs to no tree but its own.
+ */
+export async function viewChain(store: ConversationStore, chain: readonly ThreadRecord[]): Promise<ThreadRecord[]> {
+  let out = [...chain];
+  for (let base = out[0]?.base; base !== undefined; base = out[0]?.base) {
+    const source = await threadChain(store, base.threadId);
+    if (source[source.length - 1]?.threadId !== base.threadId)
+      throw new Error(`fork ${out[0]!.threadId}: its source thread ${base.threadId} is not in the store`);
+    out = [...source, ...out];
+    if (out.length > 1000) throw new Error(`thread ${chain[chain.length - 1]?.threadId}: fork chain does not end`);
+  }
+  return out;
+}
+
+/**
+ * Every item a thread's history holds, inherited ones first (a child's from its ancestors, a fork's from its source),
+ * summaries ignored: what `history` of the thread shows when asked for what it inherited too.
+ */
+export async function inheritedHistory(store: ConversationStore, threadId: string): Promise<StoredItem[]> {
+  const chain = await viewChain(store, await threadChain(store, threadId));
+  const out: StoredItem[] = [];
+  for (let i = 0; i < chain.length; i++) {
+    const to = i < chain.length - 1 ? inheritedUpTo(chain[i + 1]!) : undefined;
+    out.push(...(await store.load(chain[i]!.threadId, 0, to)));
+  }
+  return out;
+}
+
 const summaryItem = (summary: string): HistoryItem => ({ kind: 'assistant', text: compactedSummary(summary) });
 
 /**
@@ -30,7 +67,9 @@ const summaryItem = (summary: string): HistoryItem => ({ kind: 'assistant', text
  * - else everything inherited, then its own items.
  * A child spawned before its parent compacted has a cutoff below the summary's end, so it keeps its exact inheritance.
  */
-export async function modelView(store: ConversationStore, chain: readonly ThreadRecord[]): Promise<HistoryItem[]> {
+export async function modelView(store: ConversationStore, ancestry: readonly ThreadRecord[]): Promise<HistoryItem[]> {
+  // A fork's source (and what the source inherited) comes before it exactly as a parent before its child.
+  const chain = await viewChain(store, ancestry);
   const self = chain[chain.length - 1]!;
   const mine = await store.latestSummary(self.threadId);
   // Only what the model will see is read: after a compaction, the summary's tail.
@@ -38,7 +77,7 @@ export async function modelView(store: ConversationStore, chain: readonly Thread
   const out: HistoryItem[] = [];
   let start = 0;
   for (let i = chain.length - 2; i >= 0; i--) {
-    const cutoff = chain[i + 1]!.spawnOrder ?? 0;
+    const cutoff = inheritedUpTo(chain[i + 1]!);
     const s = await store.latestSummary(chain[i]!.threadId, cutoff);
     if (s) {
       out.push(summaryItem(s.summary), ...(await store.load(chain[i]!.threadId, s.upTo, cutoff)).map((x) => x.item));
@@ -47,7 +86,7 @@ export async function modelView(store: ConversationStore, chain: readonly Thread
     }
   }
   for (let i = start; i < chain.length - 1; i++) {
-    out.push(...(await store.load(chain[i]!.threadId, 0, chain[i + 1]!.spawnOrder ?? 0)).map((x) => x.item));
+    out.push(...(await store.load(chain[i]!.threadId, 0, inheritedUpTo(chain[i + 1]!))).map((x) => x.item));
   }
   out.push(...(await store.load(self.threadId)).map((s) => s.item));
   return out;
@@ -61,16 +100,19 @@ export type CallLookup = (callId: string) => Promise<{ name: string; args: unkno
  */
 export function callLookup(
   store: ConversationStore,
-  chain: readonly ThreadRecord[],
+  ancestry: readonly ThreadRecord[],
   view: readonly HistoryItem[],
 ): CallLookup {
   const visible = new Map<string, { name: string; args: unknown }>();
   for (const it of view) if (it.kind === 'tool_call') visible.set(it.id, { name: it.name, args: it.args });
+  // Read only when a call is not in view (rare): a fork's source chain costs reads.
+  let whole: Promise<ThreadRecord[]> | undefined;
   return async (callId) => {
     const seen = visible.get(callId);
     if (seen) return seen;
+    const chain = await (whole ??= viewChain(store, ancestry));
     for (let i = chain.length - 1; i >= 0; i--) {
-      const before = i === chain.length - 1 ? undefined : (chain[i + 1]!.spawnOrder ?? 0);
+      const before = i === chain.length - 1 ? undefined : inheritedUpTo(chain[i + 1]!);
       const found = await store.findToolCall(chain[i]!.threadId, callId, before);
       if (found) return { name: found.name, args: found.args };
     }

@@ -109,6 +109,7 @@ export function statusLines(s: ThreadStatus): string[] {
     `items ${s.historyLength} · slices ${s.slices} · runs ${s.runs} · queued ${s.queued} · deferred ${s.deferred}`,
   ];
   if (s.parentThreadId) lines.push(`parent ${s.parentThreadId}`);
+  if (s.forkedFrom) lines.push(`forked from ${s.forkedFrom.threadId} at item ${s.forkedFrom.at}`);
   // A closed thread's last call (close_thread) is pending for good: it waits for nothing.
   if (s.pendingCall && s.status !== 'closed') lines.push(`waiting for ${s.pendingCall.name} (${s.pendingCall.id})`);
   if (s.children.length) lines.push(`children ${s.children.join(', ')}`);

@@ -18,6 +18,7 @@ import { registerReplayCommand } from './replay-command';
 import { registerStoreCommands } from './store-commands';
 import { registerBudgetCommands } from './budget-commands';
 import { registerTail } from './tail';
+import { registerForkCommand } from './fork-command';
 import { CliError } from './target';
 import { registerThreadCommands } from './thread-commands';
 
@@ -39,6 +40,7 @@ export function buildProgram(out: (line: string) => void = (l) => process.stdout
     .option('--tls-server-name <name>', 'server name override');
   registerServeCommands(program, out);
   registerThreadCommands(program, out);
+  registerForkCommand(program, out);
   registerStoreCommands(program, out);
   registerReplayCommand(program, out);
   registerTail(program, (s) => process.stdout.write(s), out);

@@ -25,6 +25,8 @@ import { type LiveEvent, mergedThreadEvents } from '../events/live-events';
 import { statusOrFailed } from './stuck';
 import { type AnswerChoiceOptions, choiceOriginsFromEnv, choiceUrlRefusal } from './choice-url';
 import { listThreads, type ThreadFilter, type ThreadSummary } from './listing';
+import { forkThread, type ForkThreadOptions } from './fork';
+import { inheritedHistory } from '../activities/history';
 import { type BudgetTarget, budgetStates, setBudget, type SetBudgetResult } from './budgets';
 import type { Budget, BudgetState } from '../core/budget';
 
@@ -258,6 +260,21 @@ export class AgentClient {
   }
 
   /**
+   * Forks a thread (issue 28 §1): a new root thread whose history is `source`'s up to `options.at`, shared in the store
+   * rather than copied, and that goes on independently. See {@link ForkThreadOptions} for what it takes at the point.
+   * Needs `store`. Throws {@link ThreadNotFoundError} for a source the store does not know, {@link InvalidInputError}
+   * for a point outside its history or a thread id already in use by another thread.
+   */
+  forkThread(source: string, options: ForkThreadOptions): Promise<ThreadHandle> {
+    const deps = { client: this, store: this.options.store, limits: this.limits };
+    return forkThread(
+      { ...deps, start: (id, priority, title) => this.startOptions(id, priority, title) },
+      source,
+      options,
+    );
+  }
+
+  /**
    * Threads matching a filter, from Temporal's visibility store (eventually consistent: a change shows up within
    * moments, not at once).
    */
@@ -407,9 +424,11 @@ export class ThreadHandle {
   }
 
   /** The committed history, read from the conversation store. */
-  async history(): Promise<HistoryItem[]> {
+  async history(options: { inherited?: boolean } = {}): Promise<HistoryItem[]> {
     const store = this.options.store;
     if (!store) throw new Error('history() needs the conversation store: pass `store` to AgentClient');
+    // `inherited`: a fork's history from its source's first item (a child's from its root's), as it was forked.
+    if (options.inherited) return (await inheritedHistory(store, this.threadId)).map((s) => s.item);
     return (await store.load(this.threadId)).map((s) => s.item);
   }
 

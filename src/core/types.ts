@@ -171,12 +171,24 @@ export interface DroppedInputs {
  */
 export type DeliveryAck = { accepted: true; deferred?: boolean } | { accepted: false; reason: DropReason };
 
+/**
+ * Where a fork's history comes from: the first `at` of the source thread's own committed items, with everything the
+ * source inherited before them (issue 28 §1). The fork shares them in the store; it copies none.
+ */
+export interface ForkPoint {
+  threadId: string;
+  /** How many of the source's own items the fork starts with. */
+  at: number;
+}
+
 /** A thread's externally visible state (`thread.status()`). */
 export interface ThreadStatus {
   threadId: string;
   kind: ThreadKind;
   status: AgentStatus;
   parentThreadId?: string;
+  /** A fork (`AgentClient.forkThread`): the thread and point its history was taken from. */
+  forkedFrom?: ForkPoint;
   pendingCall: PendingCall | null;
   /** Committed history length (own items only). */
   historyLength: number;

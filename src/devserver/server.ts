@@ -60,6 +60,12 @@ export const THREAD_SEARCH_ATTRIBUTES = {
 export const TITLE_SEARCH_ATTRIBUTE = { Title: 'Text' } as const;
 
 /**
+ * A fork's source thread (`AgentClient.forkThread`, issue 28 §1), so `ForkedFrom = '<thread>'` lists a thread's forks.
+ * Optional for a server: the client starts a fork without it where it is not registered.
+ */
+export const FORK_SEARCH_ATTRIBUTE = { ForkedFrom: 'Keyword' } as const;
+
+/**
  * Dynamic config we rely on. Eager activities save a round trip per slice. The history service reads each queue
  * (transfer: "dispatch this workflow task"; timer; visibility) at most 20 times a second by default, which holds a
  * signal's workflow task for up to 50 ms before matching sees it: on one shard that is most of a turn's latency.
@@ -170,7 +176,11 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
     if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   }
-  for (const [k, v] of Object.entries({ ...THREAD_SEARCH_ATTRIBUTES, ...TITLE_SEARCH_ATTRIBUTE }))
+  for (const [k, v] of Object.entries({
+    ...THREAD_SEARCH_ATTRIBUTES,
+    ...TITLE_SEARCH_ATTRIBUTE,
+    ...FORK_SEARCH_ATTRIBUTE,
+  }))
     args.push('--search-attribute', `${k}=${v}`);
   for (const [k, v] of Object.entries({ ...DEFAULT_DYNAMIC_CONFIG, ...options.dynamicConfig })) {
     args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);

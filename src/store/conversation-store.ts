@@ -17,7 +17,19 @@ export interface ThreadRecord {
   spawnOrder?: number;
   /** The parent's tool call that created this thread. */
   spawnToolCallId?: string;
+  /**
+   * A fork (issue 28 §1): the thread whose history this one starts with, and how many of that thread's own items it
+   * takes (with all they inherit). Shared, not copied: committed items never change. A fork is a root thread, so it
+   * has no `parentThreadId`.
+   */
+  base?: ForkBase;
   closed: boolean;
+}
+
+/** Where a fork's history comes from: the first `upTo` own items of `threadId` (see {@link ThreadRecord.base}). */
+export interface ForkBase {
+  threadId: string;
+  upTo: number;
 }
 
 export type NewThreadRecord = Omit<ThreadRecord, 'closed' | 'rootThreadId'> & { rootThreadId?: string };

@@ -85,7 +85,16 @@ export const MIGRATIONS: readonly ((t: TableName) => string)[] = [
       created_at timestamptz NOT NULL DEFAULT now()
     );`,
   budgetMigration,
+  forkBaseMigration,
 ];
+
+/**
+ * Forks (issue 28 §1): a thread record may name the thread and point its history starts from. Nullable columns with no
+ * default: PostgreSQL adds them without rewriting the table, and a fork adds one row and no items.
+ */
+function forkBaseMigration(t: TableName): string {
+  return `ALTER TABLE ${t('threads')} ADD COLUMN base_thread_id text, ADD COLUMN base_up_to integer;`;
+}
 
 /**
  * Brings the schema up to date: in one transaction, under the migration lock, creates the schema and the version

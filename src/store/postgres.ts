@@ -54,6 +54,9 @@ interface ThreadRow {
   root_thread_id: string;
   spawn_order: number | null;
   spawn_tool_call_id: string | null;
+  /** Forks only (`forkBaseMigration`). */
+  base_thread_id: string | null;
+  base_up_to: number | null;
   closed: boolean;
 }
 
@@ -67,6 +70,7 @@ function toRecord(row: ThreadRow): ThreadRecord {
   if (row.parent_thread_id !== null) r.parentThreadId = row.parent_thread_id;
   if (row.spawn_order !== null) r.spawnOrder = row.spawn_order;
   if (row.spawn_tool_call_id !== null) r.spawnToolCallId = row.spawn_tool_call_id;
+  if (row.base_thread_id !== null) r.base = { threadId: row.base_thread_id, upTo: row.base_up_to ?? 0 };
   return r;
 }
 
@@ -139,8 +143,8 @@ export class PostgresConversationStore implements ConversationStore {
     const existing = await this.getThread(record.threadId);
     if (existing) return existing;
     await this.pool.query(
-      `INSERT INTO ${this.t('threads')} (thread_id, kind, parent_thread_id, root_thread_id, spawn_order, spawn_tool_call_id)
-       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (thread_id) DO NOTHING`,
+      `INSERT INTO ${this.t('threads')} (thread_id, kind, parent_thread_id, root_thread_id, spawn_order, spawn_tool_call_id, base_thread_id, base_up_to)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (thread_id) DO NOTHING`,
       [
         record.threadId,
         record.kind,
@@ -148,6 +152,8 @@ export class PostgresConversationStore implements ConversationStore {
         record.rootThreadId ?? record.threadId,
         record.spawnOrder ?? null,
         record.spawnToolCallId ?? null,
+        record.base?.threadId ?? null,
+        record.base?.upTo ?? null,
       ],
     );
     // A separate statement: it sees the row of whoever won a concurrent insert (each statement has its own snapshot).
@@ -156,7 +162,7 @@ export class PostgresConversationStore implements ConversationStore {
 
   async getThread(threadId: string): Promise<ThreadRecord | undefined> {
     const [row] = await this.query<ThreadRow>(
-      `SELECT thread_id, kind, parent_thread_id, root_thread_id, spawn_order, spawn_tool_call_id, closed FROM ${this.t('threads')} WHERE thread_id = $1`,
+      `SELECT thread_id, kind, parent_thread_id, root_thread_id, spawn_order, spawn_tool_call_id, base_thread_id, base_up_to, closed FROM ${this.t('threads')} WHERE thread_id = $1`,
       [threadId],
     );
     return row && toRecord(row);

@@ -17,6 +17,13 @@ import {
   type ThreadRecord,
 } from './conversation-store';
 
+/**
+ * Forks (issue 28 §1): a thread record may name the thread and point its history starts from. Two nullable columns: a
+ * fork adds one row and no items.
+ */
+const FORK_BASE_MIGRATION = `ALTER TABLE threads ADD COLUMN base_thread_id TEXT;
+   ALTER TABLE threads ADD COLUMN base_up_to INTEGER;`;
+
 /** Schema migrations, applied in order; `PRAGMA user_version` records how many ran. Append only. */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE threads (
@@ -69,6 +76,7 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE items_rowid RENAME TO items;`,
   STAGED_INPUTS_MIGRATION,
   BUDGET_MIGRATION,
+  FORK_BASE_MIGRATION,
 ];
 
 interface ThreadRow {
@@ -78,6 +86,9 @@ interface ThreadRow {
   root_thread_id: string;
   spawn_order: number | null;
   spawn_tool_call_id: string | null;
+  /** Forks only (FORK_BASE_MIGRATION). */
+  base_thread_id: string | null;
+  base_up_to: number | null;
   closed: number;
 }
 
@@ -91,6 +102,7 @@ function toRecord(row: ThreadRow): ThreadRecord {
   if (row.parent_thread_id !== null) r.parentThreadId = row.parent_thread_id;
   if (row.spawn_order !== null) r.spawnOrder = row.spawn_order;
   if (row.spawn_tool_call_id !== null) r.spawnToolCallId = row.spawn_tool_call_id;
+  if (row.base_thread_id !== null) r.base = { threadId: row.base_thread_id, upTo: row.base_up_to ?? 0 };
   return r;
 }
 
@@ -159,8 +171,8 @@ export class SqliteConversationStore implements ConversationStore {
     this.stmts = {
       getThread: this.db.prepare<[string], ThreadRow>('SELECT * FROM threads WHERE thread_id = ?'),
       insertThread: this.db.prepare(
-        `INSERT OR IGNORE INTO threads (thread_id, kind, parent_thread_id, root_thread_id, spawn_order, spawn_tool_call_id, created_at)
-         VALUES (@threadId, @kind, @parentThreadId, @rootThreadId, @spawnOrder, @spawnToolCallId, @createdAt)`,
+        `INSERT OR IGNORE INTO threads (thread_id, kind, parent_thread_id, root_thread_id, spawn_order, spawn_tool_call_id, base_thread_id, base_up_to, created_at)
+         VALUES (@threadId, @kind, @parentThreadId, @rootThreadId, @spawnOrder, @spawnToolCallId, @forkBaseThreadId, @forkBaseUpTo, @createdAt)`,
       ),
       close: this.db.prepare('UPDATE threads SET closed = 1 WHERE thread_id = ?'),
       load: this.db.prepare<[string, number, number], { message_id: string; item: string }>(
@@ -215,6 +227,8 @@ export class SqliteConversationStore implements ConversationStore {
       rootThreadId: record.rootThreadId ?? record.threadId,
       spawnOrder: record.spawnOrder ?? null,
       spawnToolCallId: record.spawnToolCallId ?? null,
+      forkBaseThreadId: record.base?.threadId ?? null,
+      forkBaseUpTo: record.base?.upTo ?? null,
       createdAt: Date.now(),
     });
     return toRecord(this.stmts.getThread.get(record.threadId) as ThreadRow);

@@ -4,7 +4,7 @@
  * `LAST_REPLY_MAX_CHARS`), the inputs it dropped lately and why, and where the whole history is. Current details cost
  * no history event: the SDK answers them from memory (`__temporal_workflow_metadata`). Pure.
  */
-import type { AgentStatus, PendingPrompt } from '../core/types';
+import type { AgentStatus, ForkPoint, PendingPrompt } from '../core/types';
 import type { ThreadState } from './state';
 
 /** Drops shown in the details (the `drops` query has more). */
@@ -40,10 +40,11 @@ function promptLine(threadId: string, p: PendingPrompt): string {
   );
 }
 
-export function currentDetails(threadId: string, st: ThreadState, status: AgentStatus): string {
+export function currentDetails(threadId: string, st: ThreadState, status: AgentStatus, forkedFrom?: ForkPoint): string {
   const pending = st.prep.pendingCall;
   return [
     `**${status}** · ${st.length} items · ${st.slices} slices`,
+    forkedFrom ? `forked from \`${forkedFrom.threadId}\` at item ${forkedFrom.at}` : '',
     pending ? `waiting for \`${pending.name}\` (call ${pending.id})` : '',
     ...st.prompts.map((p) => promptLine(threadId, p)),
     st.lastCalls && st.lastCalls.length > 0

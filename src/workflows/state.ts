@@ -7,6 +7,7 @@ import type { BudgetUpdate, SpawnPoint } from '../core/slice-protocol';
 import type {
   DroppedInput,
   DropReason,
+  ForkPoint,
   InputMessage,
   PendingCall,
   PendingPrompt,
@@ -73,9 +74,12 @@ export interface ThreadOptions {
   baseRelease?: '0.5';
 }
 
-/** How a spawned thread starts: the call it must answer first, and what it receives. */
+/**
+ * How a spawned thread starts: the call it must answer first, and what it receives. A fork (`AgentClient.forkThread`)
+ * starts from one too: the source's call pending at the fork point, or none (null) when the fork answers it itself.
+ */
 export interface ThreadSeed {
-  pendingCall: PendingCall;
+  pendingCall: PendingCall | null;
   /** Items committed by the first slice before the first input (an event child's synthetic spawn). */
   prefix: StoredItem[];
   inbox: InputMessage[];
@@ -89,8 +93,10 @@ export interface ThreadWorkflowArgs {
   options?: ThreadOptions;
   /** For spawned threads: where they attach to the parent (which `parentThreadId` names). */
   spawn?: SpawnPoint;
-  /** For spawned threads, first run only. */
+  /** For spawned threads and forks, first run only. */
   seed?: ThreadSeed;
+  /** A fork: the thread and point its history starts from (its `status()` and current details name them). */
+  forkedFrom?: ForkPoint;
   /** The end user of the thread tree (the root's metadata `user_id`), handed down to children for remote tools. */
   userId?: string;
   /** Root metadata given at start (`startThread({ metadata })`). */

@@ -80,6 +80,7 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
       prompts: [...st.prompts],
     };
     if (args.spawn) s.parentThreadId = args.spawn.parentThreadId;
+    if (args.forkedFrom) s.forkedFrom = { ...args.forkedFrom };
     if (st.lastUsage) s.lastUsage = st.lastUsage;
     if (st.usage) s.usage = st.usage;
     if (st.lastError) s.lastError = st.lastError;
@@ -111,7 +112,7 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
   };
 
   const showDetails = () => {
-    const details = currentDetails(args.threadId, st, status());
+    const details = currentDetails(args.threadId, st, status(), args.forkedFrom);
     if (details !== shownDetails) {
       setCurrentDetails(details);
       shownDetails = details;
