@@ -10,6 +10,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import {
   type BudgetExceeded,
   type BudgetRef,
+  type BudgetScope,
   budgetRefs,
   exceededText,
   firstExceeded,
@@ -32,6 +33,7 @@ export async function checkBudget(
   input: SliceInput,
   rootThreadId: string,
   emit: (e: ThreadEvent) => void,
+  refused?: (scope: BudgetScope) => void,
 ): Promise<BudgetRef[]> {
   const refs = budgetRefs(input.threadId, rootThreadId, input.tenant);
   for (const u of input.budgetUpdates ?? []) {
@@ -45,6 +47,7 @@ export async function checkBudget(
   const over = firstExceeded(await store.budgets(refs));
   if (!over) return refs;
   emit({ threadId: input.threadId, type: 'budget_exceeded', ...over });
+  refused?.(over.scope);
   throw overBudgetFailure(over);
 }
 

@@ -4,7 +4,7 @@
  * may run again on a retry, and a retry that finds the slice committed only dispatches its async call again (replay.ts).
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { BudgetRef } from '../core/budget';
+import type { BudgetRef, SpendAmount } from '../core/budget';
 import type { BuiltinCallContext } from '../core/builtins';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
 import { AUTO_COMPACTION_TRIGGERED, DEFAULT_SYSTEM_PROMPT, systemPromptSuffix } from '../core/texts';
@@ -70,7 +70,9 @@ export async function sliceAttempt(
   if ('committed' in load) return load.committed;
   const { loaded } = load;
   // Before the model call: a slice that would start over budget calls nothing and commits nothing (issue 27 §1).
-  const budgetRefs = await checkBudget(rt.deps.store, input, loaded.record.rootThreadId, rt.emit);
+  const budgetRefs = await checkBudget(rt.deps.store, input, loaded.record.rootThreadId, rt.emit, (scope) =>
+    rt.deps.metrics?.overBudget?.(scope),
+  );
   const out = await complete(rt, input, control, loaded);
   const built = buildSliceResult({
     sliceId: input.sliceId,
@@ -86,7 +88,8 @@ export async function sliceAttempt(
   // nobody adopts it, and the task's retry (which may take more queued inputs under this slice id) must find the slice
   // uncommitted (decision 67).
   await control.commitGate?.();
-  if ((await commitSlice(rt, input, built, loaded.staged, budgetRefs, out)) === 'duplicate') {
+  const spend = sliceSpend(rt.deps.model.id, out.usage, rt.deps.prices);
+  if ((await commitSlice(rt, input, built, loaded.staged, { refs: budgetRefs, amount: spend })) === 'duplicate') {
     // A zombie attempt of this slice committed first: its result is the one that counts.
     return replay(rt, input, (await rt.deps.store.findSlice(input.threadId, input.sliceId))!);
   }
@@ -97,6 +100,7 @@ export async function sliceAttempt(
     built.items,
     rt.classify(loaded.tools),
   );
+  rt.deps.metrics?.billed?.(spend);
   rt.deps.tracing?.committed(built.result, built.items);
   return afterCommit(rt, input, out, loaded, built);
 }
@@ -230,8 +234,7 @@ function commitSlice(
   input: SliceInput,
   { items, result, summary }: BuiltSlice,
   staged: ResolvedInputs,
-  refs: BudgetRef[],
-  out: CompletionOutput,
+  spend: { refs: BudgetRef[]; amount: SpendAmount },
 ): Promise<'committed' | 'duplicate'> {
   return rt.deps.store.commit({
     threadId: input.threadId,
@@ -241,7 +244,7 @@ function commitSlice(
     result,
     ...(summary && { summary }),
     ...(staged.consumed.length > 0 && { consumedStaged: staged.consumed }),
-    spend: { refs, amount: sliceSpend(rt.deps.model.id, out.usage, rt.deps.prices) },
+    spend,
   });
 }
 

@@ -4,6 +4,7 @@
  * unless the runtime exports metrics), once per attempt: a local slice adopted past its budget is one attempt.
  */
 import type { MetricMeter } from '@temporalio/common';
+import type { BudgetScope, SpendAmount } from '../core/budget';
 import { METRICS } from '../core/metric-names';
 import type { SliceResult } from '../core/slice-protocol';
 import type { StoredItem, ThreadKind } from '../core/types';
@@ -25,6 +26,10 @@ export interface SliceMetrics {
   /** It failed (an attempt abandoned or cancelled counts too: its work is lost). */
   failed(kind: ThreadKind, error: unknown): void;
   compactionApplied(): void;
+  /** A slice did not start: `scope`'s budget is reached. */
+  overBudget?(scope: BudgetScope): void;
+  /** A committed slice billed `amount` to its budgets. */
+  billed?(amount: SpendAmount): void;
 }
 
 /** The failure type of an activity error (`ApplicationFailure.type`), else the error's name. */
@@ -43,6 +48,9 @@ export function sliceMetrics(meter: MetricMeter): SliceMetrics {
   const toolCalls = meter.createCounter(METRICS.toolCalls.name, undefined, METRICS.toolCalls.help);
   const appended = meter.createCounter(METRICS.historyEvents.name, undefined, METRICS.historyEvents.help);
   const compactions = meter.createCounter(METRICS.compactions.name, undefined, METRICS.compactions.help);
+  const refused = meter.createCounter(METRICS.budgetRefused.name, undefined, METRICS.budgetRefused.help);
+  const cost = meter.createCounter(METRICS.budgetCost.name, 'microusd', METRICS.budgetCost.help);
+  const unpriced = meter.createCounter(METRICS.budgetUnpriced.name, undefined, METRICS.budgetUnpriced.help);
   return {
     started: (kind) => started.add(1, { kind }),
     committed(kind, ms, result, items, classify) {
@@ -57,5 +65,12 @@ export function sliceMetrics(meter: MetricMeter): SliceMetrics {
     },
     failed: (kind, e) => failed.add(1, { kind, error: errorType(e) }),
     compactionApplied: () => compactions.add(1),
+    overBudget: (scope) => refused.add(1, { scope }),
+    billed(amount) {
+      // Counters take whole numbers: micro-dollars, rounded per slice.
+      const micro = Math.round(amount.usd * 1_000_000);
+      if (micro > 0) cost.add(micro);
+      if (amount.unpriced) unpriced.add(1);
+    },
   };
 }

@@ -35,6 +35,18 @@ export const METRICS = {
     name: 'infinity_inputs_dropped',
     help: 'Inputs a thread dropped (label reason: malformed | duplicate | wrong_call | ...)',
   },
+  budgetRefused: {
+    name: 'infinity_budget_refused',
+    help: 'Slices that did not start because a budget was reached (label scope: thread | tree | tenant)',
+  },
+  budgetCost: {
+    name: 'infinity_budget_cost_microusd',
+    help: "Cost of committed slices by the workers' price table, in millionths of a US dollar",
+  },
+  budgetUnpriced: {
+    name: 'infinity_budget_unpriced_slices',
+    help: 'Committed slices whose model the price table does not know (their tokens count, their cost does not)',
+  },
   callbacksRejected: {
     name: 'infinity_callbacks_rejected',
     help: 'RAP callbacks the gateway refused (label status: the HTTP status)',
