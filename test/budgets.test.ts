@@ -81,6 +81,7 @@ function threadScenario(name: string, open: () => Promise<TestSystem>) {
       expect(requestsOf(model, id)).toBe(2);
       expect(stopped.overBudget).toEqual({ scope: 'thread', key: id, field: 'totalTokens', limit: 40, spend: 40 });
       expect(exceeded(sys, id)[0]).toMatchObject({ scope: 'thread', key: id, limit: 40, spend: 40 });
+      expect(sys.seen.some((e) => e.threadId === id && e.type === 'status' && e.status === 'over_budget')).toBe(true);
       // Inputs sent while over budget wait in the queue; none is dropped, none runs.
       await sys.client.sendUserText(id, 'four');
       await sys.client.sendUserText(id, 'five');

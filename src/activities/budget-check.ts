@@ -47,6 +47,8 @@ export async function checkBudget(
   const over = firstExceeded(await store.budgets(refs));
   if (!over) return refs;
   emit({ threadId: input.threadId, type: 'budget_exceeded', ...over });
+  // What a live view shows until the budget is raised (the workflow's status query says the same).
+  emit({ threadId: input.threadId, type: 'status', status: 'over_budget' });
   refused?.(over.scope);
   throw overBudgetFailure(over);
 }
