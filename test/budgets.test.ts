@@ -221,6 +221,12 @@ describe('trees, tenants, money, the CLI and the raw signal (SQLite)', () => {
       () => ['--address', inject('temporalAddress'), '--task-queue', sys.taskQueue, '--store', sys.storePath],
       {},
     );
+    // Listed by its status (the AgentStatus search attribute; visibility is eventually consistent).
+    await eventually(
+      async () => (await cli.run('threads', '--status', 'over_budget')).stdout.includes(id),
+      30_000,
+      'listed over_budget',
+    );
     const set = await cli.run('budget', 'set', '--thread', id, '--total-tokens', '100');
     expect(set.stderr).toBe('');
     expect(set.code).toBe(0);

@@ -45,7 +45,7 @@ function readSource(path: string): string {
   }
 }
 
-const STATUSES: readonly AgentStatus[] = ['idle', 'running', 'waiting_tool', 'failed', 'closed'];
+const STATUSES: readonly AgentStatus[] = ['idle', 'running', 'waiting_tool', 'failed', 'closed', 'over_budget'];
 const KINDS: readonly ThreadKind[] = ['root', 'child', 'event', 'compaction'];
 
 /** A flag's value checked against its allowed values: a typo is a usage error, not an empty list. */
@@ -252,7 +252,7 @@ export function registerThreadCommands(program: Command, out: Out): void {
   program
     .command('threads')
     .description('list threads, optionally filtered')
-    .option('--status <status>', 'idle | running | waiting_tool | failed | closed')
+    .option('--status <status>', 'idle | running | waiting_tool | failed | closed | over_budget')
     .option('--parent <threadId>', 'children of this thread')
     .option('--kind <kind>', 'root | child | event | compaction')
     .option('--stuck', 'only threads whose workflow task keeps failing, e.g. after a bad deploy (docs/upgrading.md)')
