@@ -179,9 +179,15 @@ async function forkRecord(
   return 'new';
 }
 
-/** A server without the `ForkedFrom` attribute refuses a start that sets it (INVALID_ARGUMENT naming it). */
-const unknownAttribute = (e: unknown): boolean =>
-  e instanceof Error && /ForkedFrom/.test(e.message) && /not defined|unknown|invalid/i.test(e.message);
+/**
+ * A server without the `ForkedFrom` attribute refuses a start that sets it: INVALID_ARGUMENT, "Namespace … has no
+ * mapping defined for search attribute ForkedFrom" (in the cause of the client's "Failed to start Workflow").
+ */
+function unknownAttribute(e: unknown): boolean {
+  const said: string[] = [];
+  for (let c: unknown = e; c instanceof Error && said.length < 5; c = c.cause) said.push(c.message);
+  return said.some((m) => /search attribute ForkedFrom\b/.test(m));
+}
 
 /** Forks `source` (see the module comment); the caller is {@link AgentClient.forkThread}. */
 export async function forkThread(deps: ForkDeps, source: string, options: ForkThreadOptions): Promise<ThreadHandle> {
