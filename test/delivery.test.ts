@@ -14,7 +14,16 @@ import { defineTool, type ToolContext } from '../src/tools/tool';
 import { toolResult } from '../src/tools/messages';
 import { join } from 'node:path';
 import { createAgentWorker } from '../src/worker/create-worker';
-import { eventually, FAST_POLICY, historyFile, recordingTool, startTestSystem, type TestSystem, uid } from './helpers';
+import {
+  checkReplay,
+  eventually,
+  FAST_POLICY,
+  historyFile,
+  recordingTool,
+  startTestSystem,
+  type TestSystem,
+  uid,
+} from './helpers';
 
 const calls: ToolContext[] = [];
 // Answers through the acknowledged path while the slice that dispatched it is still running: the thread has not yet
@@ -130,6 +139,7 @@ it('waits for a free update slot when more acknowledged deliveries are in flight
   );
   expect(users.slice(1).sort()).toEqual([...texts].sort());
   expect((await thread.status()).dropped).toEqual({});
+  await checkReplay(thread, 'delivery-acknowledged-burst');
 });
 
 it('accepts a result that arrives before the thread has recorded its call', async () => {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ScriptedModel, type ScriptedTurn } from '../src/model/scripted';
 import type { ModelRequest } from '../src/model/provider';
 import { treeScript, treeTools } from './fixtures/tree-script';
-import { eventually, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from './helpers';
 
 const isChild = (req: ModelRequest) => {
   const m = /Your current thread ID is `([^`]+)`\. The root thread ID is `([^`]+)`\./.exec(req.system);
@@ -41,5 +41,6 @@ for (const settled of [false, true]) {
     expect(status.status).toBe('closed');
     const described = await child.workflow.describe();
     expect(described.status.name).toBe('COMPLETED');
+    await checkReplay(child, `wait-at-close-child-${settled ? 'settled' : 'idle'}`);
   });
 }
