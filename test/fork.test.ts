@@ -140,6 +140,9 @@ describe.each(stores)('fork on %s', (_name, makeStore) => {
     expect(status.forkedFrom).toEqual({ threadId: src, at: 2 });
     expect(status.kind).toBe('root');
     expect(status.parentThreadId).toBeUndefined();
+    // The UI's current details name them too.
+    const metadata = (await fork.workflow.query('__temporal_workflow_metadata')) as { currentDetails?: string };
+    expect(metadata.currentDetails).toContain(`forked from \`${src}\` at item 2`);
     const described = await fork.workflow.describe();
     expect(described.memo?.forkedFrom).toEqual({ threadId: src, at: 2 });
     expect(described.typedSearchAttributes.get(FORKED_FROM)).toBe(src);
