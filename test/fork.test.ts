@@ -297,6 +297,24 @@ describe.each(stores)('fork on %s', (_name, makeStore) => {
       'user: m3',
       'user: after',
     ]);
+
+    // The fork compacts on its own: its compaction thread summarizes the fork's view (the source's summary, then its
+    // own items), and the source's view keeps its own summary.
+    await fork.compact();
+    await eventually(async () => {
+      const st = await fork.status();
+      return st.compaction.completed === 1 && st.compaction.running === undefined;
+    });
+    await fork.waitForIdle();
+    await say(fork.threadId, 'fork later');
+    await say(src, 'source later');
+    const forkSeen = lastRequestOf(fork.threadId).messages;
+    expect(textOf(forkSeen[0])).toMatch(/^\[Compacted conversation summary\]\ncovers after$/);
+    expect(forkSeen.at(-1)).toEqual({ role: 'user', text: 'fork later' });
+    expect(forkSeen.some((m) => textOf(m).includes('covers m1'))).toBe(false);
+    const srcSeen = lastRequestOf(src).messages;
+    expect(textOf(srcSeen[0])).toMatch(/^\[Compacted conversation summary\]\ncovers m1,m2,m3/);
+    expect(srcSeen.some((m) => textOf(m) === 'fork later' || textOf(m).includes('covers after'))).toBe(false);
   });
 
   it('a fork of a fork: three threads, one shared prefix each, independent turns', async () => {
