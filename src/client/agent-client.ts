@@ -26,7 +26,7 @@ import { statusOrFailed } from './stuck';
 import { type AnswerChoiceOptions, choiceOriginsFromEnv, choiceUrlRefusal } from './choice-url';
 import { listThreads, type ThreadFilter, type ThreadSummary } from './listing';
 import { forkThread, type ForkThreadOptions } from './fork';
-import { inheritedHistory } from '../activities/history';
+import { inheritedHistory } from '../store/chain';
 import { type BudgetTarget, budgetStates, setBudget, type SetBudgetResult } from './budgets';
 import type { Budget, BudgetState } from '../core/budget';
 
