@@ -71,6 +71,7 @@ export const COLORS: Record<Design, string> = {
   v01: '#ff7f0e',
   ceiling: '#2ca02c',
   blocking: '#d62728',
+  bare: '#7f7f7f',
 };
 
 const designs = [...DESIGNS];

@@ -1,18 +1,18 @@
 /**
  * One benchmark worker in its own process, so its memory is measured on its own. `DESIGN` selects ours or a baseline
- * (`v01`, `ceiling`, `blocking`): a baseline's worker registers every baseline workflow and the activities, which
+ * (`v01`, `ceiling`, `bare`, `blocking`): a baseline's worker registers every baseline workflow and the activities, which
  * `ceilingAgent` runs as local activities and the others as regular ones. It reports tool dispatches, completion
  * starts and turn ends to the driver over IPC; the driver plays the external systems that answer tools. `STORE` is
  * ours' conversation store, a SQLite file or a `postgres://` URL; several such processes may share one task queue.
  */
 import { join } from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, type InjectedSinks, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { SimulatedModel } from '../src/model/simulated';
 import { openConversationStore } from '../src/store/open';
 import { PostgresConversationStore } from '../src/store/postgres';
 import { defineTool } from '../src/tools/tool';
 import { createAgentWorker } from '../src/worker/create-worker';
-import type { BaselineActivities } from './baselines/workflows';
+import type { BaselineActivities, BenchSinks } from './baselines/workflows';
 import type { Design } from './lib/fleet';
 import { runMain } from './lib/main';
 
@@ -132,6 +132,10 @@ async function main() {
       maxCachedWorkflows: maxCached,
       maxConcurrentActivityTaskExecutions: slots,
       maxConcurrentWorkflowTaskExecutions: Math.min(100, maxCached),
+      // `bareAgent` without an activity says it parked through this sink (not called on replay).
+      sinks: {
+        bench: { parked: { fn: (_info, threadId) => send({ k: 'tool', id: threadId, call: `${threadId}-parked` }) } },
+      } satisfies InjectedSinks<BenchSinks>,
     });
   }
   const running = worker.run();

@@ -18,7 +18,7 @@ import { ScriptedModel } from '../src/model/scripted';
 import type { ThreadOptions } from '../src/workflows/state';
 import { workflowIdOfHistory } from '../src/cli/replay-command';
 import { treeScript, treeTools } from './fixtures/tree-script';
-import { eventually, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from './helpers';
 
 const HISTORIES = join(__dirname, 'fixtures', 'histories');
 const WITH_OPTION: ThreadOptions = { baseRelease: '0.5' };
@@ -187,15 +187,15 @@ describe('a thread started with the option', () => {
       expect(run.args.options?.baseRelease).toBe('0.5');
       expect(patchEvents(run.events)).toBe(0);
     }
-    // And they replay under this code (the option is in each run's start input).
-    for (const run of rootRuns) {
-      const history = await sys.temporal.workflow.getHandle(thread.threadId, run.runId).fetchHistory();
-      await Worker.runReplayHistory(
-        { workflowBundle: { codePath: inject('workflowBundlePath') } },
-        history,
-        thread.threadId,
-      );
-    }
+    // And they replay under this code (the option is in each run's start input). Recorded into the release being
+    // prepared (RECORD_HISTORIES), so later releases replay threads started with the option: the first run (the spawn),
+    // the latest, and the child.
+    const first = rootRuns[rootRuns.length - 1]!.runId!;
+    const firstRun = { threadId: thread.threadId, workflow: sys.temporal.workflow.getHandle(thread.threadId, first) };
+    await checkReplay(firstRun, 'base-release-first-run', undefined, first);
+    await checkReplay(thread, 'base-release-continued');
+    const childHandle = { threadId: children[0]!, workflow: sys.temporal.workflow.getHandle(children[0]!) };
+    await checkReplay(childHandle, 'base-release-child');
   }, 120_000);
 
   it('without it, a thread records its marker as before', async () => {

@@ -5,16 +5,22 @@
  *   the two status upserts) with empty bodies. A fixed reference: it does not follow the runtime's changes.
  * - `ceilingAgent`: the current operations per turn (each completion a local activity: one marker event, no second
  *   workflow task) with empty bodies: the most this operation pattern can get out of the dev server.
+ * - `bareAgent`: a workflow that parks on a signal and nothing else (no activity, no marker, no search attribute): the
+ *   floor of a start on this server. Its {@link BareSteps} add the parts of our first workflow task one at a time,
+ *   for the waterfall of `bench/probes/park-rate.ts`.
  * - `blockingAgent`: the common pattern — the transcript lives in workflow state and is passed to each completion
  *   activity, and a tool call is an activity that waits for its result, holding a worker slot.
  */
 import {
   condition,
   defineSignal,
+  patched,
   proxyActivities,
   proxyLocalActivities,
+  proxySinks,
   setHandler,
   upsertSearchAttributes,
+  type Sinks,
 } from '@temporalio/workflow';
 import { searchAttributes } from '../../src/workflows/definitions';
 
@@ -67,6 +73,37 @@ export async function v01Agent(threadId: string, turns: number, statusUpserts = 
 export async function ceilingAgent(threadId: string, turns: number, statusUpserts = false): Promise<void> {
   const acts = proxyLocalActivities<BaselineActivities>({ startToCloseTimeout: '5m', retry: { maximumAttempts: 1 } });
   await emptyBodiedAgent(acts.emptyCompletion, threadId, turns, statusUpserts);
+}
+
+/** The bench's sink: tells the driver an agent parked without an activity to say so (no history event). */
+export interface BenchSinks extends Sinks {
+  bench: { parked(threadId: string): void };
+}
+
+/** What the first workflow task of {@link bareAgent} does beyond parking: the parts of ours' first task. */
+export interface BareSteps {
+  /** Ask `patched('infinity-v0.3')` first, as ours' first task does: a marker and a `TemporalChangeVersion` upsert. */
+  patch?: boolean;
+  /** Run the (empty) slice as a local activity, which dispatches the tool (a marker event); else a sink says parked. */
+  localActivity?: boolean;
+  /** Then upsert `AgentStatus = waiting_tool`, as ours does when its slice calls a tool. */
+  statusUpsert?: boolean;
+}
+
+/** Parks on the result signal after the first task's {@link BareSteps}; with none, it only parks. */
+export async function bareAgent(threadId: string, steps: BareSteps = {}): Promise<void> {
+  let results = 0;
+  setHandler(userSignal, () => {});
+  setHandler(resultSignal, () => void results++);
+  if (steps.patch) patched('infinity-v0.3');
+  if (steps.localActivity) {
+    const acts = proxyLocalActivities<BaselineActivities>({ startToCloseTimeout: '5m', retry: { maximumAttempts: 1 } });
+    await acts.emptyCompletion({ threadId, phase: 'call' });
+  } else {
+    proxySinks<BenchSinks>().bench.parked(threadId);
+  }
+  if (steps.statusUpsert) upsertSearchAttributes([{ key: searchAttributes.AgentStatus, value: 'waiting_tool' }]);
+  await condition(() => results > 0);
 }
 
 export async function blockingAgent(threadId: string, turns: number): Promise<void> {

@@ -14,7 +14,7 @@ function niceMax(v: number): number {
   return Math.ceil(v / p) * p;
 }
 
-function linePanel(
+export function linePanel(
   x0: number,
   y0: number,
   w: number,

@@ -5,7 +5,9 @@ import { Client, Connection } from '@temporalio/client';
 import { AgentClient } from '../../src/client/agent-client';
 import { subscriptionEvent, toolResult } from '../../src/tools/messages';
 import type { ThreadPriority } from '../../src/core/priority';
-import { resultSignal, userSignal } from '../baselines/workflows';
+import { type BareSteps, resultSignal, userSignal } from '../baselines/workflows';
+import { searchAttributes } from '../../src/workflows/definitions';
+import { rootPriority } from '../../src/core/priority';
 import type { WorkerToDriver } from '../worker-process';
 import type { ThreadOptions } from '../../src/workflows/state';
 import { WorkerProcesses } from './worker-processes';
@@ -13,9 +15,10 @@ import { WorkerProcesses } from './worker-processes';
 /**
  * `ours`: the runtime. `v01`: release 0.1's operations per turn with empty bodies (regular activities), a fixed
  * reference. `ceiling`: the current operations per turn with empty bodies (local activities). `blocking`: the
- * transcript in workflow state and a tool call as an activity that waits for its result.
+ * transcript in workflow state and a tool call as an activity that waits for its result. `bare` (parking only): a
+ * workflow that parks on a signal, plus the parts of ours' start that {@link BareStart} turns on.
  */
-export type Design = 'ours' | 'v01' | 'ceiling' | 'blocking';
+export type Design = 'ours' | 'v01' | 'ceiling' | 'blocking' | 'bare';
 export const DESIGNS: readonly Design[] = ['ours', 'v01', 'ceiling', 'blocking'];
 
 /** The baselines' workflow per design (see `bench/baselines/workflows.ts`). */
@@ -23,7 +26,26 @@ const BASELINE_WORKFLOW: Record<Exclude<Design, 'ours'>, string> = {
   v01: 'v01Agent',
   ceiling: 'ceilingAgent',
   blocking: 'blockingAgent',
+  bare: 'bareAgent',
 };
+
+/**
+ * How the driver starts a `bare` agent: each field one part of what ours' `sendUserText` sends, and `steps` what its
+ * first workflow task does. All off: `workflow.start` with no signal, search attribute, metadata or priority.
+ */
+export interface BareStart {
+  /** Signal-with-start carrying the user text, as ours, instead of a plain start. */
+  signalWithStart?: boolean;
+  /** The `ThreadKind` search attribute at start. */
+  kind?: boolean;
+  /** The `AgentStatus = idle` search attribute at start. */
+  status?: boolean;
+  /** Memo title, static summary and static details, as ours' start request. */
+  metadata?: boolean;
+  /** Ours' root priority (priority key 2, the thread id as fairness key). */
+  priority?: boolean;
+  steps?: BareSteps;
+}
 
 export interface FleetOptions {
   design: Design;
@@ -42,6 +64,8 @@ export interface FleetOptions {
   workflowSlots?: number;
   /** `ours`' CPU target (decision 64). @default none */
   cpuTarget?: number;
+  /** `bare` only: which parts of ours' start it adds. @default none (it only parks) */
+  bare?: BareStart;
 }
 
 /**
@@ -162,6 +186,8 @@ export class Fleet {
           id: `${a.id}-u${a.turn}`,
           ...(a.priority && { priority: a.priority }),
         });
+      } else if (this.opts.design === 'bare') {
+        await this.startBare(a, text);
       } else {
         const workflow = BASELINE_WORKFLOW[this.opts.design];
         // The workflow's turns: a parking agent's last turn is the one it parks in.
@@ -181,6 +207,30 @@ export class Fleet {
     } catch (e) {
       this.fail(e);
     }
+  }
+
+  /** Starts a `bare` agent with the parts of ours' start its {@link BareStart} turns on. */
+  private async startBare(a: AgentState, text: string): Promise<void> {
+    const b = this.opts.bare ?? {};
+    const title = text.slice(0, 80);
+    const options = {
+      workflowId: a.id,
+      taskQueue: this.taskQueue,
+      args: [a.id, b.steps ?? {}] as [string, BareSteps],
+      typedSearchAttributes: [
+        ...(b.kind ? [{ key: searchAttributes.ThreadKind, value: 'root' }] : []),
+        ...(b.status ? [{ key: searchAttributes.AgentStatus, value: 'idle' }] : []),
+      ],
+      ...(b.metadata && {
+        memo: { title },
+        staticSummary: title,
+        staticDetails: `root thread \`${a.id}\`: its whole conversation with \`infinity-temporal history ${a.id} --full\``,
+      }),
+      ...(b.priority && { priority: rootPriority(a.id) }),
+    };
+    if (b.signalWithStart)
+      await this.client.workflow.signalWithStart('bareAgent', { ...options, signal: userSignal, signalArgs: [text] });
+    else await this.client.workflow.start('bareAgent', options);
   }
 
   /** Delivers the tool result, as the external system would. */
@@ -285,6 +335,23 @@ export class Fleet {
     } else {
       await pool(starts, concurrency, (a) => this.sendUser(a));
     }
+    await Promise.all(done);
+  }
+
+  /**
+   * Runs agents that {@link runTurns} already ran through `turns` more turns each (each tool answered after
+   * `toolDelayMs`); their turn counters go on, so every message keeps a new id. Resolves when all are done.
+   */
+  async moreTurns(ids: string[], turns: number, toolDelayMs = 0, concurrency = 200): Promise<void> {
+    const done: Promise<void>[] = [];
+    const states = ids.map((id) => {
+      const a = this.agents.get(id);
+      if (!a) throw new Error(`agent ${id} has run no turns yet`);
+      done.push(new Promise<void>((r) => (a.done = r)));
+      a.mode = { kind: 'turns', turns: a.turn + turns, toolDelayMs };
+      return a;
+    });
+    await pool(states, concurrency, (a) => this.sendUser(a));
     await Promise.all(done);
   }
 

@@ -1,69 +1,239 @@
 /**
- * `npx tsx bench/probes/park-rate.ts [agents] [designs]`: how fast each design parks agents (start a thread with its
- * first user text, run the completion that calls a tool nobody answers), and the CPU each process spends per parked
- * agent, on a fresh dev server per design (`ours`, `v01` or `ceiling`), and the history events of one parked agent.
+ * `npx tsx bench/probes/park-rate.ts [agents] [designs] [--rounds n] [--out name]`: how fast each design parks agents
+ * (start a thread with its first user text, run the completion that calls a tool nobody answers), the CPU each process
+ * spends per parked agent, on a fresh dev server per design, and the history events and visibility writes of one
+ * parked agent.
+ *
+ * Designs: `ours` (the runtime, started with `baseRelease: '0.5'` as a fleet on one build is: no 0.2–0.5 patch marker,
+ * decision 66), `ours-ask` (without it: every run asks `patched()`, as before 0.6), `v01`, `ceiling`, `bare` (a workflow
+ * that parks on a signal: no activity, no marker, no search attribute, plain start) and `waterfall`: `bare`, then the
+ * parts of ours' start added one at a time (signal-with-start, each search attribute, memo and static metadata,
+ * priority, the first task's local slice, its status upsert, the patch marker), then `ours` and `ours-ask`.
+ * `--rounds n` runs the whole list n times in order (the machine is shared: a ratio within one round is the figure,
+ * its median over rounds the summary). `--out name` writes bench/results/<name>-<time>.{json,md}.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startDevServer } from '../../src/devserver/server';
 import { SqliteConversationStore } from '../../src/store/sqlite';
-import { type Design, Fleet } from '../lib/fleet';
+import type { ThreadOptions } from '../../src/workflows/state';
+import { type BareStart, type Design, Fleet } from '../lib/fleet';
 import { eventTypeName as typeName } from '../lib/history';
 import { runMain } from '../lib/main';
 import { cpuSeconds, treeCpu } from '../lib/proc';
 import { writeThreadBundle } from '../lib/bundle';
+import { median } from '../lib/stats';
+
+interface Variant {
+  label: string;
+  design: Design;
+  threadOptions?: ThreadOptions;
+  bare?: BareStart;
+  /** What this row adds to the one before it (waterfall) or what it is. */
+  note: string;
+}
+
+const ours: Variant = {
+  label: 'ours',
+  design: 'ours',
+  threadOptions: { baseRelease: '0.5' },
+  note: "the runtime, baseRelease '0.5'",
+};
+const oursAsk: Variant = { label: 'ours-ask', design: 'ours', note: 'the runtime asking patched() (no option)' };
+
+/** The waterfall: each row adds one part of ours' start to the row before. */
+function waterfall(): Variant[] {
+  const rows: [string, string, BareStart][] = [
+    ['bare', 'start, parks on a signal', {}],
+    ['+sws', 'signal-with-start carrying the user text', { signalWithStart: true }],
+    ['+kind', 'ThreadKind search attribute at start', { kind: true }],
+    ['+status', 'AgentStatus search attribute at start', { status: true }],
+    ['+metadata', 'memo title, static summary and details', { metadata: true }],
+    ['+priority', 'priority key and fairness key', { priority: true }],
+    ['+slice', "the first task's local slice (a marker), the tool dispatch in it", { steps: { localActivity: true } }],
+    ['+status-upsert', 'AgentStatus waiting_tool upsert', { steps: { statusUpsert: true } }],
+    ['+patch', 'a patch marker and its TemporalChangeVersion upsert', { steps: { patch: true } }],
+  ];
+  let acc: BareStart = {};
+  return rows.map(([label, note, add]) => {
+    acc = { ...acc, ...add, steps: { ...acc.steps, ...add.steps } };
+    return { label, design: 'bare', bare: acc, note };
+  });
+}
+
+function variants(spec: string): Variant[] {
+  return spec.split(',').flatMap((name): Variant[] => {
+    if (name === 'waterfall') return [...waterfall(), ours, oursAsk];
+    if (name === 'ours') return [ours];
+    if (name === 'ours-ask') return [oursAsk];
+    if (name === 'bare') return [waterfall()[0]!];
+    if (name === 'v01' || name === 'ceiling') return [{ label: name, design: name, note: 'empty-bodied baseline' }];
+    throw new Error(`park-rate measures ours, ours-ask, bare, waterfall, v01 or ceiling, not ${name}`);
+  });
+}
+
+interface Measured {
+  label: string;
+  round: number;
+  agentsPerSecond: number;
+  /** CPU ms per parked agent. */
+  server: number;
+  worker: number;
+  driver: number;
+  events: number;
+  eventTypes: string[];
+  /** The visibility store's writes for one parked agent: the insert at start and one update per upsert event. */
+  visibilityWrites: number;
+}
+
+/** The most common value (the first of them on a tie). */
+function mode(values: number[]): number {
+  const counts = new Map<number, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1])[0]![0];
+}
+
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+async function measure(v: Variant, agents: number, work: string, bundlePath: string, round: number) {
+  const tag = `${v.label.replace(/\W/g, '')}-${round}`;
+  const storeFile = join(work, `${tag}.sqlite`);
+  new SqliteConversationStore(storeFile).close();
+  const server = await startDevServer({ ui: false, dbFilename: join(work, `${tag}-temporal.sqlite`) });
+  const fleet = new Fleet({
+    design: v.design,
+    address: server.address,
+    store: storeFile,
+    bundlePath,
+    maxCachedWorkflows: agents + 100,
+    activitySlots: 50,
+    ...(v.threadOptions && { threadOptions: v.threadOptions }),
+    ...(v.bare && { bare: v.bare }),
+  });
+  try {
+    await fleet.start();
+    // Warm-up: the first starts pay for caches and connections.
+    await fleet.park(
+      Array.from({ length: 100 }, (_, i) => `${tag}-warm-${i}`),
+      200,
+    );
+    // The driver's own CPU only: the server and the worker are its children.
+    const read = () => ({ server: treeCpu(server.pid), worker: treeCpu(fleet.pid!), driver: cpuSeconds(process.pid) });
+    const cpu0 = read();
+    const t0 = performance.now();
+    const ids = Array.from({ length: agents }, (_, i) => `${tag}-park-${i}`);
+    await fleet.park(ids, 200);
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu1 = read();
+    if (fleet.errors.length > 0) throw new Error(`${v.label}: ${fleet.errors.join('; ')}`);
+    const per = (k: keyof typeof cpu1) => ((cpu1[k] - cpu0[k]) * 1000) / agents;
+    const events = (await fleet.temporal.workflow.getHandle(ids[0]!).fetchHistory()).events ?? [];
+    const eventTypes = events.map((e) => typeName(e.eventType));
+    const m: Measured = {
+      label: v.label,
+      round,
+      agentsPerSecond: agents / seconds,
+      server: per('server'),
+      worker: per('worker'),
+      driver: per('driver'),
+      events: events.length,
+      eventTypes,
+      visibilityWrites: 1 + eventTypes.filter((t) => t === 'upsert_workflow_search_attributes').length,
+    };
+    console.log(
+      `${v.label}: ${m.agentsPerSecond.toFixed(1)} agents parked/s; CPU ms per agent: server ${m.server.toFixed(2)}, ` +
+        `worker ${m.worker.toFixed(2)}, driver ${m.driver.toFixed(2)}; ${m.events} events, ${m.visibilityWrites} ` +
+        `visibility writes (load ${loadavg()[0]!.toFixed(1)})`,
+    );
+    console.log(`  ${eventTypes.join(', ')}`);
+    return m;
+  } finally {
+    await fleet.stop();
+    await server.stop();
+  }
+}
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const agents = Number(process.argv[2] ?? 2000);
-  const designs = (process.argv[3] ?? 'ours,ceiling').split(',') as Design[];
-  // A blocking agent holds an activity slot while it waits: 2,000 of them are not a rate, they are a stall.
-  if (designs.includes('blocking')) throw new Error('park-rate measures ours, v01 or ceiling, not blocking');
+  const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
+  const agents = Number(positional[0] ?? 2000);
+  const list = variants(positional[1] ?? 'ours,bare');
+  const rounds = Number(flag('--rounds') ?? 1);
+  const out = flag('--out');
   const work = mkdtempSync(join(tmpdir(), 'infinity-park-rate-'));
   const bundlePath = await writeThreadBundle(work);
-  for (const design of designs) {
-    const storeFile = join(work, `${design}.sqlite`);
-    new SqliteConversationStore(storeFile).close();
-    const server = await startDevServer({ ui: false, dbFilename: join(work, `${design}-temporal.sqlite`) });
-    const fleet = new Fleet({
-      design,
-      address: server.address,
-      store: storeFile,
-      bundlePath,
-      maxCachedWorkflows: agents + 100,
-      activitySlots: 50,
-    });
-    try {
-      await fleet.start();
-      // Warm-up: the first starts pay for caches and connections.
-      await fleet.park(
-        Array.from({ length: 100 }, (_, i) => `${design}-warm-${i}`),
-        200,
-      );
-      // The driver's own CPU only: the server and the worker are its children.
-      const read = () => ({
-        server: treeCpu(server.pid),
-        worker: treeCpu(fleet.pid!),
-        driver: cpuSeconds(process.pid),
-      });
-      const cpu0 = read();
-      const t0 = performance.now();
-      const ids = Array.from({ length: agents }, (_, i) => `${design}-park-${i}`);
-      await fleet.park(ids, 200);
-      const seconds = (performance.now() - t0) / 1000;
-      const cpu1 = read();
-      const cpu = (Object.keys(cpu1) as (keyof typeof cpu1)[])
-        .map((k) => `${k} ${(((cpu1[k] - cpu0[k]) * 1000) / agents).toFixed(2)}`)
-        .join(', ');
-      console.log(`${design}: ${(agents / seconds).toFixed(1)} agents parked/s; CPU ms per agent: ${cpu}`);
-      const events = (await fleet.temporal.workflow.getHandle(ids[0]!).fetchHistory()).events ?? [];
-      console.log(`  ${events.length} events: ${events.map((e) => typeName(e.eventType)).join(', ')}`);
-    } finally {
-      await fleet.stop();
-      await server.stop();
-    }
+  const loadBefore = loadavg();
+  const results: Measured[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    if (rounds > 1) console.log(`round ${round}/${rounds}`);
+    for (const v of list) results.push(await measure(v, agents, work, bundlePath, round));
+  }
+  const loadAfter = loadavg();
+
+  // Ratios to `bare` within each round, then the median over rounds; the other columns are medians too.
+  const hasBare = list.some((v) => v.label === 'bare');
+  // The events column: the most common count (a first task that timed out under load adds three).
+  const rows = list.map((v) => {
+    const mine = results.filter((r) => r.label === v.label);
+    const ratios = hasBare
+      ? mine.map(
+          (r) => r.agentsPerSecond / results.find((b) => b.label === 'bare' && b.round === r.round)!.agentsPerSecond,
+        )
+      : [];
+    const med = (k: 'agentsPerSecond' | 'server' | 'worker' | 'driver') => median(mine.map((r) => r[k]));
+    // CPU per agent in all: on a shared machine the steadier figure (a rate depends on what else runs).
+    const cpu = (r: Measured) => r.server + r.worker + r.driver;
+    const cpuRatios = hasBare
+      ? mine.map((r) => cpu(results.find((b) => b.label === 'bare' && b.round === r.round)!) / cpu(r))
+      : [];
+    return {
+      label: v.label,
+      note: v.note,
+      agentsPerSecond: med('agentsPerSecond'),
+      vsBare: ratios.length > 0 ? median(ratios) : undefined,
+      ratios,
+      server: med('server'),
+      worker: med('worker'),
+      driver: med('driver'),
+      cpuTotal: median(mine.map(cpu)),
+      cpuVsBare: cpuRatios.length > 0 ? median(cpuRatios) : undefined,
+      events: mode(mine.map((r) => r.events)),
+      visibilityWrites: mode(mine.map((r) => r.visibilityWrites)),
+    };
+  });
+  const f = (n: number, d = 1) => n.toFixed(d);
+  const table = [
+    '| design | adds | agents/s | × bare (per round) | server ms | worker ms | driver ms | CPU ms in all | × bare by CPU | events | visibility writes |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    ...rows.map(
+      (r) =>
+        `| ${r.label} | ${r.note} | ${f(r.agentsPerSecond)} | ${r.vsBare === undefined ? '' : `${f(r.vsBare, 2)} (${r.ratios.map((x) => f(x, 2)).join(', ')})`} | ` +
+        `${f(r.server)} | ${f(r.worker)} | ${f(r.driver)} | ${f(r.cpuTotal)} | ${r.cpuVsBare === undefined ? '' : f(r.cpuVsBare, 2)} | ` +
+        `${r.events} | ${r.visibilityWrites} |`,
+    ),
+  ].join('\n');
+  const load = `load average ${loadBefore.map((l) => f(l, 2)).join(' ')} before, ${loadAfter.map((l) => f(l, 2)).join(' ')} after`;
+  console.log(`\n${agents} agents per design, ${rounds} round(s), medians; ${load}\n${table}`);
+  if (hasBare && list.some((v) => v.label === 'ours')) {
+    const r = rows.find((x) => x.label === 'ours')!;
+    console.log(
+      `ours / bare: ${f(r.vsBare!, 2)} agents/s, ${f(r.cpuVsBare!, 2)} by CPU per agent (medians of the rounds' ratios)`,
+    );
+  }
+  if (out) {
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    const base = join(__dirname, '..', 'results', `${out}-${stamp}`);
+    writeFileSync(`${base}.json`, JSON.stringify({ agents, rounds, loadBefore, loadAfter, rows, results }, null, 2));
+    writeFileSync(
+      `${base}.md`,
+      `# park-rate ${out}\n\n${agents} agents per design, ${rounds} round(s); ${load}\n\n${table}\n`,
+    );
+    console.log(`wrote ${base}.{json,md}`);
   }
 }
 
