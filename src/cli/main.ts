@@ -42,9 +42,9 @@ export function buildProgram(out: (line: string) => void = (l) => process.stdout
   registerThreadCommands(program, out);
   registerForkCommand(program, out);
   registerStoreCommands(program, out);
+  registerBudgetCommands(program, out);
   registerReplayCommand(program, out);
   registerTail(program, (s) => process.stdout.write(s), out);
-  registerBudgetCommands(program, out);
   return program;
 }
 
