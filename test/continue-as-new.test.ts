@@ -6,21 +6,14 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startDevServer, type DevServer } from '../src/devserver/server';
 import { resultInput } from '../src/core/inputs';
 import { ScriptedModel } from '../src/model/scripted';
-import { subscriptionEvent, subscriptionStart } from '../src/tools/messages';
-import { defineTool, type ToolContext } from '../src/tools/tool';
+import { subscriptionEvent } from '../src/tools/messages';
+import type { ToolContext } from '../src/tools/tool';
 import { treeScript } from './fixtures/tree-script';
+import { watchTool } from './fixtures/watch-tool';
 import { checkReplay, eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const calls: ToolContext[] = [];
-const watch = defineTool({
-  name: 'watch',
-  description: 'subscribes',
-  parameters: { type: 'object' },
-  async execute(_a, ctx) {
-    calls.push(ctx);
-    await ctx.send(subscriptionStart(ctx, 'watching'));
-  },
-});
+const watch = watchTool(calls);
 const childWait = recordingTool('child_wait', calls);
 
 let server: DevServer;

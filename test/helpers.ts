@@ -10,11 +10,12 @@ import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node
 import { execFileSync } from 'node:child_process';
 import { findTemporalCli } from '../src/devserver/cli';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { inject } from 'vitest';
+import { afterEach, inject } from 'vitest';
 import { AgentClient } from '../src/client/agent-client';
 import type { CompletionPolicy } from '../src/activities/completion';
 import type { HistoryItem, ThreadEvent } from '../src/core/types';
-import type { ModelProvider } from '../src/model/provider';
+import type { ModelProvider, ModelRequest } from '../src/model/provider';
+import { ScriptedModel } from '../src/model/scripted';
 import type { ConversationStore } from '../src/store/conversation-store';
 import { SqliteConversationStore } from '../src/store/sqlite';
 import { defineTool, type Tool, type ToolContext, type ToolLifecycle, type ToolSource } from '../src/tools/tool';
@@ -286,4 +287,47 @@ export async function restoreStore(
   });
   void worker.run();
   return { worker, store };
+}
+
+/** A store the lost-store scenarios restore into: the second worker and its store. */
+export interface RestoredStore {
+  worker: AgentWorker;
+  store: SqliteConversationStore;
+}
+
+/** The lost-store scenarios' setup, shared by test/store-lost.test.ts and test/poison.test.ts. */
+export interface LostStoreSetup {
+  /** A test system on a SQLite file of its own in the scratch directory (the file the test then removes or replaces). */
+  start(model: ModelProvider): Promise<TestSystem>;
+  /** The README's restore ({@link restoreStore}) for the system `start` gave. */
+  restore(backup: string, model: ModelProvider): Promise<RestoredStore>;
+  /** A model that answers every text with `ok: <the last user text>`. */
+  echoModel(): ScriptedModel;
+}
+
+/**
+ * Call inside a `describe`: each test there may `start` a system and `restore` its store; after each test both workers
+ * and stores are shut down.
+ */
+export function lostStoreSetup(prefix: string): LostStoreSetup {
+  let sys: TestSystem | undefined;
+  let second: RestoredStore | undefined;
+  afterEach(async () => {
+    await second?.worker.shutdown();
+    await second?.store.close();
+    await sys?.shutdown();
+    sys = second = undefined;
+  });
+  const lastUser = (req: ModelRequest) => [...req.messages].reverse().find((m) => m.role === 'user')?.text ?? '';
+  return {
+    async start(model) {
+      sys = await startTestSystem({ model, storePath: join(inject('scratchDir'), `${prefix}-${randomUUID()}.sqlite`) });
+      return sys;
+    },
+    async restore(backup, model) {
+      if (!sys) throw new Error('lostStoreSetup: restore before start');
+      return (second = await restoreStore(sys, backup, model));
+    },
+    echoModel: () => new ScriptedModel((req) => ({ text: `ok: ${lastUser(req)}` })),
+  };
 }

@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { sliceIdFor } from '../src/core/ids';
 import { setAsideResult } from '../src/core/texts';
 import { inputLimitViolation } from '../src/core/validate';
@@ -29,8 +29,8 @@ import {
   eventually,
   FAST_POLICY,
   recordingTool,
+  lostStoreSetup,
   render,
-  restoreStore,
   startTestSystem,
   type TestSystem,
   uid,
@@ -438,18 +438,12 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
 });
 
 describe('a slice that fails for a lost store blocks, without spinning', () => {
+  const lostStore = lostStoreSetup('blocked');
   let sys: TestSystem | undefined;
-  let second: { worker: AgentWorker; store: SqliteConversationStore } | undefined;
-  afterEach(async () => {
-    await second?.worker.shutdown();
-    await second?.store.close();
-    await sys?.shutdown();
-    sys = second = undefined;
-  });
 
   it('retries once per new input while blocked, shows failed, and resumes with exact history after a restore', async () => {
-    const model = new ScriptedModel((req) => ({ text: `ok: ${lastUser(req)}` }));
-    sys = await startTestSystem({ model, storePath: join(inject('scratchDir'), `blocked-${randomUUID()}.sqlite`) });
+    const model = lostStore.echoModel();
+    sys = await lostStore.start(model);
     const thread = await sys.client.startThread({ threadId: uid('blocked') });
     await thread.sendUserText('one');
     await thread.waitForIdle();
@@ -513,8 +507,7 @@ describe('a slice that fails for a lost store blocks, without spinning', () => {
     expect(model.requests.length).toBe(calls); // the model was never called for a slice that could not commit
 
     // The README's restore: stop the worker, drop the stale WAL companions, put the backup in place, start again.
-    second = await restoreStore(sys, backup, model);
-    const { store } = second;
+    const { store } = await lostStore.restore(backup, model);
 
     await thread.sendUserText('six');
     const resumed = await thread.waitForIdle();

@@ -7,23 +7,16 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
 import { PostgresConversationStore } from '../src/store/postgres';
-import { subscriptionEvent, subscriptionStart } from '../src/tools/messages';
-import { defineTool, type ToolContext } from '../src/tools/tool';
+import { subscriptionEvent } from '../src/tools/messages';
+import type { ToolContext } from '../src/tools/tool';
 import { startWorkerProcess } from './crash-worker';
 import { treeScript } from './fixtures/tree-script';
+import { watchTool } from './fixtures/watch-tool';
 import { eventually, greenBuildTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 import { createTestDatabase, queryOnce } from './postgres';
 
 const subs: ToolContext[] = [];
-const watch = defineTool({
-  name: 'watch',
-  description: 'subscribes to a stream of events',
-  parameters: { type: 'object', properties: { topic: { type: 'string' } } },
-  async execute(_args, ctx) {
-    subs.push(ctx);
-    await ctx.send(subscriptionStart(ctx, 'watching'));
-  },
-});
+const watch = watchTool(subs);
 
 let url: string;
 let sys: TestSystem;

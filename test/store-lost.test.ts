@@ -8,14 +8,12 @@ import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import type { SliceResult } from '../src/core/slice-protocol';
 import { StoreFileLostError } from '../src/index';
-import { ScriptedModel } from '../src/model/scripted';
 import { SqliteConversationStore } from '../src/store/sqlite';
-import type { AgentWorker } from '../src/worker/create-worker';
 import { cliRunner } from './cli-process';
-import { eventually, render, restoreStore, startTestSystem, type TestSystem, uid } from './helpers';
+import { eventually, lostStoreSetup, render, type TestSystem, uid } from './helpers';
 
 const scratch = () => join(inject('scratchDir'), `lost-${randomUUID()}.sqlite`);
 const result = (sliceId: string, length: number): SliceResult => ({
@@ -141,29 +139,14 @@ describe('infinity-temporal backup', () => {
   });
 });
 
-const lastUser = (req: { messages: { role: string; text?: string }[] }) =>
-  [...req.messages].reverse().find((m) => m.role === 'user')?.text ?? '';
-
 describe('a worker whose store file is lost', () => {
+  const lostStore = lostStoreSetup('lost');
   let sys: TestSystem | undefined;
-  let second: { worker: AgentWorker; store: SqliteConversationStore } | undefined;
-  afterEach(async () => {
-    await second?.worker.shutdown();
-    await second?.store.close();
-    await sys?.shutdown();
-    sys = second = undefined;
-  });
-
-  const model = () => new ScriptedModel((req) => ({ text: `ok: ${lastUser(req)}` }));
-
-  /** The README's restore (test/helpers.ts), kept for the afterEach to shut down. */
-  async function restore(s: TestSystem, backup: string, m: ScriptedModel) {
-    return (second = await restoreStore(s, backup, m));
-  }
+  const model = lostStore.echoModel;
 
   it('fails the next slice with the file named when the store is removed, and resumes after a restore', async () => {
     const m = model();
-    sys = await startTestSystem({ model: m, storePath: scratch() });
+    sys = await lostStore.start(m);
     const thread = await sys.client.startThread({ threadId: uid('lost') });
     await thread.sendUserText('one');
     await thread.waitForIdle();
@@ -181,7 +164,7 @@ describe('a worker whose store file is lost', () => {
     expect(render(await thread.history())).toEqual(['user: one', 'assistant: ok: one']);
     expect(m.requests.length).toBe(calls);
 
-    const restored = await restore(sys, backup, m);
+    const restored = await lostStore.restore(backup, m);
     await thread.sendUserText('three');
     const resumed = await thread.waitForIdle();
     expect(resumed.lastError).toBeUndefined();
@@ -199,7 +182,7 @@ describe('a worker whose store file is lost', () => {
 
   it('fails the next slice when an older copy replaces the store, and shows the commit conflict after a restart on it', async () => {
     const m = model();
-    sys = await startTestSystem({ model: m, storePath: scratch() });
+    sys = await lostStore.start(m);
     const thread = await sys.client.startThread({ threadId: uid('replaced') });
     await thread.sendUserText('one');
     await thread.waitForIdle();
@@ -218,7 +201,7 @@ describe('a worker whose store file is lost', () => {
 
     // Restarted on the older file, the thread is ahead of its store: the conflict shows, nothing is overwritten.
     // (Polled, not waited for idle: the queued text keeps the workflow retrying its failed slice.)
-    const restarted = await restore(sys, older, m);
+    const restarted = await lostStore.restore(older, m);
     await thread.sendUserText('four');
     const conflict = `thread ${thread.threadId}: expected 4 committed items, found 2`;
     await eventually(

@@ -4,21 +4,14 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
-import { subscriptionEvent, subscriptionStart } from '../src/tools/messages';
-import { defineTool, type ToolContext } from '../src/tools/tool';
+import { subscriptionEvent } from '../src/tools/messages';
+import type { ToolContext } from '../src/tools/tool';
 import { treeScript } from './fixtures/tree-script';
+import { watchTool } from './fixtures/watch-tool';
 import { checkReplay, eventually, historyFile, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 const subs: ToolContext[] = [];
-const watch = defineTool({
-  name: 'watch',
-  description: 'subscribes to a stream of events',
-  parameters: { type: 'object', properties: { topic: { type: 'string' } } },
-  async execute(_args, ctx) {
-    subs.push(ctx);
-    await ctx.send(subscriptionStart(ctx, 'watching'));
-  },
-});
+const watch = watchTool(subs);
 
 let sys: TestSystem;
 beforeAll(async () => {
