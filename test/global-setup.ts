@@ -57,18 +57,23 @@ export default async function setup(project: SetupContext): Promise<() => Promis
     await stop();
     throw failed.reason;
   }
+  project.provide('temporalAddress', server!.address);
+  project.provide('postgresUrl', external ?? postgres!.url());
+  project.provide('postgresDatabasePrefix', databasePrefix);
+  project.provide('workflowBundlePath', await bundleThreadWorkflows(scratchDir));
+  project.provide('scratchDir', scratchDir);
+  return stop;
+}
+
+/** Bundles the thread workflows once into `scratchDir` (the unit tier's setup needs only this); returns the path. */
+export async function bundleThreadWorkflows(scratchDir: string): Promise<string> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: threadWorkflowsPath(),
     logger: new DefaultLogger('WARN'),
   });
   const workflowBundlePath = join(scratchDir, 'workflows-bundle.js');
   writeFileSync(workflowBundlePath, code);
-  project.provide('temporalAddress', server!.address);
-  project.provide('postgresUrl', external ?? postgres!.url());
-  project.provide('postgresDatabasePrefix', databasePrefix);
-  project.provide('workflowBundlePath', workflowBundlePath);
-  project.provide('scratchDir', scratchDir);
-  return stop;
+  return workflowBundlePath;
 }
 
 /** Drops this run's test databases from a server that outlives the run (a throwaway server goes with its data). */

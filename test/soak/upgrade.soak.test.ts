@@ -20,20 +20,20 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal as proto } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, expect, inject, it } from 'vitest';
-import { AgentClient, type ThreadHandle } from '../src/client/agent-client';
-import * as Sleep from '../src/core/builtins/sleep';
-import * as Threads from '../src/core/builtins/threads';
-import * as T from '../src/core/texts';
-import { ScriptedModel } from '../src/model/scripted';
-import { subscriptionEvent, toolResult } from '../src/tools/messages';
-import { V02, V03 } from '../src/workflows/patches';
-import { CARRIED_STATE_VERSION, type ThreadWorkflowArgs } from '../src/workflows/state';
-import { eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { AgentClient, type ThreadHandle } from '../../src/client/agent-client';
+import * as Sleep from '../../src/core/builtins/sleep';
+import * as Threads from '../../src/core/builtins/threads';
+import * as T from '../../src/core/texts';
+import { ScriptedModel } from '../../src/model/scripted';
+import { subscriptionEvent, toolResult } from '../../src/tools/messages';
+import { V02, V03 } from '../../src/workflows/patches';
+import { CARRIED_STATE_VERSION, type ThreadWorkflowArgs } from '../../src/workflows/state';
+import { eventually, render, startTestSystem, type TestSystem, uid } from '../helpers';
 
 type HistoryEvent = proto.api.history.v1.IHistoryEvent;
 
-const V01_BUNDLE = join(__dirname, 'fixtures', 'bundles', 'v0.1', 'workflows-bundle.js');
-const V02_BUNDLE = join(__dirname, 'fixtures', 'bundles', 'v0.2', 'workflows-bundle.js');
+const V01_BUNDLE = join(__dirname, '..', 'fixtures', 'bundles', 'v0.1', 'workflows-bundle.js');
+const V02_BUNDLE = join(__dirname, '..', 'fixtures', 'bundles', 'v0.2', 'workflows-bundle.js');
 /**
  * Long enough that no sleeper wakes while build A still runs (parking the rest and stopping A take a few seconds),
  * short enough to fire while B finishes the others. A sleeper that woke on A fails the "woke on B" check, loudly.
@@ -62,7 +62,7 @@ interface Build {
 
 /** Starts a worker process of build `name` running `bundle`; resolves once it polls the task queue. */
 async function startBuild(name: 'A' | 'B', bundle: string): Promise<Build> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures', 'upgrade-worker.ts')], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'fixtures', 'upgrade-worker.ts')], {
     env: {
       ...process.env,
       TEMPORAL_ADDRESS: inject('temporalAddress'),

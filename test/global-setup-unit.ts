@@ -1,0 +1,21 @@
+/**
+ * The unit tier's setup: no Temporal server and no PostgreSQL, only a scratch directory and the thread workflows
+ * bundled once (the replay gate replays recorded histories against that bundle). `temporalAddress` and `postgresUrl`
+ * are not provided: a unit test that asks for them belongs in the system tier.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ProvidedContext } from 'vitest';
+import { bundleThreadWorkflows } from './global-setup';
+
+interface SetupContext {
+  provide<K extends keyof ProvidedContext>(key: K, value: ProvidedContext[K]): void;
+}
+
+export default async function setup(project: SetupContext): Promise<() => void> {
+  const scratchDir = mkdtempSync(join(tmpdir(), 'infinity-unit-'));
+  project.provide('scratchDir', scratchDir);
+  project.provide('workflowBundlePath', await bundleThreadWorkflows(scratchDir));
+  return () => rmSync(scratchDir, { recursive: true, force: true });
+}
