@@ -52,7 +52,7 @@ export default tseslint.config(
     },
   },
   // Imports flow one way: core <- workflows/store/model <- tools <- inbox/events/activities <- client <- rap/worker/cli.
-// http (the listeners' common guard) imports nothing of the project.
+  // http (the listeners' common guard) imports nothing of the project.
   // Each layer names the project folders it may import from; anything else is a back-edge or a sideways import.
   ...layer('core', []),
   ...layer('store', ['core']),
