@@ -44,7 +44,7 @@ describe('the npm package', () => {
   let files: string[] = [];
 
   beforeAll(async () => {
-    // The same tarball test/first-hour.test.ts installs (packed once per run).
+    // The same tarball test/soak/first-hour.soak.test.ts installs (packed once per run).
     const packed = await packedTarball();
     files = packed.files;
     mkdirSync(installed, { recursive: true });

@@ -1,6 +1,6 @@
 /**
  * The npm package as `npm pack` makes it (`prepack` builds it), made once per test run and shared by the test files
- * that need it (test/package.test.ts, test/first-hour.test.ts), which may run at the same time in other processes.
+ * that need it (test/package.test.ts, test/soak/first-hour.soak.test.ts), which may run at the same time in other processes.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -13,12 +13,12 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { findTemporalCli } from '../src/devserver/cli';
-import { SimulatedModel } from '../src/model/simulated';
-import type { ThreadEvent, ThreadStatus } from '../src/core/types';
-import { lines } from './cli-process';
-import { eventually, startTestSystem } from './helpers';
-import { packedTarball, repositoryRoot } from './packed';
+import { findTemporalCli } from '../../src/devserver/cli';
+import { SimulatedModel } from '../../src/model/simulated';
+import type { ThreadEvent, ThreadStatus } from '../../src/core/types';
+import { lines } from '../cli-process';
+import { eventually, startTestSystem } from '../helpers';
+import { packedTarball, repositoryRoot } from '../packed';
 
 const run = promisify(execFile);
 const app = join(inject('scratchDir'), 'first-hour-app');
