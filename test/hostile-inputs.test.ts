@@ -200,11 +200,23 @@ describe('history recorded before the complete checks', () => {
 
 /** What the thread must do with a payload: the checks' verdict, on the payload as the workflow receives it. */
 function verdict(name: SignalName, payload: unknown, threadId: string): InputMessage | undefined {
-  const seen: unknown = JSON.parse(JSON.stringify(payload) ?? 'null');
+  const seen = withDefaults(name, JSON.parse(JSON.stringify(payload) ?? 'null') as unknown, threadId);
   const v = name === 'input' ? validateInputMessage(seen) : validateKindSignal(name, seen);
   if (!v.ok || v.value.threadId !== threadId) return undefined;
   if (name === 'input' && inputLimitViolation(seen) !== undefined) return undefined;
   return v.value;
+}
+
+/** The id a thread gives a signal by kind that has none (a new one, unknown here). */
+const GENERATED_ID = '(an id the thread made)';
+
+/** What 0.6 threads do first with a signal by kind: fill in a missing `threadId` (theirs) and `id` (a new one). */
+function withDefaults(name: SignalName, seen: unknown, threadId: string): unknown {
+  if (name === 'input' || typeof seen !== 'object' || seen === null || Array.isArray(seen)) return seen;
+  const r = seen as Record<string, unknown>;
+  if ((r.threadId !== undefined && r.id !== undefined) || Object.prototype.hasOwnProperty.call(r, '__proto__'))
+    return seen;
+  return { ...r, ...(r.threadId === undefined && { threadId }), ...(r.id === undefined && { id: GENERATED_ID }) };
 }
 
 /** A valid compaction request would start a compaction thread: not what this test is about. */
@@ -250,7 +262,11 @@ describe(`generated hostile inputs (seed ${SEED}; HOSTILE_SEED=${SEED} reproduce
         expect(await taskFailures(threadId, firstRunId), where).toEqual([]);
         // Every user text taken reached history exactly once; nothing else of what was sent did.
         const ids = (await sys.store.load(threadId)).map((s) => s.messageId);
-        for (const m of texts)
+        // Texts that came without an id are in history under ids the thread made: every text taken is one user item.
+        const stored = await sys.store.load(threadId);
+        const userIds = stored.filter((s) => s.item.kind === 'user').map((s) => s.messageId);
+        expect(userIds.filter((id) => !id.startsWith('probe')).length, `user items (${where})`).toBe(texts.length);
+        for (const m of texts.filter((t) => t.id !== GENERATED_ID))
           expect(
             ids.filter((id) => id === m.id),
             `${m.id} (${where})`,

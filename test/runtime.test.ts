@@ -197,7 +197,12 @@ describe('thread runtime', () => {
     const status = await thread.waitForIdle({ settled: true });
     await expect(historyFile(await thread.history())).toMatchFileSnapshot('__snapshots__/runtime/unknown-tool.txt');
     expect(status.slices).toBe(1);
-    expect(sys.seen.filter((e) => e.threadId === thread.threadId && e.type === 'tool_call')).toHaveLength(0);
+    // Shown live as any call is (issue 30 §5): the call, and the error result the model reads.
+    const live = sys.seen.filter((e) => e.threadId === thread.threadId);
+    expect(live.filter((e) => e.type === 'tool_call').map((e) => e.type === 'tool_call' && e.name)).toEqual([
+      'launch_rockets',
+    ]);
+    expect(live.some((e) => e.type === 'tool_result' && /launch_rockets/.test(e.text))).toBe(true);
     await checkReplay(thread, 'unknown-tool');
   });
 

@@ -224,7 +224,17 @@ const INPUT_FIELDS = ['id', 'threadId', 'content', 'synthetic', 'metadata', 'sub
  * documented type, and no shape of the runtime's own carries a field it does not know. Shallow, or bounded by arrays a
  * payload bounds: safe on any input, before the shape limits are checked.
  */
+/** A lone UTF-16 surrogate: a string no UTF-8 store can keep as it is (it would come back as U+FFFD). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function completeError(m: InputMessage): string | undefined {
+  // Ids are kept in the store and compared for dedup: one the store would rewrite would no longer match itself.
+  for (const [name, id] of [
+    ['id', m.id],
+    ['threadId', m.threadId],
+    ['content.toolCallId', m.content.type === 'tool_result' ? m.content.toolCallId : undefined],
+  ] as const)
+    if (typeof id === 'string' && LONE_SURROGATE.test(id)) return `${name} must be well-formed Unicode`;
   const c = m.content as unknown as Record<string, unknown>;
   if (c.type === 'text') {
     const k = closed(c, ['type', 'text', 'staged'], 'content');

@@ -313,7 +313,10 @@ export async function startRapGateway(options: RapGatewayOptions): Promise<RapGa
     const input = toInput(cb)!;
     // Before anything serializes it: display segments pass through as sent, and a deeply nested or very wide one
     // would overflow the stack (or burden every slice) downstream.
-    const shape = inputLimitViolation(input);
+    // The display segments as sent, before the malformed ones are skipped: a poison shape is refused, not skipped.
+    const sent =
+      cb.type === 'tool_result' && cb.display_as !== undefined ? { ...input, displayAs: cb.display_as } : input;
+    const shape = inputLimitViolation(sent);
     if (shape) {
       guard.undo(cb, claims.threadId, claims.callId);
       return refuse(reply, 400, `Bad request: ${shape}`);

@@ -89,7 +89,10 @@ export function installInbox(
   const withDefaults = (raw: unknown): unknown => {
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
     const r = raw as Record<string, unknown>;
-    if ((r.threadId !== undefined && r.id !== undefined) || !v06()) return raw;
+    // An own `__proto__` key is refused by the checks, and a copy here could lose it: such a payload stays as sent.
+    if ((r.threadId !== undefined && r.id !== undefined) || Object.prototype.hasOwnProperty.call(r, '__proto__'))
+      return raw;
+    if (!v06()) return raw;
     return { ...r, ...(r.threadId === undefined && { threadId }), ...(r.id === undefined && { id: uuid4() }) };
   };
   for (const name of KIND_SIGNAL_NAMES) {
