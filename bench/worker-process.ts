@@ -60,7 +60,10 @@ async function main() {
   let worker: { run(): Promise<void>; shutdown(): Promise<void> | void };
   let close = async () => {};
   if (design === 'ours') {
-    const store = openConversationStore(env.STORE!);
+    const store = openConversationStore(
+      env.STORE!,
+      env.ITEM_CACHE_BYTES ? { itemCacheBytes: Number(env.ITEM_CACHE_BYTES) } : {},
+    );
     // As the CLI's worker does: a database's schema migrates before the first slice (under an advisory lock, so
     // worker processes starting together do not race).
     if (store instanceof PostgresConversationStore) await store.migrate();

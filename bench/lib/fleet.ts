@@ -64,6 +64,8 @@ export interface FleetOptions {
   workflowSlots?: number;
   /** `ours`' CPU target (decision 64). @default none */
   cpuTarget?: number;
+  /** `ours`' store item cache bound in bytes. @default the store's (32 MiB) */
+  itemCacheBytes?: number;
   /** `bare` only: which parts of ours' start it adds. @default none (it only parks) */
   bare?: BareStart;
 }
@@ -144,6 +146,7 @@ export class Fleet {
       ACTIVITY_SLOTS: String(this.opts.activitySlots),
       ...(this.opts.workflowSlots !== undefined && { WORKFLOW_SLOTS: String(this.opts.workflowSlots) }),
       ...(this.opts.cpuTarget !== undefined && { CPU_TARGET: String(this.opts.cpuTarget) }),
+      ...(this.opts.itemCacheBytes !== undefined && { ITEM_CACHE_BYTES: String(this.opts.itemCacheBytes) }),
     });
   }
 

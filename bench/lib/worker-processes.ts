@@ -20,6 +20,8 @@ export interface WorkerEnv {
   WORKFLOW_SLOTS?: string;
   /** `ours`' CPU target (`resourceTargets.cpu`), when the run has one. */
   CPU_TARGET?: string;
+  /** `ours`' store item cache bound in bytes (`itemCacheBytes`), when the run sets one. */
+  ITEM_CACHE_BYTES?: string;
 }
 
 export class WorkerProcesses {

@@ -4,11 +4,12 @@
  * tool → the tool's result → completion that ends the turn; the simulated model, ~1.2 KB per completion) grow to each
  * length in turn (default 10,100,1000,3000), continue-as-new included (the runtime's default bound of 2,000 events per
  * run). At each length, over a window of the turns just before it, per turn: Temporal history bytes and events added
- * (every run of the thread, from the server's own counts), conversation-store bytes added (the SQLite file, WAL
- * included), worker and server CPU (the worker's CPU is the slices' and the workflow tasks'), the tool result →
+ * (every run of the thread, from the server's own counts), conversation-store bytes added (the SQLite database's
+ * pages in use), worker and server CPU (the worker's CPU is the slices' and the workflow tasks'), the tool result →
  * next completion latency (p50, p99); and at the length itself: the replay time of the thread's current run (what a
  * worker pays after the workflow was evicted from its cache), its history events and bytes, and the run count.
- * Writes bench/results/<name>-<time>.{json,md,svg} (name default `turn-cost`).
+ * `--item-cache-mib n` sets the worker store's item cache (default 32 MiB). Writes
+ * bench/results/<name>-<time>.{json,md,svg} (name default `turn-cost`).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -19,10 +20,25 @@ import { startDevServer } from '../../src/devserver/server';
 import { SqliteConversationStore } from '../../src/store/sqlite';
 import { Fleet } from '../lib/fleet';
 import { runMain } from '../lib/main';
-import { sqliteBytes, treeCpu } from '../lib/proc';
+import Database from 'better-sqlite3';
+import { treeCpu } from '../lib/proc';
 import { writeThreadBundle } from '../lib/bundle';
 import { median, percentile } from '../lib/stats';
 import { linePanel, type Series } from '../lib/chart';
+
+/**
+ * The store's data in bytes: pages in use as a reader sees the database (the WAL's committed pages included, free
+ * pages not), so neither the WAL file's growth nor its checkpoints show as the conversation's cost.
+ */
+function storeBytes(file: string): number {
+  const db = new Database(file, { readonly: true });
+  try {
+    const n = (pragma: string) => Number(db.pragma(pragma, { simple: true }));
+    return (n('page_count') - n('freelist_count')) * n('page_size');
+  } finally {
+    db.close();
+  }
+}
 
 interface RunSize {
   runId: string;
@@ -86,6 +102,9 @@ async function main() {
   const lengths = (positional[0] ?? '10,100,1000,3000').split(',').map(Number);
   const agents = Number(positional[1] ?? 4);
   const out = flag('--out') ?? 'turn-cost';
+  // The worker store's item cache (default 32 MiB): threads whose parsed items do not all fit are read and parsed
+  // whole from the store at every slice.
+  const cacheMiB = flag('--item-cache-mib') === undefined ? undefined : Number(flag('--item-cache-mib'));
   const work = mkdtempSync(join(tmpdir(), 'infinity-turn-cost-'));
   const storeFile = join(work, 'conversations.sqlite');
   new SqliteConversationStore(storeFile).close();
@@ -98,6 +117,7 @@ async function main() {
     bundlePath,
     maxCachedWorkflows: 100,
     activitySlots: 50,
+    ...(cacheMiB !== undefined && { itemCacheBytes: cacheMiB * 1024 * 1024 }),
   });
   const loadBefore = loadavg();
   const points: Point[] = [];
@@ -121,13 +141,13 @@ async function main() {
       }
       const turns = length - done;
       const before = await Promise.all(ids.map(async (id) => (await runsSince(client, id))[0]!));
-      const store0 = sqliteBytes(storeFile);
+      const store0 = storeBytes(storeFile);
       const cpu0 = { worker: treeCpu(fleet.pid!), server: treeCpu(server.pid) };
       fleet.resetCounters();
       await fleet.moreTurns(ids, turns);
       done += turns;
       const cpu1 = { worker: treeCpu(fleet.pid!), server: treeCpu(server.pid) };
-      const store1 = sqliteBytes(storeFile);
+      const store1 = storeBytes(storeFile);
       const added = await Promise.all(ids.map((id, i) => historyAdded(client, id, before[i]!)));
       const n = turns * agents;
       // Replay of each thread's current run, as a worker does after an eviction (the second of two: warm bundle).
@@ -193,7 +213,8 @@ async function main() {
   writeFileSync(`${base}.json`, JSON.stringify({ agents, lengths, loadBefore, loadAfter, minutes, points }, null, 2));
   writeFileSync(
     `${base}.md`,
-    `# Cost of a turn by conversation length\n\n${agents} agents, simulated model; ${load}; ${f(minutes)} min.\n\n${table}\n`,
+    `# Cost of a turn by conversation length\n\n${agents} agents, simulated model, item cache ${cacheMiB ?? 32} MiB; ` +
+      `${load}; ${f(minutes)} min.\n\n${table}\n`,
   );
   writeFileSync(`${base}.svg`, chart(points, agents));
   console.log(`wrote ${base}.{json,md,svg}`);

@@ -1,0 +1,54 @@
+/**
+ * `npx tsx bench/probes/can-task.ts [turns]`: the workflow task in which a thread continues-as-new, event by event: one
+ * agent of the benchmark's turn runs past its run's event bound, and the last events of its first run are printed
+ * with their times (how long the continue-as-new task took, and what ran in it).
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { startDevServer } from '../../src/devserver/server';
+import { SqliteConversationStore } from '../../src/store/sqlite';
+import { Fleet } from '../lib/fleet';
+import { eventTypeName as typeName } from '../lib/history';
+import { runMain } from '../lib/main';
+import { writeThreadBundle } from '../lib/bundle';
+
+async function main() {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const turns = Number(process.argv[2] ?? 30);
+  const work = mkdtempSync(join(tmpdir(), 'infinity-can-task-'));
+  const storeFile = join(work, 'conversations.sqlite');
+  new SqliteConversationStore(storeFile).close();
+  const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
+  const bundlePath = await writeThreadBundle(work);
+  const fleet = new Fleet({
+    design: 'ours',
+    address: server.address,
+    store: storeFile,
+    bundlePath,
+    maxCachedWorkflows: 100,
+    activitySlots: 50,
+    threadOptions: { maxRunEvents: Number(process.env.MAX_RUN_EVENTS ?? 200) },
+  });
+  try {
+    await fleet.start();
+    const id = `can-${Date.now()}`;
+    await fleet.runTurns([id], turns, 0);
+    const latest = await fleet.temporal.workflow.getHandle(id).fetchHistory();
+    const runId = latest.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
+    const first = await fleet.temporal.workflow.getHandle(id, runId).fetchHistory();
+    const events = first.events ?? [];
+    const ms = (e: (typeof events)[number]) =>
+      Number(e.eventTime?.seconds ?? 0) * 1000 + Math.round((e.eventTime?.nanos ?? 0) / 1e6);
+    const t0 = ms(events[0]!);
+    for (const e of events.slice(-16))
+      console.log(`${String(ms(e) - t0).padStart(7)} ms  ${e.eventId} ${typeName(e.eventType)}`);
+    console.log(`latencies (ms): ${fleet.latencies.map((l) => l.toFixed(0)).join(' ')}`);
+  } finally {
+    await fleet.stop();
+    await server.stop();
+  }
+}
+
+runMain(main);
