@@ -35,6 +35,7 @@ import {
   type TestSystem,
   uid,
 } from './helpers';
+import { localActivityType } from './fixtures/flood';
 
 const mentionsPoison = (m: ModelMessage) =>
   (m.role === 'user' && m.text.includes('poison')) ||
@@ -108,7 +109,9 @@ async function sliceRuns(thread: {
 }): Promise<{ local: number; activities: number[] }> {
   const events = ((await thread.workflow.fetchHistory()) as WorkflowHistory).events ?? [];
   return {
-    local: events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length,
+    // Slices only: a local slice of several inputs is preceded by its peek, another local activity (decision 67).
+    local: events.filter((e) => localActivityType(e as Parameters<typeof localActivityType>[0]) === 'runSliceLocal')
+      .length,
     activities: events.flatMap((e) =>
       e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt ?? 0] : [],
     ),

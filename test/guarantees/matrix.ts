@@ -44,7 +44,8 @@ export function allowed(c: Partial<MatrixCell>): boolean {
   if (c.defaults === 'dev' && c.slicePath === 'retry') return false;
   // An input a `deliver` update admits into an idle thread runs in a regular activity, never a local slice that could
   // be handed off and adopted (decision 67: such an input is in no history until its task completes).
-  if (c.delivery === 'ack' && c.slicePath === 'adopted') return false;
+  // The CLI's `deliver` is acknowledged by default, so the same holds for it.
+  if ((c.delivery === 'ack' || c.delivery === 'cli') && c.slicePath === 'adopted') return false;
   // The CLI is another process: it cannot stage into this process's memory.
   if (c.store === 'memory' && c.delivery === 'cli') return false;
   // A child's report is no RAP callback; user texts (the flood, continue-as-new, the crash) are no RAP callback either.
