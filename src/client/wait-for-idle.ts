@@ -9,7 +9,7 @@ import { type Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCance
 import type { ThreadStatus } from '../core/types';
 import { waitForIdleUpdate } from '../workflows/definitions';
 import { ThreadTimeoutError } from '../inbox/errors';
-import { isWorkflowTaskFailing } from '../inbox/unavailable';
+import { isUpdateLostWithTask, isWorkflowTaskFailing } from '../inbox/unavailable';
 
 export interface WaitArgs {
   threadId: string;
@@ -46,7 +46,7 @@ export async function waitForIdle(temporal: Client, args: WaitArgs): Promise<Thr
         return await Promise.race([call, aborted]);
       } catch (e) {
         if (abort.signal.aborted) throw timeout();
-        const taskFailing = isWorkflowTaskFailing(e);
+        const taskFailing = isWorkflowTaskFailing(e) || isUpdateLostWithTask(e);
         failingTask ||= taskFailing;
         if (!(
           taskFailing ||

@@ -15,7 +15,7 @@ import { deliverUpdate } from '../workflows/definitions';
 import { type DeliveryResult, deliverInput, prepareInput } from './deliver';
 import { InvalidInputError, ThreadNotFoundError } from './errors';
 import { discardPrepared, type InputLimits } from './staging';
-import { isUpdateLimit, isWorkflowTaskFailing } from './unavailable';
+import { isUpdateLimit, isUpdateLostWithTask, isWorkflowTaskFailing } from './unavailable';
 
 /** A worker of a release without the `deliver` update (the SDK's rejection text). */
 const NO_HANDLER = /no registered handler for update/i;
@@ -61,7 +61,7 @@ export async function deliverAcknowledged(
           }
           return (result = { delivered: false, reason: 'closed' });
         }
-        if (e instanceof WorkflowUpdateFailedError && !NOT_PROCESSED.test(updateWhy(e))) {
+        if (e instanceof WorkflowUpdateFailedError && !NOT_PROCESSED.test(updateWhy(e)) && !isUpdateLostWithTask(e)) {
           const why = updateWhy(e);
           if (NO_HANDLER.test(why)) {
             const signalled = await deliverInput(client, msg, limits);
@@ -78,7 +78,11 @@ export async function deliverAcknowledged(
           }
           await new Promise((r) => setTimeout(r, Math.min(1_000, 100 * 2 ** attempt)));
           continue;
-        } else if (isUpdateLimit(e) || (e instanceof WorkflowUpdateFailedError && NOT_PROCESSED.test(updateWhy(e)))) {
+        } else if (
+          isUpdateLimit(e) ||
+          isUpdateLostWithTask(e) ||
+          (e instanceof WorkflowUpdateFailedError && NOT_PROCESSED.test(updateWhy(e)))
+        ) {
           // Nothing reached the thread: wait for a free update slot, then send the same input again.
           if (++limited >= UPDATE_LIMIT_ATTEMPTS) {
             const signalled = await deliverInput(client, msg, limits);

@@ -53,3 +53,16 @@ export function isUpdateLimit(e: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * An update the server dropped because the workflow task carrying it failed ("unexpected workflow task failure", e.g. a
+ * continue-as-new refused since a signal landed during the task): the update was never accepted, so it may be sent
+ * again, and the next task (or run) answers it.
+ */
+export function isUpdateLostWithTask(e: unknown): boolean {
+  for (let err: unknown = e; err instanceof Error; err = err.cause) {
+    const details = isGrpcServiceError(err) ? err.details : '';
+    if (/unexpected workflow task failure/i.test(`${err.message} ${details}`)) return true;
+  }
+  return false;
+}
