@@ -4,7 +4,6 @@
  * the cap, view updates without end or of any shape, and bodies past the configured limit. Each gateway here is real
  * (Fastify on 127.0.0.1); its deliveries go to a recording sink, since no thread needs to take them.
  */
-import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { InputMessage, ThreadEvent } from '../../src/core/types';
@@ -13,6 +12,7 @@ import { DEFAULT_MAX_STAGED_INPUT_BYTES } from '../../src/inbox/staging';
 import { type RapGateway, type RapGatewayOptions, startRapGateway } from '../../src/rap/gateway';
 import { CallbackTokens, newCallbackKey } from '../../src/rap/tokens';
 import { eventually } from '../helpers';
+import { rawRequest } from './raw-http';
 
 const MiB = 1024 * 1024;
 const cleanups: (() => Promise<void>)[] = [];
@@ -43,40 +43,14 @@ async function start(options: Partial<RapGatewayOptions> = {}): Promise<Started>
   return { gateway, tokens, port, delivered, events };
 }
 
-interface Answer {
-  status: number;
-  body: string;
-}
-
 /** One request with the headers given (fetch cannot set `Host`). */
-function send(
+const send = (
   port: number,
   path: string,
   body: string | undefined,
   headers: Record<string, string> = {},
   method = 'POST',
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method,
-        headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
-        agent: false,
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+) => rawRequest(port, path, body, headers, method);
 
 const pathOf = (url: string) => new URL(url).pathname;
 

@@ -4,7 +4,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { request } from 'node:http';
+import { rawRequest } from './raw-http';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
@@ -48,21 +48,14 @@ const freePort = () =>
     });
   });
 
-function post(p: number, path: string, host: string, method = 'POST'): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port: p, path, method, headers: { host, 'content-type': 'application/json' }, agent: false },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(method === 'POST' ? JSON.stringify({ type: 'nonsense', group_id: 't' }) : undefined);
-  });
-}
+const post = (p: number, path: string, host: string, method = 'POST') =>
+  rawRequest(
+    p,
+    path,
+    method === 'POST' ? JSON.stringify({ type: 'nonsense', group_id: 't' }) : undefined,
+    { host },
+    method,
+  );
 
 it('serves loopback, --public-url and --allowed-hosts Hosts, and refuses others with 421', async () => {
   const path = `/rap/callback/${tokens.mint({ threadId: 't', callId: 'c' })}`;

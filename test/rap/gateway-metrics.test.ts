@@ -7,7 +7,6 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { request } from 'node:http';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,6 +15,7 @@ import { createRapToolServer, type RapToolServer } from '../../src/rap/tool-serv
 import { CallbackTokens } from '../../src/rap/tokens';
 import { cliRunner } from '../cli-process';
 import { eventually } from '../helpers';
+import { rawRequest } from './raw-http';
 
 const taskQueue = `rap-metrics-${randomUUID()}`;
 const store = join(inject('scratchDir'), `rap-metrics-${randomUUID()}.sqlite`);
@@ -84,33 +84,8 @@ afterAll(async () => {
 });
 
 /** One request to the worker's gateway, with any `Host` (fetch cannot set it). */
-function send(
-  path: string,
-  body?: string,
-  headers: Record<string, string> = {},
-  method = 'POST',
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port: gatewayPort,
-        path,
-        method,
-        headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
-        agent: false,
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const send = (path: string, body?: string, headers: Record<string, string> = {}, method = 'POST') =>
+  rawRequest(gatewayPort, path, body, headers, method);
 
 /** Bytes written on a raw connection; resolves with what the gateway answered once it closes or answers. */
 function raw(text: string): Promise<string> {
