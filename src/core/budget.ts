@@ -155,3 +155,14 @@ export function parseBudgetSignal(value: unknown): { ok: BudgetSignal } | { erro
 export function exceededText(e: BudgetExceeded): string {
   return `${e.scope} ${e.key}: ${e.field} ${e.field === 'usd' ? e.spend.toFixed(4) : e.spend} of ${e.limit}`;
 }
+
+/**
+ * Budget updates as the thread keeps them: the latest per scope, in the order of their last arrival. Setting a limit
+ * twice is setting it once, so a flood of `budget` signals never grows the thread's state or a slice's input beyond one
+ * update per scope. Pure: workflow code calls it.
+ */
+export function latestPerScope<T extends { scope: string }>(updates: readonly T[]): T[] {
+  const last = new Map<string, number>();
+  updates.forEach((u, i) => last.set(u.scope, i));
+  return updates.filter((u, i) => last.get(u.scope) === i);
+}

@@ -6,7 +6,7 @@
  * payload is ignored.
  */
 import { setHandler } from '@temporalio/workflow';
-import { parseBudgetSignal } from '../core/budget';
+import { latestPerScope, parseBudgetSignal } from '../core/budget';
 import { budgetSignal, HANDLER_DOCS } from './definitions';
 import type { ThreadState } from './state';
 
@@ -17,7 +17,12 @@ export function installBudgetSignal(st: ThreadState, changed: () => void): void 
       const parsed = parseBudgetSignal(payload);
       if ('error' in parsed) return;
       const { scope, budget } = parsed.ok;
-      if (scope !== undefined && budget !== undefined) st.budgetUpdates.push({ scope, budget });
+      if (scope !== undefined && budget !== undefined) {
+        // One pending update per scope past those the running slice took (`budgetSent`): a flood of signals stays
+        // bounded (a slice's input, and the state carried through continue-as-new).
+        const sent = st.budgetUpdates.slice(0, st.budgetSent);
+        st.budgetUpdates = [...sent, ...latestPerScope([...st.budgetUpdates.slice(st.budgetSent), { scope, budget }])];
+      }
       st.overBudget = undefined;
       changed();
     },

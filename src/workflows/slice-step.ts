@@ -5,7 +5,7 @@
  * the workflow reaches every command at the same point, and in the same microtask order, as when this was inline.
  */
 import { uuid4, workflowInfo } from '@temporalio/workflow';
-import type { BudgetExceeded } from '../core/budget';
+import { type BudgetExceeded, latestPerScope } from '../core/budget';
 import { sliceIdFor } from '../core/ids';
 import { compactionInput } from '../core/inputs';
 import type { RuntimeAction, SliceInput, SliceInputs, SliceResult } from '../core/slice-protocol';
@@ -63,6 +63,8 @@ export function runBatch(
   const userId = userIdOf(ctx);
   if (userId !== undefined) input.userId = userId;
   if (args.tenant !== undefined) input.tenant = args.tenant;
+  // Nothing is in flight here: what an interrupted slice took is sent again, once per scope.
+  st.budgetUpdates = latestPerScope(st.budgetUpdates);
   st.budgetSent = st.budgetUpdates.length;
   if (st.budgetSent > 0) input.budgetUpdates = [...st.budgetUpdates];
   const { replyBefore } = loop;

@@ -1,6 +1,7 @@
 /** Budgets' pure rules and the price table (issue 27 §1): no server. */
 import { describe, expect, it } from 'vitest';
 import {
+  latestPerScope,
   addSpend,
   budgetRefs,
   budgetViolation,
@@ -109,5 +110,20 @@ describe('price table', () => {
       unpriced: true,
     });
     expect(spendOf(undefined, DEFAULT_PRICES['gpt-4o'])).toMatchObject({ totalTokens: 0, usd: 0 });
+  });
+});
+
+describe('budget updates a thread keeps', () => {
+  it('keeps the latest per scope, in the order of their last arrival, however many signals came', () => {
+    const flood = Array.from({ length: 10_000 }, (_, i) => ({
+      scope: (['thread', 'tree', 'tenant'] as const)[i % 3]!,
+      budget: { totalTokens: i },
+    }));
+    expect(latestPerScope(flood)).toEqual([
+      { scope: 'tree', budget: { totalTokens: 9_997 } },
+      { scope: 'tenant', budget: { totalTokens: 9_998 } },
+      { scope: 'thread', budget: { totalTokens: 9_999 } },
+    ]);
+    expect(latestPerScope([{ scope: 'tree', budget: null }])).toEqual([{ scope: 'tree', budget: null }]);
   });
 });
