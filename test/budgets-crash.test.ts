@@ -4,31 +4,14 @@
  * attempt (the retry that commits bills once), and a worker killed after the commit but before it reported bills
  * nothing more when the retried slice finds its commit.
  */
-import type { ChildProcess } from 'node:child_process';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
-import { startWorkerProcess } from './crash-worker';
-import { startTestSystem, type TestSystem, uid } from './helpers';
+import { workerProcessSuite } from './crash-worker';
+import { uid } from './helpers';
 
-let sys: TestSystem;
-const procs: ChildProcess[] = [];
-
-beforeAll(async () => {
-  // The test process runs no worker: it starts threads and reads the ledger in the store the workers write.
-  sys = await startTestSystem({ model: new ScriptedModel(() => ({ text: 'unused' })), noWorker: true });
-});
-afterEach(() => {
-  for (const p of procs.splice(0)) if (p.exitCode === null) p.kill('SIGKILL');
-});
-afterAll(async () => {
-  await sys?.shutdown();
-});
-
-function startWorker(extraEnv: Record<string, string> = {}) {
-  const worker = startWorkerProcess(sys.taskQueue, sys.storePath, extraEnv);
-  procs.push(worker.child);
-  return worker;
-}
+// The test process runs no worker: it starts threads and reads the store the worker processes write.
+const suite = workerProcessSuite(new ScriptedModel(() => ({ text: 'unused' })));
+const { startWorker } = suite;
 
 /** The scripted worker's slices report 10 + 10 tokens each (ScriptedModel's default usage). */
 const ONE_SLICE = { inputTokens: 10, outputTokens: 10, totalTokens: 20, slices: 1 };
@@ -36,17 +19,19 @@ const ONE_SLICE = { inputTokens: 10, outputTokens: 10, totalTokens: 20, slices: 
 it('a worker killed while the provider streams bills nothing; the committed retry bills once', async () => {
   const a = startWorker();
   await a.waitFor(/^READY$/);
-  const thread = await sys.client.startThread({ threadId: uid('budget-crash-stream'), budget: { totalTokens: 1000 } });
+  const thread = await suite
+    .sys()
+    .client.startThread({ threadId: uid('budget-crash-stream'), budget: { totalTokens: 1000 } });
   await thread.sendUserText('write slowly');
   await a.waitFor(/^DELTA 10$/);
   a.child.kill('SIGKILL');
   await a.exited;
-  expect((await sys.client.budgets({ thread: thread.threadId }))[0]!.spend.slices).toBe(0);
+  expect((await suite.sys().client.budgets({ thread: thread.threadId }))[0]!.spend.slices).toBe(0);
 
   const b = startWorker();
   await b.waitFor(/^READY$/);
   await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
-  const [own, tree] = await sys.client.budgets({ thread: thread.threadId }, { tree: thread.threadId });
+  const [own, tree] = await suite.sys().client.budgets({ thread: thread.threadId }, { tree: thread.threadId });
   expect(own!.spend).toMatchObject(ONE_SLICE);
   expect(tree!.spend).toMatchObject(ONE_SLICE);
 });
@@ -54,7 +39,9 @@ it('a worker killed while the provider streams bills nothing; the committed retr
 it('a worker killed after its commit, before reporting, bills the slice once', async () => {
   const a = startWorker({ CRASH_AFTER_COMMIT: '1' });
   await a.waitFor(/^READY$/);
-  const thread = await sys.client.startThread({ threadId: uid('budget-crash-commit'), budget: { totalTokens: 1000 } });
+  const thread = await suite
+    .sys()
+    .client.startThread({ threadId: uid('budget-crash-commit'), budget: { totalTokens: 1000 } });
   await thread.sendUserText('call a tool');
   await a.exited;
   expect(a.lines.filter((l) => l.startsWith('COMMITTED'))).toHaveLength(1);
@@ -65,6 +52,6 @@ it('a worker killed after its commit, before reporting, bills the slice once', a
   await b.waitFor(/^DISPATCHED /);
   await thread.waitForIdle({ timeoutMs: 60_000 });
   expect(b.lines.some((l) => l.startsWith('COMMITTED'))).toBe(false);
-  const [own] = await sys.client.budgets({ thread: thread.threadId });
+  const [own] = await suite.sys().client.budgets({ thread: thread.threadId });
   expect(own!.spend).toMatchObject(ONE_SLICE);
 });

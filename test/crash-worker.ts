@@ -4,7 +4,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { inject } from 'vitest';
+import { afterAll, afterEach, beforeAll, inject } from 'vitest';
+import type { ModelProvider } from '../src/model/provider';
+import { startTestSystem, type TestSystem } from './helpers';
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -57,4 +59,33 @@ export function startWorkerProcess(
     });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return { child, lines, waitFor, exited };
+}
+
+/**
+ * The setup a crash test shares: a test system that runs no worker itself (it starts threads and reads the store the
+ * worker processes write), and `startWorker`, whose processes are SIGKILLed after each test. Call at a file's top level.
+ */
+export function workerProcessSuite(model: ModelProvider): {
+  sys: () => TestSystem;
+  startWorker(extraEnv?: Record<string, string>): WorkerProcess;
+} {
+  let sys: TestSystem | undefined;
+  const procs: ChildProcess[] = [];
+  beforeAll(async () => {
+    sys = await startTestSystem({ model, noWorker: true });
+  });
+  afterEach(() => {
+    for (const p of procs.splice(0)) if (p.exitCode === null) p.kill('SIGKILL');
+  });
+  afterAll(async () => {
+    await sys?.shutdown();
+  });
+  return {
+    sys: () => sys!,
+    startWorker(extraEnv = {}) {
+      const worker = startWorkerProcess(sys!.taskQueue, sys!.storePath, extraEnv);
+      procs.push(worker.child);
+      return worker;
+    },
+  };
 }

@@ -2,39 +2,21 @@
  * Real processes: a worker SIGKILLed mid-slice, or right after it committed, is replaced by a new one; the thread
  * completes and its committed history has no lost or duplicated turn.
  */
-import type { ChildProcess } from 'node:child_process';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
 import { SqliteConversationStore } from '../src/store/sqlite';
-import { startWorkerProcess } from './crash-worker';
+import { workerProcessSuite } from './crash-worker';
 import { SLOW_TEXT } from './fixtures/crash-constants';
-import { render, startTestSystem, type TestSystem, uid } from './helpers';
+import { render, uid } from './helpers';
 
-let sys: TestSystem;
-const procs: ChildProcess[] = [];
-
-beforeAll(async () => {
-  // The test process runs no worker: it only starts threads and reads the store.
-  sys = await startTestSystem({ model: new ScriptedModel(() => ({ text: 'unused' })), noWorker: true });
-});
-afterEach(() => {
-  for (const p of procs.splice(0)) if (p.exitCode === null) p.kill('SIGKILL');
-});
-afterAll(async () => {
-  await sys?.shutdown();
-});
-
-/** A worker process on the system's task queue and store; killed after each test. */
-function startWorker(extraEnv: Record<string, string> = {}) {
-  const worker = startWorkerProcess(sys.taskQueue, sys.storePath, extraEnv);
-  procs.push(worker.child);
-  return worker;
-}
+// The test process runs no worker: it starts threads and reads the store the worker processes write.
+const suite = workerProcessSuite(new ScriptedModel(() => ({ text: 'unused' })));
+const { startWorker } = suite;
 
 it('survives a worker killed in the middle of a streaming slice', async () => {
   const a = startWorker();
   await a.waitFor(/^READY$/);
-  const thread = await sys.client.startThread({ threadId: uid('crash-stream') });
+  const thread = await suite.sys().client.startThread({ threadId: uid('crash-stream') });
   await thread.sendUserText('write slowly');
   await a.waitFor(/^DELTA 10$/);
   a.child.kill('SIGKILL');
@@ -55,7 +37,7 @@ it('survives a worker killed in the middle of a streaming slice', async () => {
 it('does not duplicate a turn when the worker dies after committing, before reporting', async () => {
   const a = startWorker({ CRASH_AFTER_COMMIT: '1' });
   await a.waitFor(/^READY$/);
-  const thread = await sys.client.startThread({ threadId: uid('crash-commit') });
+  const thread = await suite.sys().client.startThread({ threadId: uid('crash-commit') });
   await thread.sendUserText('call a tool');
   await a.exited;
   expect(a.lines.filter((l) => l.startsWith('COMMITTED'))).toHaveLength(1);
@@ -68,7 +50,7 @@ it('does not duplicate a turn when the worker dies after committing, before repo
   const status = await thread.waitForIdle({ timeoutMs: 60_000 });
   expect(status).toMatchObject({ status: 'waiting_tool', slices: 1, historyLength: 3 });
   expect(render(await thread.history())).toEqual(['user: call a tool', 'assistant: calling', 'call #1 note {"n":1}']);
-  const reader = new SqliteConversationStore(sys.storePath, { readonly: true });
+  const reader = new SqliteConversationStore(suite.sys().storePath, { readonly: true });
   try {
     expect(await reader.length(thread.threadId)).toBe(3);
   } finally {
