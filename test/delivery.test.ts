@@ -9,7 +9,8 @@ import { deliverUpdate } from '../src/workflows/definitions';
 import { startDevServer } from '../src/devserver/server';
 import { TemporalUnavailableError, ThreadTimeoutError } from '../src/inbox/errors';
 import { ScriptedModel } from '../src/model/scripted';
-import { subscriptionEvent } from '../src/tools/messages';
+import { subscriptionEvent, userText } from '../src/tools/messages';
+import { AgentClient } from '../src/client/agent-client';
 import { defineTool, type ToolContext } from '../src/tools/tool';
 import { toolResult } from '../src/tools/messages';
 import { join } from 'node:path';
@@ -116,6 +117,40 @@ it("does not count the client's own resend as a dropped duplicate; another copy 
     reason: 'duplicate',
   });
   expect((await thread.status()).dropped).toEqual({ duplicate: 1 });
+});
+
+it('answers an update Temporal delivers again to a later run as it answered it, not as a second delivery', async () => {
+  // A low run bound: the run continues-as-new within a few texts.
+  const client = new AgentClient({
+    client: sys.temporal,
+    taskQueue: sys.taskQueue,
+    store: sys.store,
+    threadOptions: { maxRunEvents: 30 },
+  });
+  const thread = await client.startThread({ threadId: uid('ack-again') });
+  const handle = sys.temporal.workflow.getHandle(thread.threadId);
+  const first = userText(thread.threadId, 'first');
+  const updateId = uid('update');
+  expect(await handle.executeUpdate(deliverUpdate, { updateId, args: [first] })).toEqual({ accepted: true });
+  const { runId } = await handle.describe();
+  for (let i = 0; (await handle.describe()).runId === runId; i++) {
+    await thread.sendUserText(`more ${i}`);
+    await thread.waitForIdle();
+  }
+  // What a client's retry of its request does once the run that answered it has continued-as-new (temporalio/temporal
+  // issue 6375): the same update id reaches the next run. The same answer, and nothing counted as dropped.
+  expect(await handle.executeUpdate(deliverUpdate, { updateId, args: [first] })).toEqual({ accepted: true });
+  expect((await thread.status()).dropped).toEqual({});
+  // Another update with the same input is a second delivery: a duplicate, counted.
+  expect(await handle.executeUpdate(deliverUpdate, { args: [first] })).toEqual({
+    accepted: false,
+    reason: 'duplicate',
+  });
+  const done = await thread.waitForIdle({ settled: true });
+  expect(done.dropped).toEqual({ duplicate: 1 });
+  const texts = (await thread.history()).flatMap((h) => (h.kind === 'user' ? [h.text] : []));
+  expect(texts.filter((t) => t === 'first')).toHaveLength(1);
+  await checkReplay(thread, 'ack-again');
 });
 
 it('waits for a free update slot when more acknowledged deliveries are in flight than the server allows', async () => {

@@ -53,13 +53,22 @@ export async function deliverAcknowledged(
         ack = await handle.executeUpdate(deliverUpdate, { args: attempt > 0 ? [msg, { resend: true }] : [msg] });
       } catch (e) {
         if (e instanceof WorkflowNotFoundError) {
+          let running: boolean;
           try {
-            await handle.describe();
+            running = (await handle.describe()).status.name === 'RUNNING';
           } catch (d) {
             if (d instanceof WorkflowNotFoundError) throw new ThreadNotFoundError(msg.threadId);
             throw d;
           }
-          return (result = { delivered: false, reason: 'closed' });
+          if (!running) return (result = { delivered: false, reason: 'closed' });
+          // The run the update went to ended under it ("workflow execution already completed" while it continued-as-
+          // new): the thread goes on in its next run, which has the input if the first attempt reached it. Ask again.
+          if (++limited >= UPDATE_LIMIT_ATTEMPTS) {
+            const signalled = await deliverInput(client, msg, limits);
+            return (result = signalled.delivered ? { ...signalled, acknowledged: false } : signalled);
+          }
+          await new Promise((r) => setTimeout(r, 50));
+          continue;
         }
         if (e instanceof WorkflowUpdateFailedError && !NOT_PROCESSED.test(updateWhy(e)) && !isUpdateLostWithTask(e)) {
           const why = updateWhy(e);

@@ -5,12 +5,13 @@
  * update's, so threads recorded before it replay unchanged.
  */
 import { HandlerUnfinishedPolicy } from '@temporalio/common';
-import { condition, setHandler } from '@temporalio/workflow';
+import { condition, currentUpdateInfo, setHandler } from '@temporalio/workflow';
 import type { Dropped } from '../core/prepare';
 import type { DeliveryAck, DropReason, InputMessage } from '../core/types';
 import { inputLimitViolation, validateInputMessage } from '../core/validate';
 import { type DeliverOptions, deliverUpdate, HANDLER_DOCS } from './definitions';
-import type { ThreadState } from './state';
+import { v07 } from './patches';
+import type { HandedOverAck, ThreadState } from './state';
 
 export interface Acknowledgements {
   /** After a batch was prepared: settles the awaited inputs it took. `deferred`: ids held back behind the pending call. */
@@ -20,7 +21,18 @@ export interface Acknowledgements {
    * it, and the run, which waits for its open handlers before it ends, can end.
    */
   closeAll(): void;
+  /**
+   * Just before the run continues-as-new: the deliveries the next run may be asked for again under the same update id
+   * (those still waiting for their input to be taken, and the last answered). Empty for a thread that took none.
+   */
+  handOver(): HandedOverAck[];
 }
+
+/**
+ * Answered deliveries remembered (and handed to the next run): a client's retry of one may arrive seconds, and several
+ * runs, after it was answered, and a flooded thread answers hundreds a second.
+ */
+const ANSWERED_KEPT = 1024;
 
 /** Registers the `deliver` update; `enqueue` is the signal handler's path into the inbox. */
 export function installDeliverUpdate(
@@ -29,7 +41,23 @@ export function installDeliverUpdate(
   enqueue: (m: InputMessage) => void,
   count: (reason: DropReason, m: InputMessage | { id?: unknown }) => void,
 ): Acknowledgements {
-  const awaited = new Map<string, DeliveryAck | undefined>();
+  // Each input an update delivered, by input id, with the first such update's id and, once given, its answer. Temporal
+  // may deliver one update again after the run that took it continued-as-new, under the same id (a client's retry of
+  // its request lands on the next run; temporalio/temporal issue 6375): that update is answered as it was, not as a
+  // second delivery of its input. Insertion order is age, so the oldest answered go first.
+  const deliveries = new Map<string, HandedOverAck>(st.acks.map((a) => [a.input, a]));
+  st.acks = [];
+  let answered = [...deliveries.values()].filter((a) => a.ack !== undefined).length;
+  const answer = (a: HandedOverAck, ack: DeliveryAck) => {
+    a.ack = ack;
+    if (++answered <= ANSWERED_KEPT) return;
+    for (const [id, old] of deliveries)
+      if (old.ack !== undefined) {
+        deliveries.delete(id);
+        answered -= 1;
+        break;
+      }
+  };
   setHandler(
     deliverUpdate,
     async (raw: unknown, options?: DeliverOptions): Promise<DeliveryAck> => {
@@ -40,6 +68,13 @@ export function installDeliverUpdate(
       if (m === undefined) {
         count('malformed', asIdOnly(raw));
         return { accepted: false, reason: 'malformed' };
+      }
+      const updateId = currentUpdateInfo()?.id;
+      const known = deliveries.get(m.id);
+      if (known !== undefined && updateId !== undefined && known.update === updateId) {
+        // The same update again, in a later run: the same answer, once its input is taken.
+        await condition(() => known.ack !== undefined);
+        return known.ack!;
       }
       // A resend after the first attempt's run continued-as-new: the input is already queued (or done). The client's
       // own resend is no dropped input (0.6 clients say so); another delivery of the same id is.
@@ -53,11 +88,16 @@ export function installDeliverUpdate(
         return { accepted: false, reason: 'closed' };
       }
       if (!st.inbox.some((q) => q.id === m.id)) enqueue(m);
-      awaited.set(m.id, undefined);
-      await condition(() => awaited.get(m.id) !== undefined);
-      const ack = awaited.get(m.id)!;
-      awaited.delete(m.id);
-      return ack;
+      // A second delivery while the first waits (a resend) shares the first's answer.
+      let waiting = known?.ack === undefined ? known : undefined;
+      if (waiting === undefined) {
+        deliveries.delete(m.id);
+        waiting = { input: m.id, update: updateId ?? '' };
+        deliveries.set(m.id, waiting);
+      }
+      const mine = waiting;
+      await condition(() => mine.ack !== undefined);
+      return mine.ack!;
     },
     {
       // Open when the run continues-as-new: abandoned on purpose, the client asks the next run, which has the input.
@@ -76,10 +116,15 @@ export function installDeliverUpdate(
   );
   return {
     closeAll() {
-      for (const [id, ack] of awaited) if (ack === undefined) awaited.set(id, { accepted: false, reason: 'closed' });
+      for (const a of deliveries.values()) if (a.ack === undefined) answer(a, { accepted: false, reason: 'closed' });
+    },
+    handOver() {
+      const all = [...deliveries.values()];
+      // Asked only when there is something to hand over: a thread that took no acknowledged delivery records no marker.
+      return all.length > 0 && v07() ? all : [];
     },
     settle(taken, dropped, deferred) {
-      if (awaited.size === 0) return;
+      if (deliveries.size === answered) return;
       // Two copies of one id in a batch (a resend): one accepted and one dropped as a duplicate means accepted.
       const copies = new Map<string, number>();
       for (const m of taken) copies.set(m.id, (copies.get(m.id) ?? 0) + 1);
@@ -87,15 +132,17 @@ export function installDeliverUpdate(
       for (const d of dropped) reasons.set(d.id, [...(reasons.get(d.id) ?? []), d]);
       const held = new Set(deferred.map((m) => m.id));
       for (const [id, n] of copies) {
-        if (!awaited.has(id) || awaited.get(id) !== undefined) continue;
+        const waiting = deliveries.get(id);
+        if (waiting === undefined || waiting.ack !== undefined) continue;
         const drops = reasons.get(id) ?? [];
-        const ack: DeliveryAck =
+        answer(
+          waiting,
           drops.length >= n
             ? { accepted: false, reason: drops[0]!.reason }
             : held.has(id)
               ? { accepted: true, deferred: true }
-              : { accepted: true };
-        awaited.set(id, ack);
+              : { accepted: true },
+        );
       }
     },
   };

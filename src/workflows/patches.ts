@@ -74,3 +74,13 @@ export const v05 = (): boolean => (onRulesOf05() ? onRules05Patch(V05) : patched
 export const V06 = 'infinity-v0.6';
 
 export const v06 = (): boolean => patched(V06);
+
+/**
+ * Release 0.7, asked only on the path it changes: a run that continues-as-new while it holds acknowledged deliveries
+ * hands them to the next run in its carried state (`acks`), so an update the server delivers to the next run again
+ * (temporalio/temporal issue 6375) is answered as it was, not as a duplicate. Asked only when there is one to hand
+ * over; a thread that took none records no marker.
+ */
+export const V07 = 'infinity-v0.7';
+
+export const v07 = (): boolean => patched(V07);

@@ -5,6 +5,7 @@ import type { BudgetExceeded } from '../core/budget';
 import type { PrepareState } from '../core/prepare';
 import type { BudgetUpdate, SpawnPoint } from '../core/slice-protocol';
 import type {
+  DeliveryAck,
   DroppedInput,
   DropReason,
   ForkPoint,
@@ -173,6 +174,23 @@ export interface CarriedState {
   overBudget?: BudgetExceeded;
   /** v4: limits `budget` signals set that no slice has applied yet. */
   budgetUpdates?: BudgetUpdate[];
+  /** 0.7, only when set: acknowledged deliveries Temporal may hand the next run again (see {@link HandedOverAck}). */
+  acks?: HandedOverAck[];
+}
+
+/**
+ * An input a `deliver` update delivered, handed to the next run: Temporal may deliver an update again to a run that a
+ * continue-as-new started, under the same update id, even one an earlier run answered (a client's retry of its request
+ * lands on the current run; temporalio/temporal issue 6375). The later run answers it as the first did (`ack`), or once
+ * its input is taken, instead of as a second delivery of the same input (a `duplicate` drop).
+ */
+export interface HandedOverAck {
+  /** The input's id. */
+  input: string;
+  /** The update's id. */
+  update: string;
+  /** The answer, once given; absent while the input waits in the queue. */
+  ack?: DeliveryAck;
 }
 
 export interface CompactionState {
@@ -219,6 +237,8 @@ export interface ThreadState {
   budgetUpdates: BudgetUpdate[];
   /** How many of `budgetUpdates` the running slice took (removed once it applied them); this run only. */
   budgetSent: number;
+  /** Acknowledged deliveries the run before handed over, or this run hands to the next (set just before it continues). */
+  acks: HandedOverAck[];
 }
 
 export function restoreState(args: ThreadWorkflowArgs): ThreadState {
@@ -257,6 +277,7 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     ...(c?.overBudget && { overBudget: c.overBudget }),
     budgetUpdates: c?.budgetUpdates ?? [],
     budgetSent: 0,
+    acks: c?.acks ?? [],
   };
 }
 
@@ -299,5 +320,6 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     // Only when set: every other thread's carried state stays as it was.
     ...(s.overBudget && { overBudget: s.overBudget }),
     ...(s.budgetUpdates.length > 0 && { budgetUpdates: s.budgetUpdates }),
+    ...(s.acks.length > 0 && { acks: s.acks }),
   };
 }

@@ -98,6 +98,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     const next = continueAsNewDecision(opts, st, loop.idle);
     if (next !== 'stay') {
       if (next === 'after-handlers') await condition(allHandlersFinished);
+      st.acks = acks.handOver();
       await continueAsNew<typeof agentThread>(nextRunArgs(args, st));
     }
   }
