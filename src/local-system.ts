@@ -39,6 +39,8 @@ const WORKER_OPTIONS = [
   'maxInputBytes',
   'eventsEndpoint',
   'resourceTargets',
+  'prices',
+  'limits',
 ] as const satisfies readonly (keyof AgentWorkerOptions)[];
 
 /**

@@ -9,7 +9,8 @@ import type { BuiltinCallContext } from '../core/builtins';
 import { projectHistory } from '../model/projection';
 import type { ModelProvider, ModelStreamPart, ToolSpec } from '../model/provider';
 import type { Tool, ToolContext } from '../tools/tool';
-import { classifyFailure, type CompletionPolicy, StreamWatchdog } from './retry';
+import type { CapacityGate, CapacityLease } from './capacity-gate';
+import { classifyFailure, type CompletionPolicy, isRateLimit, StreamWatchdog } from './retry';
 import { type EventBody, toolCallHandler, type ToolCallOutcomes, toolSpecs } from './tool-calls';
 import { TurnBuffer } from './turn-buffer';
 
@@ -29,6 +30,8 @@ export interface CompletionInput {
   toolContext(toolCallId: string, toolName: string): ToolContext;
   /** Enables the built-in runtime tools (advertised after the user's tools). */
   runtime?: BuiltinCallContext;
+  /** Provider limits shared by the fleet (capacity-gate.ts); none without limits. */
+  capacity?: CapacityGate;
 }
 
 export interface CompletionOutput extends ToolCallOutcomes {
@@ -63,7 +66,7 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
       out.error = `stopped after ${policy.maxRounds} model rounds in one slice`;
       break;
     }
-    const end = await runRound({ input, buffer, out, emit, specs, onToolCall });
+    const end = await runRound({ input, buffer, out, emit, specs, onToolCall, round });
     if (end === 'loop') continue;
     if (end === 'interrupted') out.interrupted = true;
     else if (end !== 'done') out.error = end.error;
@@ -83,13 +86,15 @@ interface Round {
   emit(e: EventBody): void;
   specs: ToolSpec[];
   onToolCall(call: Extract<ModelStreamPart, { type: 'tool-call' }>): Promise<boolean>;
+  /** The round's index in the slice: the first may leave waiting for capacity to the workflow. */
+  round: number;
 }
 
 /**
  * One model call with its retries: streams parts into the turn buffer and live events, hands the first tool call to
  * the handler, and classifies a failed stream (retry after a wait, or give up).
  */
-async function runRound({ input, buffer, out, emit, specs, onToolCall }: Round): Promise<RoundEnd> {
+async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: Round): Promise<RoundEnd> {
   const { policy, signal } = input;
   let retries = 0;
   for (;;) {
@@ -112,6 +117,15 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall }: Round):
       }),
       tools: specs,
     };
+    let lease: CapacityLease | undefined;
+    try {
+      lease = await input.capacity?.acquire(request, round, signal);
+    } catch (e) {
+      signal.removeEventListener('abort', onAbort);
+      if (signal.aborted) return 'interrupted';
+      throw e;
+    }
+    let attemptUsage: TokenUsage | undefined;
     const iterator = input.model.stream(request, attempt.signal)[Symbol.asyncIterator]();
     const watchdog = new StreamWatchdog(signal, policy.initiateTimeoutMs);
     let received = false;
@@ -127,6 +141,7 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall }: Round):
           endThinking();
           buffer.flush();
           if (part.usage) {
+            attemptUsage = part.usage;
             out.usage = addUsage(out.usage, part.usage);
             out.lastRoundUsage = part.usage;
           }
@@ -170,6 +185,7 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall }: Round):
       signal.removeEventListener('abort', onAbort);
       attempt.abort();
       void iterator.return?.()?.catch(() => undefined);
+      await lease?.release(attemptUsage).catch(() => undefined);
     }
 
     if (signal.aborted) {
@@ -188,6 +204,11 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall }: Round):
       return { error };
     };
     const decision = classifyFailure(failure, received, policy);
+    // The whole fleet backs off on the key; the first round waits on a workflow timer, not here (capacity-gate.ts).
+    if (input.capacity && !received && isRateLimit(failure)) {
+      buffer.discard();
+      await input.capacity.rateLimited(decision.waitMs, round);
+    }
     if (retries >= policy.maxRetries) return giveUp(decision.giveUpError);
     if (decision.retry === false) return giveUp(decision.giveUpError);
     emit({ type: 'info', text: decision.info });

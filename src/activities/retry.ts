@@ -112,6 +112,11 @@ function retryAfterMs(e: unknown): number | undefined {
 
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
 
+/** A provider's "rate limited" answer (HTTP 429, or the original runtime's texts for it). */
+export function isRateLimit(failure: unknown): boolean {
+  return statusOf(failure) === 429 || includesAny(messageOf(failure), RATE_LIMIT);
+}
+
 /** The reference's retry table (reference spec §2.6; docs/semantics.md §17), plus HTTP status codes and `Retry-After` where the provider gives them. */
 export function classifyFailure(failure: unknown, received: boolean, policy: CompletionPolicy): RetryDecision {
   const unexpectedEnd = {
@@ -138,7 +143,7 @@ export function classifyFailure(failure: unknown, received: boolean, policy: Com
       ? { ...unexpectedEnd, giveUpError: msg }
       : { retry: false, info: '', waitMs: 0, giveUpError: msg };
   }
-  if (status === 429 || includesAny(msg, RATE_LIMIT)) {
+  if (isRateLimit(failure)) {
     const waitMs = retryAfterMs(failure) ?? policy.rateLimitWaitMs;
     return {
       retry: true,

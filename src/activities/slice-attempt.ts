@@ -13,6 +13,7 @@ import { CommitConflictError, type ConversationStore, type ThreadRecord } from '
 import type { Tool } from '../tools/tool';
 import { eventsForAppended } from './appended-events';
 import { checkBudget, sliceSpend } from './budget-check';
+import { capacityGate } from './capacity-gate';
 import { type CompletionOutput, type CompletionPolicy, runCompletion } from './completion';
 import type { SliceDispatch, TreeTools } from './dispatch';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
@@ -186,6 +187,7 @@ async function complete(
     emit,
     toolContext: rt.io.toolContext(threadId, record.rootThreadId, loaded.ancestors, input.userId),
     runtime: runtimeContext(deps.store, input, loaded),
+    capacity: capacityGate(deps.store, deps.limits, deps.model.id, input.kind === 'root'),
   });
   throwIfAbandoned(out, control);
   return out;

@@ -10,6 +10,7 @@
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { OVER_BUDGET } from './budget-check';
+import { THROTTLED } from './capacity-gate';
 import type { LocalSliceOutcome, SliceInput, SliceResult } from '../core/slice-protocol';
 import type { ThreadEvent } from '../core/types';
 import { type SliceControl, SliceJobs } from './slice-jobs';
@@ -31,8 +32,10 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
       return await body();
     } catch (e) {
       const attempt = Context.current().info.attempt + (input.priorAttempts ?? 0);
-      // A slice refused for budget is no failure of the slice: the thread shows over_budget and a budget_exceeded event.
-      if (!(e instanceof CancelledFailure) && !(e instanceof ApplicationFailure && e.type === OVER_BUDGET)) {
+      // A slice refused for budget or waiting for provider capacity is no failure of the slice: the thread shows
+      // over_budget and a budget_exceeded event, or waits on a timer.
+      const refused = e instanceof ApplicationFailure && (e.type === OVER_BUDGET || e.type === THROTTLED);
+      if (!(e instanceof CancelledFailure) && !refused) {
         emit({
           threadId: input.threadId,
           type: 'info',

@@ -4,6 +4,7 @@
  * are in slice-attempt.ts, the result in slice-result.ts, tool dispatch in dispatch.ts, a committed slice's retry in
  * replay.ts.
  */
+import type { ProviderLimits } from '../core/capacity';
 import type { SliceInput, SlicePeek, SliceResult } from '../core/slice-protocol';
 import type { InputMessage, ThreadEvent } from '../core/types';
 import type { ModelProvider } from '../model/provider';
@@ -57,6 +58,12 @@ export interface SliceDependencies {
    * @default DEFAULT_PRICES only
    */
   prices?: PriceTable;
+  /**
+   * Provider limits shared by every worker on the same store (issue 27 §2; docs/budgets.md): requests and tokens per
+   * minute and concurrency of this worker's model, under `limits.key`.
+   * @default none (every slice calls its provider at once)
+   */
+  limits?: ProviderLimits;
 }
 
 /**

@@ -1,4 +1,5 @@
 /** `dev` (dev server + worker + events, the embedded default) and `worker` (serve any Temporal cluster). */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
@@ -6,6 +7,7 @@ import type { Command } from 'commander';
 import { callbackStateOf } from '../client/callback-check';
 import { deliverInput, type DeliveryResult } from '../inbox/deliver';
 import type { CallbackStateCheck } from '../rap/callback-guard';
+import { limitsProblem, type ProviderLimits } from '../core/capacity';
 import type { InputMessage } from '../core/types';
 import { modelFromEnv, modelFromSpec } from '../model/registry';
 import { startRapGateway } from '../rap/gateway';
@@ -52,6 +54,7 @@ interface ServeOptions {
   metricsHost?: string;
   cpuTarget?: string;
   memoryTarget?: string;
+  limits?: string;
 }
 
 const until = (signals: NodeJS.Signals[]) =>
@@ -105,6 +108,29 @@ function resourceTargetsOf(opts: ServeOptions): { resourceTargets?: ResourceTarg
   };
 }
 
+/** `--limits <file>` → the worker's provider limits (issue 27 §2): a JSON file, checked before anything starts. */
+function limitsOf(opts: ServeOptions): { limits?: ProviderLimits } {
+  if (opts.limits === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(opts.limits, 'utf8'));
+  } catch (e) {
+    throw new CliError(`--limits: cannot read ${opts.limits}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const problem = limitsProblem(parsed);
+  if (problem) throw new CliError(`--limits ${opts.limits}: ${problem}`);
+  return { limits: parsed as ProviderLimits };
+}
+
+/** The line a worker prints about its provider limits. */
+function limitsLine(limits: ProviderLimits, modelId: string): string {
+  const parts = [`key ${limits.key ?? modelId}`];
+  if (limits.rpm !== undefined) parts.push(`${limits.rpm} requests/min`);
+  if (limits.tpm !== undefined) parts.push(`${limits.tpm} tokens/min`);
+  if (limits.concurrency !== undefined) parts.push(`${limits.concurrency} at once`);
+  return `provider limits · ${parts.join(' · ')}`;
+}
+
 function serveOptions(cmd: Command): Command {
   return cmd
     .option('--verbose', "show the Temporal worker's own logs")
@@ -113,6 +139,10 @@ function serveOptions(cmd: Command): Command {
       'take new workflow tasks only while machine CPU is under this (e.g. 0.7): headroom for high-priority threads',
     )
     .option('--memory-target <fraction>', 'with --cpu-target: the same for machine memory (default 0.9)')
+    .option(
+      '--limits <file>',
+      'provider limits shared by every worker on the store: a JSON file {"key","rpm","tpm","concurrency","reserve"}',
+    )
     .option(
       '--metrics-port <port>',
       "serve Prometheus metrics (Temporal's and infinity_*) at http://<metrics-host>:<port>/metrics",
@@ -247,7 +277,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
     .action(async (opts: ServeOptions & { port?: string; uiPort?: string; answerByHand?: boolean }, cmd: Command) => {
       const port = portOf('--port', opts.port);
       const uiPort = portOf('--ui-port', opts.uiPort);
-      const targets = resourceTargetsOf(opts);
+      const targets = { ...resourceTargetsOf(opts), ...limitsOf(opts) };
       const flags = cmd.optsWithGlobals<TargetFlags>();
       quietRuntime(opts.verbose, { port: opts.metricsPort, host: opts.metricsHost }, out);
       const model = modelOf(opts);
@@ -304,6 +334,8 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       out(`Store            ${system.storePath}`);
       out(`Task queue       ${flags.taskQueue ?? DEFAULT_TASK_QUEUE}`);
       out(`Tools            ${toolNames(tools)}`);
+      if (targets.limits)
+        out(`Provider limits  ${limitsLine(targets.limits, model.id).replace(/^provider limits · /, '')}`);
       if (!own)
         out(
           colour.dim(
@@ -329,7 +361,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
     .action(async (opts: ServeOptions & DeploymentFlags, cmd: Command) => {
       const flags = cmd.optsWithGlobals<TargetFlags>();
       const deployment = deploymentOf(opts);
-      const targets = resourceTargetsOf(opts);
+      const targets = { ...resourceTargetsOf(opts), ...limitsOf(opts) };
       quietRuntime(opts.verbose, { port: opts.metricsPort, host: opts.metricsHost }, out);
       const target = await resolveTarget(flags);
       // Before anything connects: a network bind without a token is a usage error.
@@ -383,6 +415,7 @@ export function registerServeCommands(program: Command, out: (line: string) => v
       out(`store ${describeStore(storePath)}`);
       const t = targets.resourceTargets;
       if (t) out(`resource targets · cpu ${t.cpu} · memory ${t.memory ?? DEFAULT_MEMORY_TARGET}`);
+      if (targets.limits) out(limitsLine(targets.limits, model.id));
       if (deployment) {
         out(`deployment ${deployment.name} · build ${deployment.buildId} · ${deployment.defaultVersioningBehavior}`);
         // A versioned worker gets no task until its build is current (or ramping, or pinned to).

@@ -4,6 +4,7 @@
  * {@link PostgresConversationStore} (workers on several machines).
  */
 import type { Budget, BudgetRef, BudgetState, SpendAmount } from '../core/budget';
+import type { CapacityGrant, CapacityRequest, ProviderLimits } from '../core/capacity';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
 
@@ -134,5 +135,17 @@ export interface ConversationStore {
   /** Threads stopped for budget under `ref` (they check again when woken). */
   budgetWaiters(ref: BudgetRef): Promise<string[]>;
   /** Releases connections and files; the store is unusable afterwards. */
+  /**
+   * Provider limits shared by every worker on this store (issue 27 §2): grants `request` a lease on its key's capacity,
+   * or says why not and how long to wait. One transaction over the key's state and its unexpired leases
+   * (core/capacity.ts decides); the memory store's limits hold within its process only.
+   */
+  acquireCapacity(request: CapacityRequest): Promise<CapacityGrant>;
+  /** The call is over: ends the lease and corrects the key's tokens by what the call used beyond its estimate. */
+  releaseCapacity(key: string, leaseId: string, limits: ProviderLimits, usedTokens: number | undefined): Promise<void>;
+  /** Extends a lease of a call still running (it expires `leaseMs` from now). */
+  renewCapacity(key: string, leaseId: string, leaseMs: number): Promise<void>;
+  /** The provider answered "rate limited": every worker waits `waitMs` on the key, and its rates go down. */
+  backoffCapacity(key: string, limits: ProviderLimits, waitMs: number): Promise<void>;
   close(): Promise<void>;
 }

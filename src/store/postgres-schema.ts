@@ -4,6 +4,7 @@
  */
 import type { Pool } from 'pg';
 import { budgetMigration } from './postgres-budgets';
+import { capacityMigration } from './postgres-capacity';
 import { inTransaction } from './postgres-tx';
 
 /** A schema-qualified, quoted table name. */
@@ -86,6 +87,7 @@ export const MIGRATIONS: readonly ((t: TableName) => string)[] = [
     );`,
   budgetMigration,
   forkBaseMigration,
+  capacityMigration,
 ];
 
 /**

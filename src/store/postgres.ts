@@ -2,6 +2,8 @@
  * The conversation store on PostgreSQL, for workers on several machines sharing one database. Same contract and
  * semantics as the SQLite store: conditional, idempotent, atomic commits; items returned exactly as committed.
  */
+import type { CapacityGrant, CapacityRequest, ProviderLimits } from '../core/capacity';
+import { PostgresCapacity } from './postgres-capacity';
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
@@ -98,6 +100,7 @@ export class PostgresConversationStore implements ConversationStore {
   private readonly cache: ItemPrefixCache;
   private readonly staged: PostgresStagedInputs;
   private readonly ledger: PostgresBudgets;
+  private readonly capacity: PostgresCapacity;
   private ready?: Promise<number>;
   private ended = false;
 
@@ -116,6 +119,7 @@ export class PostgresConversationStore implements ConversationStore {
     });
     this.staged = new PostgresStagedInputs(this.pool, this.t);
     this.ledger = new PostgresBudgets(this.pool, this.t);
+    this.capacity = new PostgresCapacity(this.pool, this.t);
   }
 
   /**
@@ -336,6 +340,22 @@ export class PostgresConversationStore implements ConversationStore {
   }
 
   /** Ends the pool (waiting for queries in flight). Closing twice is harmless. */
+  acquireCapacity(request: CapacityRequest): Promise<CapacityGrant> {
+    return this.capacity.acquire(request);
+  }
+
+  releaseCapacity(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
+    return this.capacity.release(key, leaseId, limits, used);
+  }
+
+  renewCapacity(key: string, leaseId: string, leaseMs: number): Promise<void> {
+    return this.capacity.renew(key, leaseId, leaseMs);
+  }
+
+  backoffCapacity(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
+    return this.capacity.backoff(key, limits, waitMs);
+  }
+
   async close(): Promise<void> {
     if (this.ended) return;
     this.ended = true;

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import type { CapacityGrant, CapacityRequest, ProviderLimits } from '../core/capacity';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
 import { fileIdentity, StoreFileGuard } from './file-guard';
@@ -7,6 +8,7 @@ import { backupDatabase } from './sqlite-backup';
 import { ItemPrefixCache } from './item-cache';
 import { SqliteStagedInputs, STAGED_INPUTS_MIGRATION } from './sqlite-staged';
 import { BUDGET_MIGRATION, SqliteBudgets } from './sqlite-budgets';
+import { CAPACITY_MIGRATION, SqliteCapacity } from './sqlite-capacity';
 import type { Budget, BudgetRef, BudgetState } from '../core/budget';
 import {
   CommitConflictError,
@@ -77,6 +79,7 @@ const MIGRATIONS: readonly string[] = [
   STAGED_INPUTS_MIGRATION,
   BUDGET_MIGRATION,
   FORK_BASE_MIGRATION,
+  CAPACITY_MIGRATION,
 ];
 
 interface ThreadRow {
@@ -144,6 +147,7 @@ export class SqliteConversationStore implements ConversationStore {
   private readonly cache: ItemPrefixCache;
   private readonly staged: SqliteStagedInputs;
   private readonly ledger: SqliteBudgets;
+  private readonly capacity: SqliteCapacity;
   /** Writable file stores only: a reader has no commits to lose. */
   private readonly guard?: StoreFileGuard;
 
@@ -168,6 +172,7 @@ export class SqliteConversationStore implements ConversationStore {
     }
     this.staged = new SqliteStagedInputs(this.db);
     this.ledger = new SqliteBudgets(this.db);
+    this.capacity = new SqliteCapacity(this.db);
     this.stmts = {
       getThread: this.db.prepare<[string], ThreadRow>('SELECT * FROM threads WHERE thread_id = ?'),
       insertThread: this.db.prepare(
@@ -346,6 +351,23 @@ export class SqliteConversationStore implements ConversationStore {
 
   async budgetWaiters(ref: BudgetRef): Promise<string[]> {
     return this.ledger.waiters(ref);
+  }
+
+  async acquireCapacity(request: CapacityRequest): Promise<CapacityGrant> {
+    this.guard?.check();
+    return this.capacity.acquire(request);
+  }
+
+  async releaseCapacity(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
+    this.capacity.release(key, leaseId, limits, used);
+  }
+
+  async renewCapacity(key: string, leaseId: string, leaseMs: number): Promise<void> {
+    this.capacity.renew(key, leaseId, leaseMs);
+  }
+
+  async backoffCapacity(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
+    this.capacity.backoff(key, limits, waitMs);
   }
 
   async close(): Promise<void> {

@@ -17,6 +17,7 @@ import {
 } from '@temporalio/worker';
 import { createSliceActivities } from '../activities/slice';
 import type { PriceTable } from '../model/prices';
+import { limitsProblem, type ProviderLimits } from '../core/capacity';
 import { SliceJobs } from '../activities/slice-jobs';
 import { sliceMetrics } from '../activities/slice-metrics';
 import { sliceTracing } from '../activities/slice-tracing';
@@ -70,6 +71,14 @@ export interface AgentWorkerOptions {
   systemPrompt?: string;
   /** Model prices (USD per million tokens) for money budgets, before the shipped ones. @default prices.DEFAULT_PRICES */
   prices?: PriceTable;
+  /**
+   * Provider limits shared by every worker on the same store (issue 27 §2; docs/budgets.md): requests and tokens per
+   * minute and concurrency of this worker's model, under `key` (default: the model's id). A slice that finds no
+   * capacity waits on a workflow timer, holding nothing; a provider's 429 makes every worker on the key wait.
+   * @default none (every slice calls its provider at once)
+   * @example { key: 'anthropic:team-key', rpm: 1000, tpm: 80_000, concurrency: 20 }
+   */
+  limits?: ProviderLimits;
   /** Model retries and timeouts of a slice (docs/semantics.md §17). @default DEFAULT_COMPLETION_POLICY */
   completionPolicy?: Partial<CompletionPolicy>;
   /**
@@ -248,6 +257,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     ...(tracing && { tracing: sliceTracing(tracing.tracer, options.model.id) }),
     systemPrompt: options.systemPrompt,
     ...(options.prices && { prices: options.prices }),
+    ...(options.limits && { limits: checkedLimits(options.limits) }),
     completionPolicy: options.completionPolicy,
     compactionThreshold: options.compactionThreshold,
     ...(options.toolLifecycle && { lifecycle: options.toolLifecycle }),
@@ -320,4 +330,11 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       await tracing?.flush().catch(() => undefined);
     },
   };
+}
+
+/** The `limits` option, checked: a wrong one fails the worker's start, not its first slice. */
+function checkedLimits(limits: ProviderLimits): ProviderLimits {
+  const problem = limitsProblem(limits);
+  if (problem) throw new TypeError(`createAgentWorker: ${problem}`);
+  return limits;
 }

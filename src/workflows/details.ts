@@ -55,6 +55,9 @@ export function currentDetails(threadId: string, st: ThreadState, status: AgentS
     st.overBudget
       ? `over budget: ${st.overBudget.scope} \`${st.overBudget.key}\` ${st.overBudget.field} ${st.overBudget.spend} of ${st.overBudget.limit} (raise it: \`infinity-temporal budget set\`)`
       : '',
+    st.throttled
+      ? `waiting for provider capacity: \`${st.throttled.key}\` (${st.throttled.reason}), ${Math.ceil(st.throttled.retryAfterMs / 1000)} s`
+      : '',
     ...st.setAside.slice(-1).map((b) => `set aside ${b.messageIds.length} inputs of ${b.sliceId}: ${b.reason}`),
     st.recentDrops.length > 0
       ? `dropped lately (\`drops\` query): ${st.recentDrops

@@ -13,10 +13,10 @@ import { addUsage, type StoredItem } from '../core/types';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
 import type { Inbox } from './inbox';
 import { dropStalePrompts, type LoopState } from './loop-state';
-import { v02, v06 } from './patches';
+import { v02, v06, v07 } from './patches';
 import { userIdOf } from './runtime-actions';
 import type { SliceOutcome, SliceRunner } from './slice-runner';
-import type { ThreadState, ThreadWorkflowArgs } from './state';
+import type { ThreadState, ThreadWorkflowArgs, ThrottledWait } from './state';
 import { sliceSummary } from './ui-text';
 
 /** What a slice step reads and changes: the run's arguments, the thread's state and loop state, and its parts. */
@@ -93,9 +93,44 @@ export function settleSlice(ctx: SliceContext, outcome: SliceOutcome, append: St
     stopOverBudget(ctx, outcome, append);
     return undefined;
   }
+  // Only a worker with provider limits refuses a slice so; asked only then (0.7's path).
+  if ('failed' in outcome && outcome.type === THROTTLED && v07()) {
+    waitForCapacity(ctx, outcome, append);
+    return undefined;
+  }
   if ('failed' in outcome) recordFailure(ctx, outcome, append);
   return undefined;
 }
+
+/** The `Throttled` failure type of the slice activity (`src/activities/capacity-gate.ts`). */
+const THROTTLED = 'Throttled';
+
+/**
+ * A slice that found no provider capacity (issue 27 §2): nothing was called or committed, and it is no failure. The
+ * thread keeps the batch (retried under the same slice id), waits on a timer for as long as the limiter asked, and
+ * runs it again.
+ */
+function waitForCapacity(
+  ctx: SliceContext,
+  outcome: { failed: string; details?: unknown },
+  append: StoredItem[],
+): void {
+  const { st } = ctx;
+  appliedBudgetUpdates(st);
+  st.carry = append;
+  const d = outcome.details as Partial<ThrottledWait> | undefined;
+  st.throttled = {
+    key: typeof d?.key === 'string' ? d.key : '',
+    reason: typeof d?.reason === 'string' ? d.reason : 'capacity',
+    retryAfterMs:
+      typeof d?.retryAfterMs === 'number' && Number.isFinite(d.retryAfterMs)
+        ? Math.min(Math.max(d.retryAfterMs, MIN_CAPACITY_WAIT_MS), MAX_CAPACITY_WAIT_MS)
+        : MIN_CAPACITY_WAIT_MS,
+  };
+}
+
+const MIN_CAPACITY_WAIT_MS = 100;
+const MAX_CAPACITY_WAIT_MS = 5 * 60_000;
 
 /** The `OverBudget` failure type of the slice activity (`src/activities/budget-check.ts`). */
 const OVER_BUDGET = 'OverBudget';

@@ -239,6 +239,15 @@ export interface ThreadState {
   budgetSent: number;
   /** Acknowledged deliveries the run before handed over, or this run hands to the next (set just before it continues). */
   acks: HandedOverAck[];
+  /** The last slice found no provider capacity: the loop waits this long before it runs the batch again; this run only. */
+  throttled?: ThrottledWait;
+}
+
+/** Why and how long a thread waits for provider capacity (issue 27 §2). */
+export interface ThrottledWait {
+  key: string;
+  reason: string;
+  retryAfterMs: number;
 }
 
 export function restoreState(args: ThreadWorkflowArgs): ThreadState {

@@ -6,7 +6,7 @@
  * which order it issues its commands; the parts it calls between them are synchronous.
  * Deterministic: it imports only the Temporal workflow API and `src/core`.
  */
-import { condition, continueAsNew, allHandlersFinished, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, allHandlersFinished, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
 import { sliceIdFor } from '../core/ids';
 import type { Dropped } from '../core/prepare';
 import type { SliceInputs } from '../core/slice-protocol';
@@ -53,6 +53,11 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   for (;;) {
     loop.acting = false;
     await condition(loop.hasWork);
+    if (st.throttled) {
+      // Waiting for provider capacity holds no slot and spends no attempt; jittered, so woken threads spread out.
+      await sleep(Math.round(st.throttled.retryAfterMs * (1 + 0.25 * jitter())));
+      st.throttled = undefined;
+    }
     let local = beginTurn(st, loop, slices);
     let append: StoredItem[];
     let interruptedCalls: string[] = [];
@@ -103,3 +108,6 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     }
   }
 }
+
+/** A deterministic fraction in [0, 1): the workflow's seeded random source, through the SDK's `uuid4`. */
+const jitter = (): number => parseInt(uuid4().slice(0, 8), 16) / 2 ** 32;

@@ -1,0 +1,100 @@
+/**
+ * Provider limits at the model call (issue 27 §2): before each model request of a slice, a lease on the worker's
+ * limiter key from the store every worker shares; after it, the lease ends and the key's tokens are corrected by the
+ * usage the provider reported. A slice whose first request finds no capacity, or whose first request the provider
+ * answers "rate limited", does not wait inside its activity: it fails with the non-retryable `Throttled` failure
+ * (details: a {@link ThrottledSlice}), and the thread waits on a workflow timer and runs the same slice again — no
+ * activity slot held, no retry attempt spent, not a failing slice. Later requests of a slice (after an inline tool
+ * answer) wait inside it instead, so the rounds already streamed are kept.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApplicationFailure } from '@temporalio/activity';
+import { type CapacityRefusal, type ProviderLimits } from '../core/capacity';
+import type { TokenUsage } from '../core/types';
+import type { ModelRequest } from '../model/provider';
+import type { ConversationStore } from '../store/conversation-store';
+
+/** The `ApplicationFailure.type` of a slice that found no provider capacity. */
+export const THROTTLED = 'Throttled';
+
+/** Why a slice waits for capacity, and how long the limiter asked it to. */
+export interface ThrottledSlice {
+  key: string;
+  reason: CapacityRefusal | 'rate_limited';
+  retryAfterMs: number;
+}
+
+/** A lease ends this long after its last renewal if its worker dies. */
+export const LEASE_MS = 30_000;
+const RENEW_MS = 10_000;
+/** Expected output of a request, in tokens, before the provider reports the real figure. */
+export const OUTPUT_ESTIMATE_TOKENS = 1_000;
+/** A later round waits at most this long between two tries. */
+const MAX_IN_SLICE_WAIT_MS = 5_000;
+
+export interface CapacityLease {
+  /** Ends the lease; `usage`: what the provider reported (corrects the key's tokens). */
+  release(usage?: TokenUsage): Promise<void>;
+}
+
+export interface CapacityGate {
+  /** Before a model request: a lease, or (`round` 0) the `Throttled` failure; later rounds wait for one. */
+  acquire(request: ModelRequest, round: number, signal: AbortSignal): Promise<CapacityLease>;
+  /** The provider answered "rate limited": every worker waits; `round` 0 fails with `Throttled`. */
+  rateLimited(waitMs: number, round: number): Promise<void>;
+}
+
+/** The gate of a worker with `limits` on `modelId`, or none without limits. */
+export function capacityGate(
+  store: ConversationStore,
+  limits: ProviderLimits | undefined,
+  modelId: string,
+  foreground: boolean,
+): CapacityGate | undefined {
+  if (!limits) return undefined;
+  const key = limits.key ?? modelId;
+  return {
+    async acquire(request, round, signal) {
+      const tokens = estimateTokens(request);
+      const leaseId = randomUUID();
+      for (;;) {
+        const grant = await store.acquireCapacity({ key, limits, tokens, foreground, leaseMs: LEASE_MS, leaseId });
+        if (grant.granted) break;
+        if (round === 0) throw throttledFailure({ key, reason: grant.reason, retryAfterMs: grant.retryAfterMs });
+        await sleep(Math.min(grant.retryAfterMs, MAX_IN_SLICE_WAIT_MS), undefined, { signal });
+      }
+      const renew = setInterval(
+        () => void store.renewCapacity(key, leaseId, LEASE_MS).catch(() => undefined),
+        RENEW_MS,
+      );
+      renew.unref();
+      return {
+        async release(usage) {
+          clearInterval(renew);
+          const used = usage ? (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) : undefined;
+          await store.releaseCapacity(key, leaseId, limits, used);
+        },
+      };
+    },
+    async rateLimited(waitMs, round) {
+      await store.backoffCapacity(key, limits, waitMs);
+      if (round === 0) throw throttledFailure({ key, reason: 'rate_limited', retryAfterMs: waitMs });
+    },
+  };
+}
+
+/** A request's tokens before the call: ~4 characters a token over what is sent, plus the expected output. */
+export function estimateTokens(request: ModelRequest): number {
+  const chars = request.system.length + JSON.stringify(request.messages).length + JSON.stringify(request.tools).length;
+  return Math.ceil(chars / 4) + OUTPUT_ESTIMATE_TOKENS;
+}
+
+export function throttledFailure(t: ThrottledSlice): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: THROTTLED,
+    message: `waiting for provider capacity: ${t.key} (${t.reason}), ${Math.ceil(t.retryAfterMs)} ms`,
+    nonRetryable: true,
+    details: [t],
+  });
+}

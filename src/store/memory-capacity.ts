@@ -1,0 +1,56 @@
+/**
+ * The memory store's provider limits (issue 27 §2): one process's view, for tests and single-process systems. The
+ * SQLite and PostgreSQL stores keep the same state in tables every worker on them shares.
+ */
+import {
+  backoffCapacity,
+  type CapacityGrant,
+  type CapacityRequest,
+  type CapacityState,
+  correctCapacity,
+  decideCapacity,
+  freshCapacity,
+  type ProviderLimits,
+  refill,
+} from '../core/capacity';
+
+export class MemoryCapacity {
+  private readonly states = new Map<string, CapacityState>();
+  /** Key → lease id → its end and token estimate. */
+  private readonly leases = new Map<string, Map<string, { expiresAt: number; tokens: number }>>();
+
+  acquire(req: CapacityRequest, now = Date.now()): CapacityGrant {
+    const leases = this.live(req.key, now);
+    const { state, grant } = decideCapacity(this.states.get(req.key), req, leases.size, now);
+    this.states.set(req.key, state);
+    if (grant.granted) leases.set(req.leaseId, { expiresAt: now + req.leaseMs, tokens: req.tokens });
+    return grant;
+  }
+
+  release(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined, now = Date.now()): void {
+    const lease = this.leases.get(key)?.get(leaseId);
+    if (!lease) return;
+    this.leases.get(key)!.delete(leaseId);
+    const s = this.states.get(key);
+    if (s && used !== undefined)
+      this.states.set(key, correctCapacity(refill(s, limits, now), limits, lease.tokens, used));
+  }
+
+  renew(key: string, leaseId: string, leaseMs: number, now = Date.now()): void {
+    const lease = this.leases.get(key)?.get(leaseId);
+    if (lease) lease.expiresAt = now + leaseMs;
+  }
+
+  backoff(key: string, limits: ProviderLimits, waitMs: number, now = Date.now()): void {
+    const s = refill(this.states.get(key) ?? freshCapacity(limits, now), limits, now);
+    this.states.set(key, backoffCapacity(s, waitMs, now));
+  }
+
+  /** The key's leases, the expired ones removed. */
+  private live(key: string, now: number): Map<string, { expiresAt: number; tokens: number }> {
+    let leases = this.leases.get(key);
+    if (!leases) this.leases.set(key, (leases = new Map()));
+    for (const [id, l] of leases) if (l.expiresAt <= now) leases.delete(id);
+    return leases;
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * The SQLite store's provider limits (issue 27 §2): each key's state and its leases in the store file, so every
+ * worker process on the file shares one allowance. Each operation is one `BEGIN IMMEDIATE` transaction: it holds the
+ * file's write lock from its first read, so two processes never decide on the same state.
+ */
+import type Database from 'better-sqlite3';
+import {
+  backoffCapacity,
+  type CapacityGrant,
+  type CapacityRequest,
+  type CapacityState,
+  correctCapacity,
+  decideCapacity,
+  freshCapacity,
+  type ProviderLimits,
+  refill,
+} from '../core/capacity';
+
+/** Migration 7. */
+export const CAPACITY_MIGRATION = `CREATE TABLE capacity_keys (
+     key TEXT PRIMARY KEY,
+     state TEXT NOT NULL
+   ) WITHOUT ROWID;
+   CREATE TABLE capacity_leases (
+     key TEXT NOT NULL,
+     lease_id TEXT NOT NULL,
+     expires_at INTEGER NOT NULL,
+     tokens REAL NOT NULL,
+     PRIMARY KEY (key, lease_id)
+   ) WITHOUT ROWID;`;
+
+export class SqliteCapacity {
+  // Prepared on first use: a read-only store may sit on a file from before the migration.
+  private stmts?: ReturnType<SqliteCapacity['prepare']>;
+
+  constructor(private readonly db: Database.Database) {}
+
+  private prepare() {
+    return {
+      state: this.db.prepare<[string], { state: string }>('SELECT state FROM capacity_keys WHERE key = ?'),
+      save: this.db.prepare<[string, string]>(
+        `INSERT INTO capacity_keys (key, state) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET state = excluded.state`,
+      ),
+      expire: this.db.prepare<[string, number]>('DELETE FROM capacity_leases WHERE key = ? AND expires_at <= ?'),
+      count: this.db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM capacity_leases WHERE key = ?'),
+      lease: this.db.prepare<[string, string, number, number]>(
+        'INSERT OR REPLACE INTO capacity_leases (key, lease_id, expires_at, tokens) VALUES (?, ?, ?, ?)',
+      ),
+      end: this.db.prepare<[string, string], { tokens: number }>(
+        'DELETE FROM capacity_leases WHERE key = ? AND lease_id = ? RETURNING tokens',
+      ),
+      renew: this.db.prepare<[number, string, string]>(
+        'UPDATE capacity_leases SET expires_at = ? WHERE key = ? AND lease_id = ?',
+      ),
+    };
+  }
+
+  private get s() {
+    return (this.stmts ??= this.prepare());
+  }
+
+  private read(key: string): CapacityState | undefined {
+    const row = this.s.state.get(key);
+    return row ? (JSON.parse(row.state) as CapacityState) : undefined;
+  }
+
+  acquire(req: CapacityRequest): CapacityGrant {
+    return this.db
+      .transaction((): CapacityGrant => {
+        const now = Date.now();
+        this.s.expire.run(req.key, now);
+        const active = this.s.count.get(req.key)!.n;
+        const { state, grant } = decideCapacity(this.read(req.key), req, active, now);
+        this.s.save.run(req.key, JSON.stringify(state));
+        if (grant.granted) this.s.lease.run(req.key, req.leaseId, now + req.leaseMs, req.tokens);
+        return grant;
+      })
+      .immediate();
+  }
+
+  release(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): void {
+    this.db
+      .transaction(() => {
+        const lease = this.s.end.get(key, leaseId);
+        const s = this.read(key);
+        if (!lease || !s || used === undefined) return;
+        this.s.save.run(
+          key,
+          JSON.stringify(correctCapacity(refill(s, limits, Date.now()), limits, lease.tokens, used)),
+        );
+      })
+      .immediate();
+  }
+
+  renew(key: string, leaseId: string, leaseMs: number): void {
+    this.s.renew.run(Date.now() + leaseMs, key, leaseId);
+  }
+
+  backoff(key: string, limits: ProviderLimits, waitMs: number): void {
+    this.db
+      .transaction(() => {
+        const now = Date.now();
+        const s = refill(this.read(key) ?? freshCapacity(limits, now), limits, now);
+        this.s.save.run(key, JSON.stringify(backoffCapacity(s, waitMs, now)));
+      })
+      .immediate();
+  }
+}

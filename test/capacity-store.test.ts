@@ -1,0 +1,124 @@
+/**
+ * Provider limits in each store (issue 27 §2): two store instances on one SQLite file, and two on one PostgreSQL
+ * schema, stand for two workers; they share one allowance. Leases end when released or when they expire (a killed
+ * worker's), a rate-limit answer written through one closes the key for the other, and the correction after a call
+ * charges what it used beyond its estimate. The memory store holds the same within one instance.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { CapacityRequest, ProviderLimits } from '../src/core/capacity';
+import type { ConversationStore } from '../src/store/conversation-store';
+import { InMemoryConversationStore } from '../src/store/memory';
+import { PostgresConversationStore } from '../src/store/postgres';
+import { SqliteConversationStore } from '../src/store/sqlite';
+import { createTestDatabase } from './postgres';
+
+const dir = mkdtempSync(join(tmpdir(), 'capacity-'));
+let database: Promise<string> | undefined;
+let schemas = 0;
+const opened: ConversationStore[] = [];
+
+/** Two workers' views of one store. */
+type Pair = () => Promise<[ConversationStore, ConversationStore]>;
+
+const pairs: Record<string, Pair> = {
+  memory: async () => {
+    const s = new InMemoryConversationStore();
+    return [s, s];
+  },
+  sqlite: async () => {
+    const file = join(dir, `${randomUUID()}.sqlite`);
+    return [new SqliteConversationStore(file), new SqliteConversationStore(file)];
+  },
+  postgres: async () => {
+    const connectionString = await (database ??= createTestDatabase('capacity'));
+    const schema = `capacity_${++schemas}`;
+    const a = new PostgresConversationStore({ connectionString, schema });
+    await a.migrate();
+    return [a, new PostgresConversationStore({ connectionString, schema })];
+  },
+};
+
+afterAll(async () => {
+  for (const s of opened) await s.close();
+});
+
+const ask = (limits: ProviderLimits, over: Partial<CapacityRequest> = {}): CapacityRequest => ({
+  key: 'openai:gpt-test',
+  limits,
+  tokens: 100,
+  foreground: true,
+  leaseMs: 30_000,
+  leaseId: randomUUID(),
+  ...over,
+});
+
+for (const [name, pair] of Object.entries(pairs)) {
+  describe(name, () => {
+    const open = async () => {
+      const both = await pair();
+      opened.push(...both);
+      return both;
+    };
+
+    it('grants as many leases at once as the concurrency allows, across both, and a release frees one', async () => {
+      const [a, b] = await open();
+      const limits = { concurrency: 3, reserve: 0 };
+      const requests = Array.from({ length: 12 }, () => ask(limits));
+      const grants = await Promise.all(requests.map((r, i) => (i % 2 ? a : b).acquireCapacity(r)));
+      const granted = requests.filter((_, i) => grants[i]!.granted);
+      expect(granted).toHaveLength(3);
+      expect(grants.filter((g) => !g.granted)).toEqual(
+        Array(9).fill({ granted: false, reason: 'concurrency', retryAfterMs: 500 }),
+      );
+      await b.releaseCapacity(granted[0]!.key, granted[0]!.leaseId, limits, 100);
+      expect((await a.acquireCapacity(ask(limits))).granted).toBe(true);
+      expect((await b.acquireCapacity(ask(limits))).granted).toBe(false);
+    });
+
+    it("gives an expired lease's capacity back (a worker killed while it held it)", async () => {
+      const [a, b] = await open();
+      const limits = { concurrency: 1, reserve: 0 };
+      const held = ask(limits, { leaseMs: 300 });
+      expect((await a.acquireCapacity(held)).granted).toBe(true);
+      expect((await b.acquireCapacity(ask(limits))).granted).toBe(false);
+      // A renewal keeps it; then, unrenewed, it ends.
+      await new Promise((r) => setTimeout(r, 200));
+      await a.renewCapacity(held.key, held.leaseId, 300);
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await b.acquireCapacity(ask(limits))).granted).toBe(false);
+      await new Promise((r) => setTimeout(r, 250));
+      expect((await b.acquireCapacity(ask(limits))).granted).toBe(true);
+    });
+
+    it("closes the key for every worker when one hears the provider's rate-limit answer", async () => {
+      const [a, b] = await open();
+      const limits = { rpm: 600, reserve: 0 };
+      expect((await b.acquireCapacity(ask(limits))).granted).toBe(true);
+      await a.backoffCapacity('openai:gpt-test', limits, 1_000);
+      const refused = await b.acquireCapacity(ask(limits));
+      expect(refused).toMatchObject({ granted: false, reason: 'backoff' });
+      expect(refused.granted === false && refused.retryAfterMs).toBeGreaterThan(500);
+      expect(refused.granted === false && refused.retryAfterMs).toBeLessThanOrEqual(1_000);
+      // Another key is not concerned.
+      expect((await b.acquireCapacity(ask(limits, { key: 'other' }))).granted).toBe(true);
+      await new Promise((r) => setTimeout(r, 1_050));
+      expect((await a.acquireCapacity(ask(limits))).granted).toBe(true);
+    });
+
+    it('charges a call what it used beyond its estimate', async () => {
+      const [a, b] = await open();
+      const limits = { tpm: 1_000, reserve: 0 };
+      const first = ask(limits, { tokens: 400 });
+      expect((await a.acquireCapacity(first)).granted).toBe(true);
+      await a.releaseCapacity(first.key, first.leaseId, limits, 950);
+      // 50 tokens left (and a few refilled since): 400 more must wait about 21 s.
+      const refused = await b.acquireCapacity(ask(limits, { tokens: 400 }));
+      expect(refused).toMatchObject({ granted: false, reason: 'tokens' });
+      expect(refused.granted === false && refused.retryAfterMs).toBeGreaterThan(15_000);
+    });
+  });
+}
