@@ -2,6 +2,7 @@
  * Test harness: a real worker on its own task queue against the suite's dev server, a real SQLite store file,
  * and readable one-line renderings of committed history for whole-conversation assertions.
  */
+import type { ProviderLimits } from '../src/core/capacity';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
@@ -64,6 +65,8 @@ export interface TestSystemOptions {
   signalNames?: 'input' | 'by-kind';
   /** Another workflow bundle than this build's (e.g. a frozen release's). */
   workflowBundlePath?: string;
+  /** Provider limits of the worker (issue 27 §2). */
+  limits?: ProviderLimits;
 }
 
 /** Fast retries for tests; the reference waits (1 s / 5 s / 30 s) are kept small but nonzero. */
@@ -101,6 +104,7 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
         ...(options.signalNames && { signalNames: options.signalNames }),
         ...(options.toolLifecycle && { toolLifecycle: options.toolLifecycle }),
         ...(options.toolSources && { toolSources: options.toolSources }),
+        ...(options.limits && { limits: options.limits }),
       });
   void worker?.run();
   const temporal = new Client({ connection });

@@ -33,6 +33,8 @@ export interface WireDialect {
 }
 
 export interface RecordedRequest {
+  /** When it arrived (ms since the epoch). */
+  at: number;
   path: string;
   headers: IncomingMessage['headers'];
   body: Record<string, unknown>;
@@ -63,7 +65,12 @@ export async function startWireServer(dialect: WireDialect): Promise<WireServer>
         res.writeHead(404).end(`no route ${path}`);
         return;
       }
-      requests.push({ path, headers: req.headers, body: raw ? (JSON.parse(raw) as Record<string, unknown>) : {} });
+      requests.push({
+        at: Date.now(),
+        path,
+        headers: req.headers,
+        body: raw ? (JSON.parse(raw) as Record<string, unknown>) : {},
+      });
       const next = queue.shift();
       if (!next) {
         const e = dialect.error(500, `wire server: no reply scripted for request ${requests.length}`);

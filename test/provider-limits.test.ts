@@ -1,0 +1,138 @@
+/**
+ * Provider limits shared by the fleet (issue 27 §2), end to end on a real dev server: two workers on one store file
+ * keep their model calls within one shared concurrency, threads that find no capacity wait on workflow timers (no
+ * failed slice, no error shown, nothing dropped), and a provider's 429 — from a real provider client against a local
+ * server speaking the OpenAI wire protocol — makes every thread on the key wait out its Retry-After.
+ */
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { temporal } from '@temporalio/proto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ModelProvider, ModelRequest, ModelStreamPart } from '../src/model/provider';
+import { modelFromSpec } from '../src/model/registry';
+import { ScriptedModel } from '../src/model/scripted';
+import type { ThreadHandle } from '../src/client/agent-client';
+import { startTestSystem, type TestSystem, uid } from './helpers';
+import { openAiResponsesDialect } from './wire/openai-responses';
+import { startWireServer, type WireServer } from './wire/server';
+
+const { EventType } = temporal.api.enums.v1;
+
+/** Counts the calls in flight across every model made from it (one process, two workers). */
+function concurrencyProbe() {
+  const probe = { inFlight: 0, max: 0, calls: 0 };
+  const wrap = (inner: ModelProvider): ModelProvider => ({
+    id: inner.id,
+    stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
+      return (async function* () {
+        probe.calls++;
+        probe.max = Math.max(probe.max, ++probe.inFlight);
+        try {
+          yield* inner.stream(request, signal);
+        } finally {
+          probe.inFlight--;
+        }
+      })();
+    },
+  });
+  return { probe, wrap };
+}
+
+/** The thread's timers (waits for capacity) and failed slice attempts, from its Temporal history. */
+async function waitsAndFailures(sys: TestSystem, threadId: string) {
+  const { events } = await sys.temporal.workflow.getHandle(threadId).fetchHistory();
+  const types = (events ?? []).map((e) => e.eventType);
+  return {
+    timers: types.filter((t) => t === EventType.EVENT_TYPE_TIMER_STARTED).length,
+    failedActivities: types.filter((t) => t === EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED).length,
+  };
+}
+
+const replies = async (thread: ThreadHandle) =>
+  (await thread.history()).flatMap((h) => (h.kind === 'assistant' ? [h.text] : []));
+
+describe('two workers on one store share one concurrency limit', () => {
+  const { probe, wrap } = concurrencyProbe();
+  const limits = { key: 'shared-key', concurrency: 2, reserve: 0 };
+  let a: TestSystem;
+  let b: TestSystem;
+  beforeAll(async () => {
+    const storePath = join(inject('scratchDir'), `limits-${randomUUID()}.sqlite`);
+    const model = () => wrap(new ScriptedModel(() => ({ text: 'answered slowly', chunks: 4, delayMs: 60 })));
+    [a, b] = await Promise.all([
+      startTestSystem({ model: model(), storePath, limits }),
+      startTestSystem({ model: model(), storePath, limits }),
+    ]);
+  });
+  afterAll(async () => {
+    await a?.shutdown();
+    await b?.shutdown();
+  });
+
+  it('never has more calls in flight than the limit; the others wait on timers, none fails', async () => {
+    const threads = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const sys = i % 2 ? a : b;
+        const thread = await sys.client.startThread({ threadId: uid('limited') });
+        await thread.sendUserText(`hello ${i}`);
+        return { sys, thread };
+      }),
+    );
+    for (const { thread } of threads) {
+      const status = await thread.waitForIdle({ settled: true, timeoutMs: 120_000 });
+      expect(status.dropped).toEqual({});
+      expect(status.lastError).toBeUndefined();
+      expect(await replies(thread)).toEqual(['answered slowly']);
+    }
+    expect(probe.calls).toBe(12);
+    expect(probe.max).toBe(2);
+    const histories = await Promise.all(threads.map(({ sys, thread }) => waitsAndFailures(sys, thread.threadId)));
+    expect(
+      histories.reduce((n, h) => n + h.timers, 0),
+      'some threads waited for capacity',
+    ).toBeGreaterThan(0);
+    expect(histories.every((h) => h.failedActivities === 0)).toBe(true);
+  });
+});
+
+describe("a provider's 429 backs every thread on the key off", () => {
+  let server: WireServer;
+  let sys: TestSystem;
+  beforeAll(async () => {
+    server = await startWireServer(openAiResponsesDialect);
+    const model = modelFromSpec('openai:gpt-test', {
+      env: { OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: `${server.url}/v1` },
+    });
+    sys = await startTestSystem({ model, limits: { rpm: 6_000, reserve: 0 } });
+  });
+  afterAll(async () => {
+    await sys?.shutdown();
+    await server?.close();
+  });
+
+  it('waits out Retry-After on a workflow timer, with no call to the provider meanwhile', async () => {
+    server.reply(
+      { kind: 'error', status: 429, message: 'Rate limit reached. Please try again.', retryAfterSeconds: 2 },
+      { kind: 'turn', turn: { text: ['first, after the wait'] } },
+      { kind: 'turn', turn: { text: ['second, after the wait'] } },
+    );
+    const first = await sys.client.startThread({ threadId: uid('rate-limited') });
+    await first.sendUserText('one');
+    await new Promise((r) => setTimeout(r, 300));
+    const second = await sys.client.startThread({ threadId: uid('rate-limited') });
+    await second.sendUserText('two');
+    for (const thread of [first, second]) {
+      const status = await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
+      expect(status.lastError).toBeUndefined();
+      expect(status.dropped).toEqual({});
+    }
+    expect(await replies(first)).toHaveLength(1);
+    expect(await replies(second)).toHaveLength(1);
+    const [limited, ...after] = server.requests.slice(-3);
+    expect(after).toHaveLength(2);
+    // Nobody called the provider during the two seconds it asked for.
+    for (const r of after) expect(r.at - limited!.at).toBeGreaterThanOrEqual(1_900);
+    expect((await waitsAndFailures(sys, first.threadId)).timers).toBeGreaterThanOrEqual(1);
+    expect((await waitsAndFailures(sys, second.threadId)).timers).toBeGreaterThanOrEqual(1);
+  });
+});
