@@ -340,20 +340,24 @@ export class PostgresConversationStore implements ConversationStore {
   }
 
   /** Ends the pool (waiting for queries in flight). Closing twice is harmless. */
-  acquireCapacity(request: CapacityRequest): Promise<CapacityGrant> {
+  async acquireCapacity(request: CapacityRequest): Promise<CapacityGrant> {
+    await this.migrate();
     return this.capacity.acquire(request);
   }
 
-  releaseCapacity(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
-    return this.capacity.release(key, leaseId, limits, used);
+  async releaseCapacity(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
+    await this.migrate();
+    await this.capacity.release(key, leaseId, limits, used);
   }
 
-  renewCapacity(key: string, leaseId: string, leaseMs: number): Promise<void> {
-    return this.capacity.renew(key, leaseId, leaseMs);
+  async renewCapacity(key: string, leaseId: string, leaseMs: number): Promise<void> {
+    await this.migrate();
+    await this.capacity.renew(key, leaseId, leaseMs);
   }
 
-  backoffCapacity(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
-    return this.capacity.backoff(key, limits, waitMs);
+  async backoffCapacity(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
+    await this.migrate();
+    await this.capacity.backoff(key, limits, waitMs);
   }
 
   async close(): Promise<void> {

@@ -24,6 +24,8 @@ const VALUES = {
   slicePath: ['local', 'adopted', 'retry'],
   delivery: ['signal', 'ack', 'rap', 'cli', 'temporal-cli'],
   defaults: ['startLocalSystem', 'dev', 'worker+client'],
+  /** `throttled`: the worker has provider limits (issue 27 §2), and their key is closed when the scenario starts. */
+  limits: ['none', 'throttled'],
 } as const;
 
 /** Each dimension's values (a subset of them in a tier, e.g. the light scenarios). */
@@ -57,6 +59,8 @@ export function allowed(c: Partial<MatrixCell>): boolean {
       c.scenario?.startsWith('worker'))
   )
     return false;
+  // The killed worker is a process of its own, with no provider limits.
+  if (c.scenario === 'worker killed mid-slice' && c.limits === 'throttled') return false;
   // Thousands of inputs by spawned processes would measure process start-up, not the runtime.
   if (c.scenario === 'flood 3000' && (c.delivery === 'cli' || c.delivery === 'temporal-cli')) return false;
   // The killed worker is a process of its own (the README's createAgentWorker) on a store both processes open.
@@ -85,6 +89,7 @@ function withMust(cells: MatrixCell[], scenarios: readonly Scenario[]): MatrixCe
         slicePath: 'local',
         delivery: 'signal',
         defaults,
+        limits: 'none',
       };
       if (allowed(must)) out.set(byName(must), must);
     }
@@ -111,7 +116,8 @@ export function soakCells(full = false): MatrixCell[] {
 
 /** The test name: the scenario and its configuration values. */
 export const cellName = (c: MatrixCell) =>
-  `${c.scenario} · signals ${c.signalNames} · store ${c.store} · slice ${c.slicePath} · delivery ${c.delivery} · ${c.defaults}`;
+  `${c.scenario} · signals ${c.signalNames} · store ${c.store} · slice ${c.slicePath} · delivery ${c.delivery} · ${c.defaults}${c.limits === 'throttled' ? ' · limits throttled' : ''}`;
 
-/** Cells that share a running system (the same defaults, store and signal names), in a stable order. */
-export const systemKey = (c: MatrixCell) => `${c.defaults} · ${c.store} · ${c.signalNames}`;
+/** Cells that share a running system (the same defaults, store, signal names and limits), in a stable order. */
+export const systemKey = (c: MatrixCell) =>
+  `${c.defaults} · ${c.store} · ${c.signalNames}${c.limits === 'throttled' ? ' · limits' : ''}`;

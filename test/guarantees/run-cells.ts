@@ -2,10 +2,10 @@
  * Runs matrix cells as vitest tests: one `describe` per running system (cells that share defaults, store and signal
  * names share it), one test per cell, named by its scenario and configuration values so a failure names both.
  */
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cellName, type MatrixCell, systemKey } from './matrix';
 import { SCENARIOS } from './scenarios';
-import { startSystem, type GuaranteeSystem } from './systems';
+import { startSystem, type GuaranteeSystem, THROTTLE_MS } from './systems';
 
 export function runCells(cells: readonly MatrixCell[], timeoutMs = 60_000): void {
   const groups = new Map<string, MatrixCell[]>();
@@ -24,7 +24,17 @@ export function runCells(cells: readonly MatrixCell[], timeoutMs = 60_000): void
           cellName(cell),
           async () => {
             const t0 = Date.now();
+            const calledBefore = sys!.modelCalls().length;
+            await sys!.throttle();
             await scenario(sys!, cell);
+            if (cell.limits === 'throttled') {
+              // The key was closed: no model call in the meantime, and the scenario's calls came after.
+              const calls = sys!.modelCalls().slice(calledBefore);
+              expect(calls.length, 'the scenario called the model').toBeGreaterThan(0);
+              expect(calls[0]! - t0, 'the first call waited for the closed key').toBeGreaterThanOrEqual(
+                THROTTLE_MS - 100,
+              );
+            }
             console.log(`✓ ${cellName(cell)} (${Date.now() - t0} ms)`);
           },
           timeoutMs,

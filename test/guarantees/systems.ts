@@ -61,12 +61,29 @@ export interface GuaranteeSystem {
   modelSawUserText(text: string): boolean;
   /** Delivers `message` by `how` (every path but `signal` of a tool, which the tool itself does). */
   deliver(how: MatrixCell['delivery'], message: InputMessage): Promise<void>;
+  /**
+   * With provider limits: closes their key for a moment, as a provider's 429 does, so the scenario's first slices
+   * wait for capacity on workflow timers. Without: nothing.
+   */
+  throttle(): Promise<void>;
+  /** When the model was called (ms since the epoch), in order. */
+  modelCalls(): number[];
   shutdown(): Promise<void>;
 }
 
-/** The scenarios' model in this process: the same rule as the wire model. */
-export function scriptedModel(): ScriptedModel {
+/** The limits of a `throttled` cell's worker: generous, so only the closed key holds slices back. */
+export const GUARANTEE_LIMITS = { key: 'guarantees', rpm: 100_000, tpm: 100_000_000, concurrency: 64 };
+/** How long the key stays closed when a scenario starts. */
+export const THROTTLE_MS = 1_500;
+
+const throttler = (cell: MatrixCell, store: ConversationStore) => async () => {
+  if (cell.limits === 'throttled') await store.backoffCapacity(GUARANTEE_LIMITS.key, GUARANTEE_LIMITS, THROTTLE_MS);
+};
+
+/** The scenarios' model in this process: the same rule as the wire model; `calls` records when it was called. */
+export function scriptedModel(calls: number[] = []): ScriptedModel {
   return new ScriptedModel((req) => {
+    calls.push(Date.now());
     const firstUser = req.messages.find((m) => m.role === 'user');
     const last = req.messages[req.messages.length - 1]!;
     const step = scriptStep(
@@ -208,7 +225,8 @@ function clientFor(
 export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
   const dir = join(inject('scratchDir'), `guarantees-${randomUUID().slice(0, 8)}`);
   mkdirSync(dir, { recursive: true });
-  const label = `${cell.defaults} · ${cell.store} · ${cell.signalNames}`;
+  const label = `${cell.defaults} · ${cell.store} · ${cell.signalNames}${cell.limits === 'throttled' ? ' · limits' : ''}`;
+  const limits = cell.limits === 'throttled' ? { limits: GUARANTEE_LIMITS } : {};
   const failOnce = new Set<string>();
   const ref: { client?: AgentClient } = {};
   const gateway = await startRapGateway({ tokens, deliver: (m) => ref.client!.deliver(m) });
@@ -220,7 +238,8 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
     if (cell.defaults === 'dev') return await startDev(cell, dir, label, gateway, failOnce, ref, cleanups, shutdown);
     const opened = await openStore(cell.store, dir);
     const store = failingOnce(opened.store, failOnce);
-    const model = scriptedModel();
+    const calls: number[] = [];
+    const model = scriptedModel(calls);
     let base: {
       client: AgentClient;
       temporal: Client;
@@ -235,6 +254,7 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
         dataDir: dir,
         store,
         devServer: { ui: false },
+        ...limits,
         // Its default is `by-kind` (its own dev server): `input` is the one value a user must ask for.
         ...(cell.signalNames === 'input' && { signalNames: 'input' as const }),
       });
@@ -263,6 +283,7 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
         tools: guaranteeTools(),
         workflowBundle: { codePath: inject('workflowBundlePath') },
         ...signalNames,
+        ...limits,
       });
       const running = worker.run();
       const clientConnection = await Connection.connect({ address });
@@ -311,6 +332,8 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
       modelSaw: sawIn(model),
       modelSawUserText: sawUserIn(model),
       deliver: deliveries(view, cell.signalNames, gateway, dir),
+      throttle: throttler(cell, opened.store),
+      modelCalls: () => calls,
       shutdown,
     };
   } catch (e) {
@@ -335,6 +358,8 @@ async function startDev(
     INFINITY_BASE_URL: wire.baseUrl,
     INFINITY_MODEL_IMAGES: '1',
   });
+  const limitsFile = join(dir, 'limits.json');
+  if (cell.limits === 'throttled') writeFileSync(limitsFile, JSON.stringify(GUARANTEE_LIMITS));
   const child: ChildProcess = cli.start([
     'dev',
     '--data-dir',
@@ -344,6 +369,7 @@ async function startDev(
     'openai-compatible:scripted',
     '--tools',
     join(__dirname, 'dev-tools.ts'),
+    ...(cell.limits === 'throttled' ? ['--limits', limitsFile] : []),
   ]);
   cleanups.push(async () => {
     if (child.exitCode !== null) return;
@@ -396,6 +422,8 @@ async function startDev(
     modelSaw: sawOnWire(wire),
     modelSawUserText: sawUserOnWire(wire),
     deliver: deliveries(view, 'by-kind', gateway, dir),
+    throttle: throttler(cell, store),
+    modelCalls: () => wire.times,
     shutdown,
   };
 }

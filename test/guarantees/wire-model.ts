@@ -23,6 +23,8 @@ export interface WireModel {
   requests: WireMessage[][];
   /** Raw request bodies, as sent. */
   bodies: string[];
+  /** When each request arrived (ms since the epoch). */
+  times: number[];
   close(): Promise<void>;
 }
 
@@ -36,12 +38,14 @@ const textOf = (content: unknown): string =>
 export async function startWireModel(): Promise<WireModel> {
   const requests: WireMessage[][] = [];
   const bodies: string[] = [];
+  const times: number[] = [];
   const server: Server = createServer((req, res) => {
     void (async () => {
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
       const raw = Buffer.concat(chunks).toString('utf8');
       bodies.push(raw);
+      times.push(Date.now());
       const messages = (JSON.parse(raw) as { messages: WireMessage[] }).messages;
       requests.push(messages);
       const firstUser = textOf(messages.find((m) => m.role === 'user')?.content);
@@ -74,6 +78,7 @@ export async function startWireModel(): Promise<WireModel> {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
     bodies,
+    times,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
