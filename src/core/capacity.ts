@@ -155,6 +155,27 @@ export function backoffCapacity(s: CapacityState, waitMs: number, now: number): 
   };
 }
 
+/** After a call: the key's state refilled to `now` and corrected (unchanged without a state or a reported usage). */
+export function releasedCapacity(
+  s: CapacityState | undefined,
+  limits: ProviderLimits,
+  estimated: number,
+  used: number | undefined,
+  now: number,
+): CapacityState | undefined {
+  return s && used !== undefined ? correctCapacity(refill(s, limits, now), limits, estimated, used) : s;
+}
+
+/** A rate-limit answer: the key's state (fresh if it had none) refilled to `now`, then closed for `waitMs`. */
+export function backedOffCapacity(
+  s: CapacityState | undefined,
+  limits: ProviderLimits,
+  waitMs: number,
+  now: number,
+): CapacityState {
+  return backoffCapacity(refill(s ?? freshCapacity(limits, now), limits, now), waitMs, now);
+}
+
 /** The limits a worker was given, checked: positive finite numbers, a reserve within 0..1. */
 export function limitsProblem(limits: unknown): string | undefined {
   if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) return 'limits must be an object';

@@ -3,15 +3,13 @@
  * SQLite and PostgreSQL stores keep the same state in tables every worker on them shares.
  */
 import {
-  backoffCapacity,
+  backedOffCapacity,
   type CapacityGrant,
   type CapacityRequest,
   type CapacityState,
-  correctCapacity,
   decideCapacity,
-  freshCapacity,
   type ProviderLimits,
-  refill,
+  releasedCapacity,
 } from '../core/capacity';
 
 export class MemoryCapacity {
@@ -31,9 +29,8 @@ export class MemoryCapacity {
     const lease = this.leases.get(key)?.get(leaseId);
     if (!lease) return;
     this.leases.get(key)!.delete(leaseId);
-    const s = this.states.get(key);
-    if (s && used !== undefined)
-      this.states.set(key, correctCapacity(refill(s, limits, now), limits, lease.tokens, used));
+    const s = releasedCapacity(this.states.get(key), limits, lease.tokens, used, now);
+    if (s) this.states.set(key, s);
   }
 
   renew(key: string, leaseId: string, leaseMs: number, now = Date.now()): void {
@@ -42,8 +39,7 @@ export class MemoryCapacity {
   }
 
   backoff(key: string, limits: ProviderLimits, waitMs: number, now = Date.now()): void {
-    const s = refill(this.states.get(key) ?? freshCapacity(limits, now), limits, now);
-    this.states.set(key, backoffCapacity(s, waitMs, now));
+    this.states.set(key, backedOffCapacity(this.states.get(key), limits, waitMs, now));
   }
 
   /** The key's leases, the expired ones removed. */

@@ -5,17 +5,8 @@
  * (`clock_timestamp()`), one clock for the whole fleet.
  */
 import type { Pool, PoolClient } from 'pg';
-import {
-  backoffCapacity,
-  type CapacityGrant,
-  type CapacityRequest,
-  type CapacityState,
-  correctCapacity,
-  decideCapacity,
-  freshCapacity,
-  type ProviderLimits,
-  refill,
-} from '../core/capacity';
+import type { CapacityGrant, CapacityRequest, CapacityState, ProviderLimits } from '../core/capacity';
+import { backedOffCapacity, decideCapacity, releasedCapacity } from '../core/capacity';
 import type { TableName } from './postgres-schema';
 import { inTransaction } from './postgres-tx';
 
@@ -82,8 +73,8 @@ export class PostgresCapacity {
         `DELETE FROM ${this.t('capacity_leases')} WHERE key = $1 AND lease_id = $2 RETURNING tokens`,
         [key, leaseId],
       );
-      if (!rows[0] || !state || used === undefined) return;
-      await this.save(c, key, correctCapacity(refill(state, limits, now), limits, rows[0].tokens, used));
+      const released = rows[0] && releasedCapacity(state, limits, rows[0].tokens, used, now);
+      if (released) await this.save(c, key, released);
     });
   }
 
@@ -98,7 +89,7 @@ export class PostgresCapacity {
   backoff(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
     return inTransaction(this.pool, async (c) => {
       const { state, now } = await this.lock(c, key);
-      await this.save(c, key, backoffCapacity(refill(state ?? freshCapacity(limits, now), limits, now), waitMs, now));
+      await this.save(c, key, backedOffCapacity(state, limits, waitMs, now));
     });
   }
 }

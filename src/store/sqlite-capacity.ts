@@ -4,17 +4,8 @@
  * file's write lock from its first read, so two processes never decide on the same state.
  */
 import type Database from 'better-sqlite3';
-import {
-  backoffCapacity,
-  type CapacityGrant,
-  type CapacityRequest,
-  type CapacityState,
-  correctCapacity,
-  decideCapacity,
-  freshCapacity,
-  type ProviderLimits,
-  refill,
-} from '../core/capacity';
+import type { CapacityGrant, CapacityRequest, CapacityState, ProviderLimits } from '../core/capacity';
+import { backedOffCapacity, decideCapacity, releasedCapacity } from '../core/capacity';
 
 /** Migration 7. */
 export const CAPACITY_MIGRATION = `CREATE TABLE capacity_keys (
@@ -82,12 +73,8 @@ export class SqliteCapacity {
     this.db
       .transaction(() => {
         const lease = this.s.end.get(key, leaseId);
-        const s = this.read(key);
-        if (!lease || !s || used === undefined) return;
-        this.s.save.run(
-          key,
-          JSON.stringify(correctCapacity(refill(s, limits, Date.now()), limits, lease.tokens, used)),
-        );
+        const s = lease && releasedCapacity(this.read(key), limits, lease.tokens, used, Date.now());
+        if (s) this.s.save.run(key, JSON.stringify(s));
       })
       .immediate();
   }
@@ -99,9 +86,7 @@ export class SqliteCapacity {
   backoff(key: string, limits: ProviderLimits, waitMs: number): void {
     this.db
       .transaction(() => {
-        const now = Date.now();
-        const s = refill(this.read(key) ?? freshCapacity(limits, now), limits, now);
-        this.s.save.run(key, JSON.stringify(backoffCapacity(s, waitMs, now)));
+        this.s.save.run(key, JSON.stringify(backedOffCapacity(this.read(key), limits, waitMs, Date.now())));
       })
       .immediate();
   }
