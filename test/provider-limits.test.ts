@@ -12,6 +12,8 @@ import type { ModelProvider, ModelRequest, ModelStreamPart } from '../src/model/
 import { modelFromSpec } from '../src/model/registry';
 import { ScriptedModel } from '../src/model/scripted';
 import type { ThreadHandle } from '../src/client/agent-client';
+import { writeFileSync } from 'node:fs';
+import { cliRunner, waitForLine } from './cli-process';
 import { startTestSystem, type TestSystem, uid } from './helpers';
 import { openAiResponsesDialect } from './wire/openai-responses';
 import { startWireServer, type WireServer } from './wire/server';
@@ -136,3 +138,46 @@ describe("a provider's 429 backs every thread on the key off", () => {
     expect((await waitsAndFailures(sys, second.threadId)).timers).toBeGreaterThanOrEqual(1);
   });
 });
+
+it('come from the worker command line: a worker with --limits serves threads under them; bad files are usage errors', async () => {
+  const taskQueue = uid('limits-cli');
+  const dir = inject('scratchDir');
+  const store = join(dir, `${taskQueue}.sqlite`);
+  const runner = cliRunner(
+    () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store],
+    {
+      INFINITY_SIMULATED_DELAY_MS: '10',
+    },
+  );
+  const file = (name: string, body: string) => {
+    const path = join(dir, `${taskQueue}-${name}.json`);
+    writeFileSync(path, body);
+    return path;
+  };
+  for (const [path, message] of [
+    [join(dir, 'no-such-limits.json'), '--limits: cannot read'],
+    [file('negative', '{"rpm": -1}'), 'limits.rpm must be a positive number'],
+    [file('unknown', '{"rps": 5}'), 'limits.rps is not a limit'],
+    [file('broken', '{"rpm": '), '--limits: cannot read'],
+  ] as const) {
+    const usage = await runner.run('worker', '--model', 'simulated', '--no-events', '--limits', path);
+    expect(usage, path).toMatchObject({ code: 2, stderr: expect.stringContaining(message) });
+  }
+  const worker = runner.start([
+    'worker',
+    '--model',
+    'simulated',
+    '--no-events',
+    '--limits',
+    file('good', JSON.stringify({ key: 'cli-key', rpm: 60, concurrency: 1 })),
+  ]);
+  try {
+    expect(await waitForLine(worker, /^provider limits · (.*)$/)).toBe('key cli-key · 60 requests/min · 1 at once');
+    const threadId = uid('limits-cli-thread');
+    expect((await runner.run('send', threadId, 'Is build 3 green?')).code).toBe(0);
+    expect((await runner.run('tail', threadId, '--until-idle')).code).toBe(0);
+  } finally {
+    worker.kill('SIGTERM');
+    await new Promise((r) => worker.once('close', r));
+  }
+}, 120_000);
