@@ -120,7 +120,10 @@ describe("a provider's 429 backs every thread on the key off", () => {
     );
     const first = await sys.client.startThread({ threadId: uid('rate-limited') });
     await first.sendUserText('one');
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 500));
+    // Waiting for the key to open is part of a turn: the thread shows running, not idle.
+    expect(server.requests.length).toBeGreaterThan(0);
+    expect((await first.status()).status).toBe('running');
     const second = await sys.client.startThread({ threadId: uid('rate-limited') });
     await second.sendUserText('two');
     for (const thread of [first, second]) {

@@ -52,7 +52,8 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
   const status = (): AgentStatus =>
     st.prep.closed
       ? 'closed'
-      : sliceRunning()
+      : // A thread waiting for provider capacity is running a turn (0.7's path only: no other history sets it).
+        sliceRunning() || st.throttled !== undefined
         ? 'running'
         : st.overBudget
           ? 'over_budget'
