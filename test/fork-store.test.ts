@@ -194,11 +194,12 @@ describe('databases made before forks', () => {
     await fresh.ensureThread({ threadId: 'old', kind: 'root' });
     await commit(fresh, 'old', [user('before forks')]);
     await fresh.close();
-    // Back to the schema before this release's migration: no base columns, one version fewer.
+    // Back to the schema before forks (migration 6): no base columns, nor the provider limits' tables of migration 7.
     const db = new Database(file);
     const version = db.pragma('user_version', { simple: true }) as number;
     db.exec('ALTER TABLE threads DROP COLUMN base_thread_id; ALTER TABLE threads DROP COLUMN base_up_to');
-    db.pragma(`user_version = ${version - 1}`);
+    db.exec('DROP TABLE capacity_keys; DROP TABLE capacity_leases');
+    db.pragma(`user_version = ${version - 2}`);
     db.close();
 
     const store = new SqliteConversationStore(file);
@@ -213,7 +214,8 @@ describe('databases made before forks', () => {
     const url = await createTestDatabase('forkmigrate');
     const pool = new pg.Pool({ connectionString: url, max: 1 });
     try {
-      expect(await migrateSchema(pool, 'before', MIGRATIONS.slice(0, -1))).toBe(MIGRATIONS.length - 1);
+      // The schema before forks (migration 3) and provider limits (migration 4).
+      expect(await migrateSchema(pool, 'before', MIGRATIONS.slice(0, -2))).toBe(MIGRATIONS.length - 2);
       await pool.query(
         `INSERT INTO "before"."threads" (thread_id, kind, root_thread_id) VALUES ('old', 'root', 'old')`,
       );
