@@ -70,55 +70,55 @@ for (const [name, pair] of Object.entries(pairs)) {
       const [a, b] = await open();
       const limits = { concurrency: 3, reserve: 0 };
       const requests = Array.from({ length: 12 }, () => ask(limits));
-      const grants = await Promise.all(requests.map((r, i) => (i % 2 ? a : b).acquireCapacity(r)));
+      const grants = await Promise.all(requests.map((r, i) => (i % 2 ? a : b).capacity.acquire(r)));
       const granted = requests.filter((_, i) => grants[i]!.granted);
       expect(granted).toHaveLength(3);
       expect(grants.filter((g) => !g.granted)).toEqual(
         Array(9).fill({ granted: false, reason: 'concurrency', retryAfterMs: 500 }),
       );
-      await b.releaseCapacity(granted[0]!.key, granted[0]!.leaseId, limits, 100);
-      expect((await a.acquireCapacity(ask(limits))).granted).toBe(true);
-      expect((await b.acquireCapacity(ask(limits))).granted).toBe(false);
+      await b.capacity.release(granted[0]!.key, granted[0]!.leaseId, limits, 100);
+      expect((await a.capacity.acquire(ask(limits))).granted).toBe(true);
+      expect((await b.capacity.acquire(ask(limits))).granted).toBe(false);
     });
 
     it("gives an expired lease's capacity back (a worker killed while it held it)", async () => {
       const [a, b] = await open();
       const limits = { concurrency: 1, reserve: 0 };
       const held = ask(limits, { leaseMs: 300 });
-      expect((await a.acquireCapacity(held)).granted).toBe(true);
-      expect((await b.acquireCapacity(ask(limits))).granted).toBe(false);
+      expect((await a.capacity.acquire(held)).granted).toBe(true);
+      expect((await b.capacity.acquire(ask(limits))).granted).toBe(false);
       // A renewal keeps it; then, unrenewed, it ends.
       await new Promise((r) => setTimeout(r, 200));
-      await a.renewCapacity(held.key, held.leaseId, 300);
+      await a.capacity.renew(held.key, held.leaseId, 300);
       await new Promise((r) => setTimeout(r, 200));
-      expect((await b.acquireCapacity(ask(limits))).granted).toBe(false);
+      expect((await b.capacity.acquire(ask(limits))).granted).toBe(false);
       await new Promise((r) => setTimeout(r, 250));
-      expect((await b.acquireCapacity(ask(limits))).granted).toBe(true);
+      expect((await b.capacity.acquire(ask(limits))).granted).toBe(true);
     });
 
     it("closes the key for every worker when one hears the provider's rate-limit answer", async () => {
       const [a, b] = await open();
       const limits = { rpm: 600, reserve: 0 };
-      expect((await b.acquireCapacity(ask(limits))).granted).toBe(true);
-      await a.backoffCapacity('openai:gpt-test', limits, 1_000);
-      const refused = await b.acquireCapacity(ask(limits));
+      expect((await b.capacity.acquire(ask(limits))).granted).toBe(true);
+      await a.capacity.backoff('openai:gpt-test', limits, 1_000);
+      const refused = await b.capacity.acquire(ask(limits));
       expect(refused).toMatchObject({ granted: false, reason: 'backoff' });
       expect(refused.granted === false && refused.retryAfterMs).toBeGreaterThan(500);
       expect(refused.granted === false && refused.retryAfterMs).toBeLessThanOrEqual(1_000);
       // Another key is not concerned.
-      expect((await b.acquireCapacity(ask(limits, { key: 'other' }))).granted).toBe(true);
+      expect((await b.capacity.acquire(ask(limits, { key: 'other' }))).granted).toBe(true);
       await new Promise((r) => setTimeout(r, 1_050));
-      expect((await a.acquireCapacity(ask(limits))).granted).toBe(true);
+      expect((await a.capacity.acquire(ask(limits))).granted).toBe(true);
     });
 
     it('charges a call what it used beyond its estimate', async () => {
       const [a, b] = await open();
       const limits = { tpm: 1_000, reserve: 0 };
       const first = ask(limits, { tokens: 400 });
-      expect((await a.acquireCapacity(first)).granted).toBe(true);
-      await a.releaseCapacity(first.key, first.leaseId, limits, 950);
+      expect((await a.capacity.acquire(first)).granted).toBe(true);
+      await a.capacity.release(first.key, first.leaseId, limits, 950);
       // 50 tokens left (and a few refilled since): 400 more must wait about 21 s.
-      const refused = await b.acquireCapacity(ask(limits, { tokens: 400 }));
+      const refused = await b.capacity.acquire(ask(limits, { tokens: 400 }));
       expect(refused).toMatchObject({ granted: false, reason: 'tokens' });
       expect(refused.granted === false && refused.retryAfterMs).toBeGreaterThan(15_000);
     });

@@ -59,13 +59,13 @@ export function capacityGate(
       const tokens = estimateTokens(request);
       const leaseId = randomUUID();
       for (;;) {
-        const grant = await store.acquireCapacity({ key, limits, tokens, foreground, leaseMs: LEASE_MS, leaseId });
+        const grant = await store.capacity.acquire({ key, limits, tokens, foreground, leaseMs: LEASE_MS, leaseId });
         if (grant.granted) break;
         if (round === 0) throw throttledFailure({ key, reason: grant.reason, retryAfterMs: grant.retryAfterMs });
         await sleep(Math.min(grant.retryAfterMs, MAX_IN_SLICE_WAIT_MS), undefined, { signal });
       }
       const renew = setInterval(
-        () => void store.renewCapacity(key, leaseId, LEASE_MS).catch(() => undefined),
+        () => void store.capacity.renew(key, leaseId, LEASE_MS).catch(() => undefined),
         RENEW_MS,
       );
       renew.unref();
@@ -73,12 +73,12 @@ export function capacityGate(
         async release(usage) {
           clearInterval(renew);
           const used = usage ? (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) : undefined;
-          await store.releaseCapacity(key, leaseId, limits, used);
+          await store.capacity.release(key, leaseId, limits, used);
         },
       };
     },
     async rateLimited(waitMs, round) {
-      await store.backoffCapacity(key, limits, waitMs);
+      await store.capacity.backoff(key, limits, waitMs);
       if (round === 0) throw throttledFailure({ key, reason: 'rate_limited', retryAfterMs: waitMs });
     },
   };

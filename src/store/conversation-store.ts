@@ -68,6 +68,21 @@ export interface NewSummary extends Summary {
 }
 
 /** The thread's history changed under a slice: someone else committed. Not retryable. */
+/**
+ * Provider limits' shared state (issue 27 §2): per key, the buckets and the leases of requests in flight. Each call is
+ * one transaction over the key's state (core/capacity.ts decides), so every worker on the store reads one state.
+ */
+export interface CapacityLedger {
+  /** A lease on `request.key`'s capacity, or why not and how long to wait. */
+  acquire(request: CapacityRequest): Promise<CapacityGrant>;
+  /** The call is over: ends the lease and corrects the key's tokens by what the call used beyond its estimate. */
+  release(key: string, leaseId: string, limits: ProviderLimits, usedTokens: number | undefined): Promise<void>;
+  /** Extends the lease of a call still running (it expires `leaseMs` from now). */
+  renew(key: string, leaseId: string, leaseMs: number): Promise<void>;
+  /** The provider answered "rate limited": every worker waits `waitMs` on the key, and its rates go down. */
+  backoff(key: string, limits: ProviderLimits, waitMs: number): Promise<void>;
+}
+
 export class CommitConflictError extends Error {
   override readonly name = 'CommitConflictError';
   constructor(
@@ -135,17 +150,7 @@ export interface ConversationStore {
   /** Threads stopped for budget under `ref` (they check again when woken). */
   budgetWaiters(ref: BudgetRef): Promise<string[]>;
   /** Releases connections and files; the store is unusable afterwards. */
-  /**
-   * Provider limits shared by every worker on this store (issue 27 §2): grants `request` a lease on its key's capacity,
-   * or says why not and how long to wait. One transaction over the key's state and its unexpired leases
-   * (core/capacity.ts decides); the memory store's limits hold within its process only.
-   */
-  acquireCapacity(request: CapacityRequest): Promise<CapacityGrant>;
-  /** The call is over: ends the lease and corrects the key's tokens by what the call used beyond its estimate. */
-  releaseCapacity(key: string, leaseId: string, limits: ProviderLimits, usedTokens: number | undefined): Promise<void>;
-  /** Extends a lease of a call still running (it expires `leaseMs` from now). */
-  renewCapacity(key: string, leaseId: string, leaseMs: number): Promise<void>;
-  /** The provider answered "rate limited": every worker waits `waitMs` on the key, and its rates go down. */
-  backoffCapacity(key: string, limits: ProviderLimits, waitMs: number): Promise<void>;
+  /** Provider limits shared by every worker on this store (issue 27 §2); the memory store's hold within its process. */
+  readonly capacity: CapacityLedger;
   close(): Promise<void>;
 }

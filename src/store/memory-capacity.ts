@@ -11,13 +11,14 @@ import {
   type ProviderLimits,
   releasedCapacity,
 } from '../core/capacity';
+import type { CapacityLedger } from './conversation-store';
 
-export class MemoryCapacity {
+export class MemoryCapacity implements CapacityLedger {
   private readonly states = new Map<string, CapacityState>();
   /** Key → lease id → its end and token estimate. */
   private readonly leases = new Map<string, Map<string, { expiresAt: number; tokens: number }>>();
 
-  acquire(req: CapacityRequest, now = Date.now()): CapacityGrant {
+  async acquire(req: CapacityRequest, now = Date.now()): Promise<CapacityGrant> {
     const leases = this.live(req.key, now);
     const { state, grant } = decideCapacity(this.states.get(req.key), req, leases.size, now);
     this.states.set(req.key, state);
@@ -25,7 +26,13 @@ export class MemoryCapacity {
     return grant;
   }
 
-  release(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined, now = Date.now()): void {
+  async release(
+    key: string,
+    leaseId: string,
+    limits: ProviderLimits,
+    used: number | undefined,
+    now = Date.now(),
+  ): Promise<void> {
     const lease = this.leases.get(key)?.get(leaseId);
     if (!lease) return;
     this.leases.get(key)!.delete(leaseId);
@@ -33,12 +40,12 @@ export class MemoryCapacity {
     if (s) this.states.set(key, s);
   }
 
-  renew(key: string, leaseId: string, leaseMs: number, now = Date.now()): void {
+  async renew(key: string, leaseId: string, leaseMs: number, now = Date.now()): Promise<void> {
     const lease = this.leases.get(key)?.get(leaseId);
     if (lease) lease.expiresAt = now + leaseMs;
   }
 
-  backoff(key: string, limits: ProviderLimits, waitMs: number, now = Date.now()): void {
+  async backoff(key: string, limits: ProviderLimits, waitMs: number, now = Date.now()): Promise<void> {
     this.states.set(key, backedOffCapacity(this.states.get(key), limits, waitMs, now));
   }
 

@@ -1,5 +1,4 @@
 import { addSpend, type Budget, type BudgetRef, type BudgetState, type Spend, ZERO_SPEND } from '../core/budget';
-import type { CapacityGrant, CapacityRequest, ProviderLimits } from '../core/capacity';
 import type { SliceResult } from '../core/slice-protocol';
 import { MemoryCapacity } from './memory-capacity';
 import type { HistoryItem, StagedRef, StoredItem } from '../core/types';
@@ -26,23 +25,7 @@ export class InMemoryConversationStore implements ConversationStore {
   private readonly spends = new Map<string, Spend>();
   /** Scope key → threads stopped for budget under it. */
   private readonly waiting = new Map<string, Set<string>>();
-  private readonly capacity = new MemoryCapacity();
-
-  async acquireCapacity(request: CapacityRequest): Promise<CapacityGrant> {
-    return this.capacity.acquire(request);
-  }
-
-  async releaseCapacity(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
-    this.capacity.release(key, leaseId, limits, used);
-  }
-
-  async renewCapacity(key: string, leaseId: string, leaseMs: number): Promise<void> {
-    this.capacity.renew(key, leaseId, leaseMs);
-  }
-
-  async backoffCapacity(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
-    this.capacity.backoff(key, limits, waitMs);
-  }
+  readonly capacity = new MemoryCapacity();
 
   async ensureThread(record: NewThreadRecord): Promise<ThreadRecord> {
     const existing = this.threads.get(record.threadId);

@@ -8,6 +8,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { CapacityGrant, CapacityRequest, CapacityState, ProviderLimits } from '../core/capacity';
 import { backedOffCapacity, decideCapacity, releasedCapacity } from '../core/capacity';
 import type { TableName } from './postgres-schema';
+import type { CapacityLedger } from './conversation-store';
 import { inTransaction } from './postgres-tx';
 
 /** Migration 4 (appended to `MIGRATIONS`). */
@@ -24,11 +25,19 @@ export const capacityMigration = (t: TableName): string => `
       PRIMARY KEY (key, lease_id)
     );`;
 
-export class PostgresCapacity {
+export class PostgresCapacity implements CapacityLedger {
   constructor(
     private readonly pool: Pool,
     private readonly t: TableName,
+    /** The store's schema migration, awaited before every call (the first may be a worker's first use of the store). */
+    private readonly ready: () => Promise<unknown>,
   ) {}
+
+  /** `fn` in a transaction, once the schema is up to date. */
+  private async tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
+    await this.ready();
+    return inTransaction(this.pool, fn);
+  }
 
   /** Locks the key's row (creating it) and reads its state and the database's time in ms. */
   private async lock(c: PoolClient, key: string): Promise<{ state?: CapacityState; now: number }> {
@@ -47,7 +56,7 @@ export class PostgresCapacity {
   }
 
   acquire(req: CapacityRequest): Promise<CapacityGrant> {
-    return inTransaction(this.pool, async (c) => {
+    return this.tx(async (c) => {
       const { state: before, now } = await this.lock(c, req.key);
       await c.query(`DELETE FROM ${this.t('capacity_leases')} WHERE key = $1 AND expires_at <= $2`, [req.key, now]);
       const { rows } = await c.query<{ n: string }>(
@@ -67,7 +76,7 @@ export class PostgresCapacity {
   }
 
   release(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
-    return inTransaction(this.pool, async (c) => {
+    return this.tx(async (c) => {
       const { state, now } = await this.lock(c, key);
       const { rows } = await c.query<{ tokens: number }>(
         `DELETE FROM ${this.t('capacity_leases')} WHERE key = $1 AND lease_id = $2 RETURNING tokens`,
@@ -79,6 +88,7 @@ export class PostgresCapacity {
   }
 
   async renew(key: string, leaseId: string, leaseMs: number): Promise<void> {
+    await this.ready();
     await this.pool.query(
       `UPDATE ${this.t('capacity_leases')}
        SET expires_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint + $3 WHERE key = $1 AND lease_id = $2`,
@@ -87,7 +97,7 @@ export class PostgresCapacity {
   }
 
   backoff(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
-    return inTransaction(this.pool, async (c) => {
+    return this.tx(async (c) => {
       const { state, now } = await this.lock(c, key);
       await this.save(c, key, backedOffCapacity(state, limits, waitMs, now));
     });

@@ -2,7 +2,6 @@
  * The conversation store on PostgreSQL, for workers on several machines sharing one database. Same contract and
  * semantics as the SQLite store: conditional, idempotent, atomic commits; items returned exactly as committed.
  */
-import type { CapacityGrant, CapacityRequest, ProviderLimits } from '../core/capacity';
 import { PostgresCapacity } from './postgres-capacity';
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import type { SliceResult } from '../core/slice-protocol';
@@ -100,7 +99,7 @@ export class PostgresConversationStore implements ConversationStore {
   private readonly cache: ItemPrefixCache;
   private readonly staged: PostgresStagedInputs;
   private readonly ledger: PostgresBudgets;
-  private readonly capacity: PostgresCapacity;
+  readonly capacity: PostgresCapacity;
   private ready?: Promise<number>;
   private ended = false;
 
@@ -119,7 +118,7 @@ export class PostgresConversationStore implements ConversationStore {
     });
     this.staged = new PostgresStagedInputs(this.pool, this.t);
     this.ledger = new PostgresBudgets(this.pool, this.t);
-    this.capacity = new PostgresCapacity(this.pool, this.t);
+    this.capacity = new PostgresCapacity(this.pool, this.t, () => this.migrate());
   }
 
   /**
@@ -340,26 +339,6 @@ export class PostgresConversationStore implements ConversationStore {
   }
 
   /** Ends the pool (waiting for queries in flight). Closing twice is harmless. */
-  async acquireCapacity(request: CapacityRequest): Promise<CapacityGrant> {
-    await this.migrate();
-    return this.capacity.acquire(request);
-  }
-
-  async releaseCapacity(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
-    await this.migrate();
-    await this.capacity.release(key, leaseId, limits, used);
-  }
-
-  async renewCapacity(key: string, leaseId: string, leaseMs: number): Promise<void> {
-    await this.migrate();
-    await this.capacity.renew(key, leaseId, leaseMs);
-  }
-
-  async backoffCapacity(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
-    await this.migrate();
-    await this.capacity.backoff(key, limits, waitMs);
-  }
-
   async close(): Promise<void> {
     if (this.ended) return;
     this.ended = true;

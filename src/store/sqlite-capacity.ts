@@ -6,6 +6,7 @@
 import type Database from 'better-sqlite3';
 import type { CapacityGrant, CapacityRequest, CapacityState, ProviderLimits } from '../core/capacity';
 import { backedOffCapacity, decideCapacity, releasedCapacity } from '../core/capacity';
+import type { CapacityLedger } from './conversation-store';
 
 /** Migration 7. */
 export const CAPACITY_MIGRATION = `CREATE TABLE capacity_keys (
@@ -20,11 +21,15 @@ export const CAPACITY_MIGRATION = `CREATE TABLE capacity_keys (
      PRIMARY KEY (key, lease_id)
    ) WITHOUT ROWID;`;
 
-export class SqliteCapacity {
+export class SqliteCapacity implements CapacityLedger {
   // Prepared on first use: a read-only store may sit on a file from before the migration.
   private stmts?: ReturnType<SqliteCapacity['prepare']>;
 
-  constructor(private readonly db: Database.Database) {}
+  constructor(
+    private readonly db: Database.Database,
+    /** Before a write that takes capacity: the store's check that its file is still the one it opened. */
+    private readonly checkFile: () => void = () => undefined,
+  ) {}
 
   private prepare() {
     return {
@@ -55,7 +60,8 @@ export class SqliteCapacity {
     return row ? (JSON.parse(row.state) as CapacityState) : undefined;
   }
 
-  acquire(req: CapacityRequest): CapacityGrant {
+  async acquire(req: CapacityRequest): Promise<CapacityGrant> {
+    this.checkFile();
     return this.db
       .transaction((): CapacityGrant => {
         const now = Date.now();
@@ -69,7 +75,7 @@ export class SqliteCapacity {
       .immediate();
   }
 
-  release(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): void {
+  async release(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
     this.db
       .transaction(() => {
         const lease = this.s.end.get(key, leaseId);
@@ -79,11 +85,11 @@ export class SqliteCapacity {
       .immediate();
   }
 
-  renew(key: string, leaseId: string, leaseMs: number): void {
+  async renew(key: string, leaseId: string, leaseMs: number): Promise<void> {
     this.s.renew.run(Date.now() + leaseMs, key, leaseId);
   }
 
-  backoff(key: string, limits: ProviderLimits, waitMs: number): void {
+  async backoff(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
     this.db
       .transaction(() => {
         this.s.save.run(key, JSON.stringify(backedOffCapacity(this.read(key), limits, waitMs, Date.now())));

@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-import type { CapacityGrant, CapacityRequest, ProviderLimits } from '../core/capacity';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
 import { fileIdentity, StoreFileGuard } from './file-guard';
@@ -147,7 +146,7 @@ export class SqliteConversationStore implements ConversationStore {
   private readonly cache: ItemPrefixCache;
   private readonly staged: SqliteStagedInputs;
   private readonly ledger: SqliteBudgets;
-  private readonly capacity: SqliteCapacity;
+  readonly capacity: SqliteCapacity;
   /** Writable file stores only: a reader has no commits to lose. */
   private readonly guard?: StoreFileGuard;
 
@@ -172,7 +171,7 @@ export class SqliteConversationStore implements ConversationStore {
     }
     this.staged = new SqliteStagedInputs(this.db);
     this.ledger = new SqliteBudgets(this.db);
-    this.capacity = new SqliteCapacity(this.db);
+    this.capacity = new SqliteCapacity(this.db, () => this.guard?.check());
     this.stmts = {
       getThread: this.db.prepare<[string], ThreadRow>('SELECT * FROM threads WHERE thread_id = ?'),
       insertThread: this.db.prepare(
@@ -351,23 +350,6 @@ export class SqliteConversationStore implements ConversationStore {
 
   async budgetWaiters(ref: BudgetRef): Promise<string[]> {
     return this.ledger.waiters(ref);
-  }
-
-  async acquireCapacity(request: CapacityRequest): Promise<CapacityGrant> {
-    this.guard?.check();
-    return this.capacity.acquire(request);
-  }
-
-  async releaseCapacity(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
-    this.capacity.release(key, leaseId, limits, used);
-  }
-
-  async renewCapacity(key: string, leaseId: string, leaseMs: number): Promise<void> {
-    this.capacity.renew(key, leaseId, leaseMs);
-  }
-
-  async backoffCapacity(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
-    this.capacity.backoff(key, limits, waitMs);
   }
 
   async close(): Promise<void> {

@@ -77,7 +77,7 @@ export const GUARANTEE_LIMITS = { key: 'guarantees', rpm: 100_000, tpm: 100_000_
 export const THROTTLE_MS = 1_500;
 
 const throttler = (cell: MatrixCell, store: ConversationStore) => async () => {
-  if (cell.limits === 'throttled') await store.backoffCapacity(GUARANTEE_LIMITS.key, GUARANTEE_LIMITS, THROTTLE_MS);
+  if (cell.limits === 'throttled') await store.capacity.backoff(GUARANTEE_LIMITS.key, GUARANTEE_LIMITS, THROTTLE_MS);
 };
 
 /** The scenarios' model in this process: the same rule as the wire model; `calls` records when it was called. */
