@@ -16,13 +16,10 @@ import {
   firstExceeded,
   type SpendAmount,
 } from '../core/budget';
-import type { SliceInput } from '../core/slice-protocol';
+import { type SliceInput, SLICE_REFUSED } from '../core/slice-protocol';
 import type { ThreadEvent, TokenUsage } from '../core/types';
 import { type PriceTable, priceOf, spendOf } from '../model/prices';
 import type { ConversationStore } from '../store/conversation-store';
-
-/** The `ApplicationFailure.type` of a slice refused for budget. */
-export const OVER_BUDGET = 'OverBudget';
 
 /**
  * Applies the limits the thread's `budget` signals asked for (a `temporal workflow signal` user has no store), then
@@ -55,7 +52,7 @@ export async function checkBudget(
 
 export function overBudgetFailure(over: BudgetExceeded): ApplicationFailure {
   return ApplicationFailure.create({
-    type: OVER_BUDGET,
+    type: SLICE_REFUSED.overBudget,
     message: `over budget: ${exceededText(over)}`,
     nonRetryable: true,
     details: [over],

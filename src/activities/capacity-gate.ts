@@ -10,20 +10,11 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/activity';
-import { type CapacityRefusal, type ProviderLimits } from '../core/capacity';
+import type { ProviderLimits, ThrottledSlice } from '../core/capacity';
+import { SLICE_REFUSED } from '../core/slice-protocol';
 import type { TokenUsage } from '../core/types';
 import type { ModelRequest } from '../model/provider';
 import type { ConversationStore } from '../store/conversation-store';
-
-/** The `ApplicationFailure.type` of a slice that found no provider capacity. */
-export const THROTTLED = 'Throttled';
-
-/** Why a slice waits for capacity, and how long the limiter asked it to. */
-export interface ThrottledSlice {
-  key: string;
-  reason: CapacityRefusal | 'rate_limited';
-  retryAfterMs: number;
-}
 
 /** A lease ends this long after its last renewal if its worker dies. */
 export const LEASE_MS = 30_000;
@@ -92,7 +83,7 @@ export function estimateTokens(request: ModelRequest): number {
 
 export function throttledFailure(t: ThrottledSlice): ApplicationFailure {
   return ApplicationFailure.create({
-    type: THROTTLED,
+    type: SLICE_REFUSED.throttled,
     message: `waiting for provider capacity: ${t.key} (${t.reason}), ${Math.ceil(t.retryAfterMs)} ms`,
     nonRetryable: true,
     details: [t],

@@ -9,9 +9,7 @@
  *   when the local path fails or the adopting worker is gone.
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import { OVER_BUDGET } from './budget-check';
-import { THROTTLED } from './capacity-gate';
-import type { LocalSliceOutcome, SliceInput, SliceResult } from '../core/slice-protocol';
+import { type LocalSliceOutcome, type SliceInput, type SliceResult, SLICE_REFUSED } from '../core/slice-protocol';
 import type { ThreadEvent } from '../core/types';
 import { type SliceControl, SliceJobs } from './slice-jobs';
 
@@ -34,7 +32,8 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
       const attempt = Context.current().info.attempt + (input.priorAttempts ?? 0);
       // A slice refused for budget or waiting for provider capacity is no failure of the slice: the thread shows
       // over_budget and a budget_exceeded event, or waits on a timer.
-      const refused = e instanceof ApplicationFailure && (e.type === OVER_BUDGET || e.type === THROTTLED);
+      const refused =
+        e instanceof ApplicationFailure && (e.type === SLICE_REFUSED.overBudget || e.type === SLICE_REFUSED.throttled);
       if (!(e instanceof CancelledFailure) && !refused) {
         emit({
           threadId: input.threadId,

@@ -56,6 +56,13 @@ export interface CapacityRequest {
 
 export type CapacityRefusal = 'backoff' | 'concurrency' | 'requests' | 'tokens';
 
+/** Why a slice waits for capacity, and how long the limiter asked it to (a 429's `Retry-After`: `rate_limited`). */
+export interface ThrottledSlice {
+  key: string;
+  reason: CapacityRefusal | 'rate_limited';
+  retryAfterMs: number;
+}
+
 export type CapacityGrant = { granted: true } | { granted: false; reason: CapacityRefusal; retryAfterMs: number };
 
 /** How long a refused request waits when only a lease's end can free capacity. */

@@ -105,3 +105,10 @@ export interface SliceResult {
   /** The queued inputs the slice took, when its input said (release 0.6: a local slice of several). */
   inputs?: SliceInputs;
 }
+
+/**
+ * `ApplicationFailure.type`s of a slice refused before its model call (issue 27): it called and committed nothing and
+ * is no failing slice; the thread keeps its batch and waits — for a budget raise (`details[0]`: a `BudgetExceeded`),
+ * or on a timer for provider capacity (`details[0]`: a `ThrottledSlice`).
+ */
+export const SLICE_REFUSED = { overBudget: 'OverBudget', throttled: 'Throttled' } as const;

@@ -33,6 +33,15 @@ export interface Acknowledgements {
  * runs, after it was answered, and a flooded thread answers hundreds a second.
  */
 const ANSWERED_KEPT = 1024;
+/**
+ * How long after its answer (or its last repeat) a delivery is handed to the next run: longer than a client's retries
+ * of one request take. A thread quiet for longer hands nothing over, and its carried state stays as it was.
+ */
+const REPEAT_WINDOW_MS = 120_000;
+
+/** The workflow clock: inside the sandbox, `Date.now()` is the time of the current workflow task. */
+// eslint-disable-next-line no-restricted-properties
+const workflowNow = (): number => Date.now();
 
 /** Registers the `deliver` update; `enqueue` is the signal handler's path into the inbox. */
 export function installDeliverUpdate(
@@ -50,6 +59,7 @@ export function installDeliverUpdate(
   let answered = [...deliveries.values()].filter((a) => a.ack !== undefined).length;
   const answer = (a: HandedOverAck, ack: DeliveryAck) => {
     a.ack = ack;
+    a.at = workflowNow();
     if (++answered <= ANSWERED_KEPT) return;
     for (const [id, old] of deliveries)
       if (old.ack !== undefined) {
@@ -72,8 +82,9 @@ export function installDeliverUpdate(
       const updateId = currentUpdateInfo()?.id;
       const known = deliveries.get(m.id);
       if (known !== undefined && updateId !== undefined && known.update === updateId) {
-        // The same update again, in a later run: the same answer, once its input is taken.
+        // The same update again, in a later run: the same answer, once its input is taken. Its client may retry again.
         await condition(() => known.ack !== undefined);
+        known.at = workflowNow();
         return known.ack!;
       }
       // A resend after the first attempt's run continued-as-new: the input is already queued (or done). The client's
@@ -119,9 +130,10 @@ export function installDeliverUpdate(
       for (const a of deliveries.values()) if (a.ack === undefined) answer(a, { accepted: false, reason: 'closed' });
     },
     handOver() {
-      const all = [...deliveries.values()];
-      // Asked only when there is something to hand over: a thread that took no acknowledged delivery records no marker.
-      return all.length > 0 && v07() ? all : [];
+      const since = workflowNow() - REPEAT_WINDOW_MS;
+      const recent = [...deliveries.values()].filter((a) => a.ack === undefined || (a.at ?? 0) >= since);
+      // Asked only when there is something to hand over: a thread with no recent acknowledged delivery records no marker.
+      return recent.length > 0 && v07() ? recent : [];
     },
     settle(taken, dropped, deferred) {
       if (deliveries.size === answered) return;

@@ -6,9 +6,16 @@
  */
 import { uuid4, workflowInfo } from '@temporalio/workflow';
 import { type BudgetExceeded, latestPerScope } from '../core/budget';
+import type { ThrottledSlice } from '../core/capacity';
 import { sliceIdFor } from '../core/ids';
 import { compactionInput } from '../core/inputs';
-import type { RuntimeAction, SliceInput, SliceInputs, SliceResult } from '../core/slice-protocol';
+import {
+  type RuntimeAction,
+  type SliceInput,
+  type SliceInputs,
+  type SliceResult,
+  SLICE_REFUSED,
+} from '../core/slice-protocol';
 import { addUsage, type StoredItem } from '../core/types';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
 import type { Inbox } from './inbox';
@@ -16,7 +23,7 @@ import { dropStalePrompts, type LoopState } from './loop-state';
 import { v02, v06, v07 } from './patches';
 import { userIdOf } from './runtime-actions';
 import type { SliceOutcome, SliceRunner } from './slice-runner';
-import type { ThreadState, ThreadWorkflowArgs, ThrottledWait } from './state';
+import type { ThreadState, ThreadWorkflowArgs } from './state';
 import { sliceSummary } from './ui-text';
 
 /** What a slice step reads and changes: the run's arguments, the thread's state and loop state, and its parts. */
@@ -89,21 +96,18 @@ export function settleSlice(ctx: SliceContext, outcome: SliceOutcome, append: St
     return outcome.ok.action;
   }
   // Only a worker with budgets refuses a slice so; asked only then (0.6's path), so older histories replay unchanged.
-  if ('failed' in outcome && outcome.type === OVER_BUDGET && v06()) {
+  if ('failed' in outcome && outcome.type === SLICE_REFUSED.overBudget && v06()) {
     stopOverBudget(ctx, outcome, append);
     return undefined;
   }
   // Only a worker with provider limits refuses a slice so; asked only then (0.7's path).
-  if ('failed' in outcome && outcome.type === THROTTLED && v07()) {
+  if ('failed' in outcome && outcome.type === SLICE_REFUSED.throttled && v07()) {
     waitForCapacity(ctx, outcome, append);
     return undefined;
   }
   if ('failed' in outcome) recordFailure(ctx, outcome, append);
   return undefined;
 }
-
-/** The `Throttled` failure type of the slice activity (`src/activities/capacity-gate.ts`). */
-const THROTTLED = 'Throttled';
 
 /**
  * A slice that found no provider capacity (issue 27 §2): nothing was called or committed, and it is no failure. The
@@ -115,25 +119,33 @@ function waitForCapacity(
   outcome: { failed: string; details?: unknown },
   append: StoredItem[],
 ): void {
-  const { st } = ctx;
-  appliedBudgetUpdates(st);
-  st.carry = append;
-  const d = outcome.details as Partial<ThrottledWait> | undefined;
-  st.throttled = {
-    key: typeof d?.key === 'string' ? d.key : '',
-    reason: typeof d?.reason === 'string' ? d.reason : 'capacity',
-    retryAfterMs:
-      typeof d?.retryAfterMs === 'number' && Number.isFinite(d.retryAfterMs)
-        ? Math.min(Math.max(d.retryAfterMs, MIN_CAPACITY_WAIT_MS), MAX_CAPACITY_WAIT_MS)
-        : MIN_CAPACITY_WAIT_MS,
+  keepBatch(ctx.st, append);
+  const d = outcome.details;
+  const asked = isThrottled(d) ? d : { key: '', reason: 'rate_limited' as const, retryAfterMs: 0 };
+  ctx.st.throttled = {
+    ...asked,
+    retryAfterMs: Math.min(Math.max(asked.retryAfterMs, MIN_CAPACITY_WAIT_MS), MAX_CAPACITY_WAIT_MS),
   };
+}
+
+function isThrottled(d: unknown): d is ThrottledSlice {
+  return (
+    typeof d === 'object' &&
+    d !== null &&
+    typeof (d as ThrottledSlice).key === 'string' &&
+    typeof (d as ThrottledSlice).reason === 'string' &&
+    Number.isFinite((d as ThrottledSlice).retryAfterMs)
+  );
 }
 
 const MIN_CAPACITY_WAIT_MS = 100;
 const MAX_CAPACITY_WAIT_MS = 5 * 60_000;
 
-/** The `OverBudget` failure type of the slice activity (`src/activities/budget-check.ts`). */
-const OVER_BUDGET = 'OverBudget';
+/** A refused slice (nothing called or committed): its budget updates are done, its batch is retried as it was. */
+function keepBatch(st: ThreadState, append: StoredItem[]): void {
+  appliedBudgetUpdates(st);
+  st.carry = append;
+}
 
 /** The slice wrote the budget updates it was given before its check: they are done. */
 function appliedBudgetUpdates(st: ThreadState): void {
@@ -147,8 +159,7 @@ function appliedBudgetUpdates(st: ThreadState): void {
  */
 function stopOverBudget(ctx: SliceContext, outcome: { failed: string; details?: unknown }, append: StoredItem[]): void {
   const { st } = ctx;
-  appliedBudgetUpdates(st);
-  st.carry = append;
+  keepBatch(st, append);
   st.overBudget = isExceeded(outcome.details)
     ? outcome.details
     : { scope: 'thread', key: ctx.args.threadId, field: 'totalTokens', limit: 0, spend: 0 };

@@ -2,6 +2,7 @@
  * The thread workflow's state and its small serialized form carried across continue-as-new.
  */
 import type { BudgetExceeded } from '../core/budget';
+import type { ThrottledSlice } from '../core/capacity';
 import type { PrepareState } from '../core/prepare';
 import type { BudgetUpdate, SpawnPoint } from '../core/slice-protocol';
 import type {
@@ -191,6 +192,8 @@ export interface HandedOverAck {
   update: string;
   /** The answer, once given; absent while the input waits in the queue. */
   ack?: DeliveryAck;
+  /** When it was answered, or last asked again (workflow time, ms). */
+  at?: number;
 }
 
 export interface CompactionState {
@@ -240,14 +243,7 @@ export interface ThreadState {
   /** Acknowledged deliveries the run before handed over, or this run hands to the next (set just before it continues). */
   acks: HandedOverAck[];
   /** The last slice found no provider capacity: the loop waits this long before it runs the batch again; this run only. */
-  throttled?: ThrottledWait;
-}
-
-/** Why and how long a thread waits for provider capacity (issue 27 §2). */
-export interface ThrottledWait {
-  key: string;
-  reason: string;
-  retryAfterMs: number;
+  throttled?: ThrottledSlice;
 }
 
 export function restoreState(args: ThreadWorkflowArgs): ThreadState {
