@@ -4,28 +4,16 @@
  * events whose original calls were compacted away still arrive, once.
  */
 import { describe, expect, it } from 'vitest';
-import { firstText } from '../src/model/projection';
-import type { ModelMessage, ModelRequest } from '../src/model/provider';
 import { type ScriptedReply, ScriptedModel } from '../src/model/scripted';
 import { subscriptionEvent, subscriptionStart, toolResult } from '../src/tools/messages';
 import type { ToolContext } from '../src/tools/tool';
+import type { ModelRequest } from '../src/model/provider';
+import { seededWith, selfOf, textOf } from './model-requests';
 import { checkReplay, eventually, recordingTool, render, startTestSystem, uid } from './helpers';
 
 const WINDOW = 1000;
 const PER_MESSAGE = 100; // tokens the scripted model reports per message it was shown
 const SUMMARY_PREFIX = '[Compacted conversation summary]\n';
-
-const selfOf = (req: ModelRequest) => /Your current thread ID is `([^`]+)`/.exec(req.system)?.[1] ?? '';
-const textOf = (m: ModelMessage | undefined): string =>
-  m === undefined
-    ? ''
-    : m.role === 'user' || m.role === 'assistant'
-      ? m.text
-      : m.role === 'tool_result'
-        ? firstText(m.content)
-        : '';
-const seededWith = (req: ModelRequest, seed: string) =>
-  req.messages.some((m) => m.role === 'tool_result' && textOf(m).includes(seed));
 
 let summaries = 0;
 

@@ -10,6 +10,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { take } from './take-events';
 import type { ThreadEvent } from '../src/core/types';
 import { eventsEndpointOf } from '../src/cli/events-endpoint';
 import { CliError } from '../src/cli/target';
@@ -41,16 +42,6 @@ function subscribe(...args: Parameters<typeof remoteThreadEvents>): AsyncGenerat
   const it = remoteThreadEvents(...args);
   cleanups.push(async () => void (await it.return(undefined)));
   return it;
-}
-
-async function take(it: AsyncGenerator<LiveEvent>, n: number): Promise<LiveEvent[]> {
-  const got: LiveEvent[] = [];
-  while (got.length < n) {
-    const next = await it.next();
-    if (next.done) break;
-    got.push(next.value);
-  }
-  return got;
 }
 
 /**

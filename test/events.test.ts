@@ -3,6 +3,7 @@
  * id, and a connection dropped mid-stream that the client rides out without losing or repeating an event.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { take } from './take-events';
 import { type LiveEvent, mergedThreadEvents, remoteThreadEvents, EventStreamError } from '../src/events/live-events';
 import type { ThreadEvent } from '../src/core/types';
 import { LocalEventHub } from '../src/events/event-hub';
@@ -10,17 +11,6 @@ import { EventLog } from '../src/events/event-log';
 import { buildEventApp, startEventServer, type EventServer } from '../src/events/event-server';
 
 const delta = (threadId: string, n: number): ThreadEvent => ({ threadId, type: 'text_delta', text: `t${n} ` });
-
-/** The next `n` events, leaving the stream open. */
-async function take(it: AsyncGenerator<LiveEvent>, n: number): Promise<LiveEvent[]> {
-  const got: LiveEvent[] = [];
-  while (got.length < n) {
-    const next = await it.next();
-    if (next.done) break;
-    got.push(next.value);
-  }
-  return got;
-}
 
 const cleanups: (() => Promise<void>)[] = [];
 

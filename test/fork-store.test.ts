@@ -133,39 +133,13 @@ describe.each(makers)('a fork in the %s store', (_name, make) => {
     await commit(store, 'f2', [user('f2 own'), said('ack f2')]);
     await store.ensureThread({ threadId: 'ff', kind: 'root', base: { threadId: 'f2', upTo: 1 } });
     await commit(store, 'ff', [user('ff own')]);
-    expect(texts(await modelView(store, await threadChain(store, 'ff')))).toEqual([
-      'a',
-      'ack a',
-      'spawn',
-      'call spawn_thread',
-      'tool_result',
-      'child works',
-      'f2 own',
-      'ff own',
-    ]);
-    expect(texts((await inheritedHistory(store, 'ff')).map((s) => s.item))).toEqual([
-      'a',
-      'ack a',
-      'spawn',
-      'call spawn_thread',
-      'tool_result',
-      'child works',
-      'f2 own',
-      'ff own',
-    ]);
+    const throughBoth = ['a', 'ack a', 'spawn', 'call spawn_thread', 'tool_result', 'child works', 'f2 own', 'ff own'];
+    expect(texts(await modelView(store, await threadChain(store, 'ff')))).toEqual(throughBoth);
+    expect(texts((await inheritedHistory(store, 'ff')).map((s) => s.item))).toEqual(throughBoth);
     // The source goes on: nothing of it after the point reaches the forks.
     await commit(store, 'child', [user('child later')]);
     await commit(store, 'f2', [user('f2 later')]);
-    expect(texts(await modelView(store, await threadChain(store, 'ff')))).toEqual([
-      'a',
-      'ack a',
-      'spawn',
-      'call spawn_thread',
-      'tool_result',
-      'child works',
-      'f2 own',
-      'ff own',
-    ]);
+    expect(texts(await modelView(store, await threadChain(store, 'ff')))).toEqual(throughBoth);
 
     // A source compacted before the point: the fork's view starts with the same summary; after it, the items.
     await store.ensureThread({ threadId: 'long', kind: 'root' });

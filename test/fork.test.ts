@@ -7,27 +7,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FORKED_FROM } from '../src/client/fork';
 import { InvalidInputError, ThreadNotFoundError } from '../src/inbox/errors';
-import { firstText } from '../src/model/projection';
-import type { ModelMessage, ModelRequest } from '../src/model/provider';
 import { type ScriptedReply, ScriptedModel } from '../src/model/scripted';
 import type { ConversationStore } from '../src/store/conversation-store';
 import { PostgresConversationStore } from '../src/store/postgres';
 import { toolResult } from '../src/tools/messages';
 import type { ToolContext } from '../src/tools/tool';
+import type { ModelRequest } from '../src/model/provider';
+import { seededWith, selfOf, textOf } from './model-requests';
 import { eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 import { createTestDatabase } from './postgres';
-
-const selfOf = (req: ModelRequest) => /Your current thread ID is `([^`]+)`/.exec(req.system)?.[1] ?? '';
-const textOf = (m: ModelMessage | undefined): string =>
-  m === undefined
-    ? ''
-    : m.role === 'user' || m.role === 'assistant'
-      ? m.text
-      : m.role === 'tool_result'
-        ? firstText(m.content)
-        : '';
-const seededWith = (req: ModelRequest, seed: string) =>
-  req.messages.some((m) => m.role === 'tool_result' && textOf(m).includes(seed));
 
 /** Compaction threads summarize; children wait on a tool then report; roots obey their user. */
 function script(req: ModelRequest): ScriptedReply {

@@ -15,7 +15,7 @@ import type { DeliveryAck, DroppedInputs, InputMessage } from '../src/core/types
 import { ScriptedModel } from '../src/model/scripted';
 import type { ToolContext } from '../src/tools/tool';
 import { treeScript } from './fixtures/tree-script';
-import { generate, rng, SIGNAL_NAMES, type SignalName } from './fixtures/hostile-inputs';
+import { choicePrompt, generate, rng, SIGNAL_NAMES, type SignalName } from './fixtures/hostile-inputs';
 import { eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -97,23 +97,7 @@ async function answers(thread: Awaited<ReturnType<typeof startThread>>['thread']
 describe('the reported case: a prompt whose choices is not an array', () => {
   it('by the control signal: dropped as malformed, no workflow task fails, the next user text is answered', async () => {
     const { thread, raw, firstRunId, callId } = await waitingThread('choices');
-    await raw.signal('control', {
-      id: 'p1',
-      threadId: thread.threadId,
-      content: { type: 'text', text: '' },
-      synthetic: {
-        type: 'prompt',
-        toolCallId: callId,
-        prompt: {
-          kind: 'user_choice',
-          id: 'c1',
-          prompt: 'Pick',
-          choices: 'x',
-          default: 0,
-          responseUrl: 'http://127.0.0.1:9/choice',
-        },
-      },
-    });
+    await raw.signal('control', choicePrompt(thread.threadId, callId, 'p1', { choices: 'x', default: 0 }));
     await answers(thread, 'still there?');
     expect(render(await thread.history()).slice(-2)).toEqual(['user: still there?', 'assistant: ok: still there?']);
     expect(await taskFailures(thread.threadId, firstRunId)).toEqual([]);
@@ -130,23 +114,7 @@ describe('the reported case: a prompt whose choices is not an array', () => {
 
   it('a well-formed prompt for the pending call is kept and shown', async () => {
     const { thread, raw, callId } = await waitingThread('choice-ok');
-    await raw.signal('control', {
-      id: 'p2',
-      threadId: thread.threadId,
-      content: { type: 'text', text: '' },
-      synthetic: {
-        type: 'prompt',
-        toolCallId: callId,
-        prompt: {
-          kind: 'user_choice',
-          id: 'c1',
-          prompt: 'Pick',
-          choices: ['a', 'b'],
-          default: 1,
-          responseUrl: 'http://127.0.0.1:9/choice',
-        },
-      },
-    });
+    await raw.signal('control', choicePrompt(thread.threadId, callId, 'p2'));
     const status = await eventually(async () => {
       const s = await thread.status();
       return s.prompts.length === 1 ? s : undefined;

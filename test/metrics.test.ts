@@ -15,6 +15,7 @@ import { METRICS } from '../src/core/metric-names';
 import { inputSignal } from '../src/workflows/definitions';
 import { cliRunner, waitForLine } from './cli-process';
 import { eventually } from './helpers';
+import { sample } from './metric-sample';
 
 const taskQueue = `metrics-${randomUUID()}`;
 const store = join(inject('scratchDir'), `metrics-${randomUUID()}.sqlite`);
@@ -24,18 +25,6 @@ let client: AgentClient;
 let connection: Connection;
 /** The scrape of the first test. */
 let scraped = '';
-
-/** The sum of a metric's samples whose labels include `labels` (the SDK adds some of its own). */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    const m = /^([a-z_]+)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
-  }
-  return sum;
-}
 
 beforeAll(async () => {
   const port = await new Promise<number>((resolve) => {

@@ -16,6 +16,7 @@ import { CallbackTokens } from '../../src/rap/tokens';
 import { cliRunner } from '../cli-process';
 import { eventually } from '../helpers';
 import { rawRequest } from './raw-http';
+import { sample } from '../metric-sample';
 
 const taskQueue = `rap-metrics-${randomUUID()}`;
 const store = join(inject('scratchDir'), `rap-metrics-${randomUUID()}.sqlite`);
@@ -25,18 +26,6 @@ let toolServer: RapToolServer;
 let worker: ChildProcess;
 let metricsUrl = '';
 let gatewayPort = 0;
-
-/** The sum of a metric's samples whose labels include `labels` (as test/metrics.test.ts reads them). */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    const m = /^([a-z_]+)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
-  }
-  return sum;
-}
 
 const freePort = () =>
   new Promise<number>((resolve) => {

@@ -21,29 +21,24 @@ import { handleControlInputs } from '../../src/workflows/control-inputs';
 import { currentDetails } from '../../src/workflows/details';
 import { restoreState } from '../../src/workflows/state';
 import { inputLine, itemLine, sliceSummary } from '../../src/workflows/ui-text';
-import { generate, KINDS_BY_SIGNAL, own, rng, SIGNAL_NAMES, wellFormed, type Rng } from '../fixtures/hostile-inputs';
+import {
+  choicePrompt,
+  generate,
+  KINDS_BY_SIGNAL,
+  own,
+  rng,
+  SIGNAL_NAMES,
+  wellFormed,
+  type Rng,
+} from '../fixtures/hostile-inputs';
 
 const SEED = Number(process.env.HOSTILE_SEED ?? Date.now() % 2 ** 31);
 const RUNS = 6_000;
 
 /** The reported payload: a `user_choice` prompt whose `choices` is a string. */
-const reported = (threadId: string, toolCallId: string) => ({
-  id: 'p1',
-  threadId,
-  content: { type: 'text', text: '' },
-  synthetic: {
-    type: 'prompt',
-    toolCallId,
-    prompt: {
-      kind: 'user_choice',
-      id: 'c1',
-      prompt: 'Pick',
-      choices: 'x',
-      default: 0,
-      responseUrl: 'http://127.0.0.1:9/choice',
-    },
-  },
-});
+/** The reported case (issue 26): a prompt whose `choices` is not an array. */
+const reported = (threadId: string, toolCallId: string) =>
+  choicePrompt(threadId, toolCallId, 'p1', { choices: 'x', default: 0 });
 
 // An independent reading of src/core/types.ts: what a complete input is, field by field.
 type O = Record<string, unknown>;
