@@ -3,32 +3,18 @@
  * agent of the benchmark's turn runs past its run's event bound, and the last events of its first run are printed
  * with their times (how long the continue-as-new task took, and what ran in it).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { startDevServer } from '../../src/devserver/server';
-import { SqliteConversationStore } from '../../src/store/sqlite';
 import { Fleet } from '../lib/fleet';
 import { eventTypeName as typeName } from '../lib/history';
 import { runMain } from '../lib/main';
-import { writeThreadBundle } from '../lib/bundle';
+import { probeBase } from '../lib/probe-base';
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const turns = Number(process.argv[2] ?? 30);
-  const work = mkdtempSync(join(tmpdir(), 'infinity-can-task-'));
-  const storeFile = join(work, 'conversations.sqlite');
-  new SqliteConversationStore(storeFile).close();
-  const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
-  const bundlePath = await writeThreadBundle(work);
+  const { server, fleetOptions } = await probeBase('can-task');
   const fleet = new Fleet({
-    design: 'ours',
-    address: server.address,
-    store: storeFile,
-    bundlePath,
-    maxCachedWorkflows: 100,
-    activitySlots: 50,
+    ...fleetOptions(),
     threadOptions: { maxRunEvents: Number(process.env.MAX_RUN_EVENTS ?? 200) },
   });
   try {

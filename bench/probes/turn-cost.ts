@@ -11,18 +11,16 @@
  * `--item-cache-mib n` sets the worker store's item cache (default 32 MiB). Writes
  * bench/results/<name>-<time>.{json,md,svg} (name default `turn-cost`).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { startDevServer } from '../../src/devserver/server';
-import { SqliteConversationStore } from '../../src/store/sqlite';
 import { Fleet } from '../lib/fleet';
 import { runMain } from '../lib/main';
+import { probeBase } from '../lib/probe-base';
 import Database from 'better-sqlite3';
 import { treeCpu } from '../lib/proc';
-import { writeThreadBundle } from '../lib/bundle';
 import { median, percentile } from '../lib/stats';
 import { linePanel, type Series } from '../lib/chart';
 
@@ -105,18 +103,9 @@ async function main() {
   // The worker store's item cache (default 32 MiB): threads whose parsed items do not all fit are read and parsed
   // whole from the store at every slice.
   const cacheMiB = flag('--item-cache-mib') === undefined ? undefined : Number(flag('--item-cache-mib'));
-  const work = mkdtempSync(join(tmpdir(), 'infinity-turn-cost-'));
-  const storeFile = join(work, 'conversations.sqlite');
-  new SqliteConversationStore(storeFile).close();
-  const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
-  const bundlePath = await writeThreadBundle(work);
+  const { server, storeFile, bundlePath, fleetOptions } = await probeBase('turn-cost');
   const fleet = new Fleet({
-    design: 'ours',
-    address: server.address,
-    store: storeFile,
-    bundlePath,
-    maxCachedWorkflows: 100,
-    activitySlots: 50,
+    ...fleetOptions(),
     ...(cacheMiB !== undefined && { itemCacheBytes: cacheMiB * 1024 * 1024 }),
   });
   const loadBefore = loadavg();

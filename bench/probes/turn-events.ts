@@ -3,35 +3,21 @@
  * for each design (default `ours,v01,ceiling`): a few agents run the benchmark's turn pattern on a fresh dev server and
  * their histories are counted. A turn is user text → completion that calls the tool → tool result → completion.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { startDevServer } from '../../src/devserver/server';
-import { SqliteConversationStore } from '../../src/store/sqlite';
 import { type Design, Fleet } from '../lib/fleet';
 import { eventTypeName as typeName } from '../lib/history';
 import { runMain } from '../lib/main';
-import { writeThreadBundle } from '../lib/bundle';
+import { probeBase } from '../lib/probe-base';
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const turns = Number(process.argv[2] ?? 10);
   const designs = (process.argv[3] ?? 'ours,v01,ceiling').split(',') as Design[];
-  const work = mkdtempSync(join(tmpdir(), 'infinity-turn-events-'));
-  const storeFile = join(work, 'conversations.sqlite');
-  new SqliteConversationStore(storeFile).close();
-  const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
-  const bundlePath = await writeThreadBundle(work);
+  const { server, fleetOptions } = await probeBase('turn-events');
   try {
     for (const design of designs) {
       const fleet = new Fleet({
-        design,
-        address: server.address,
-        store: storeFile,
-        bundlePath,
-        maxCachedWorkflows: 100,
-        activitySlots: 50,
+        ...fleetOptions(design),
       });
       await fleet.start();
       const ids = Array.from({ length: 5 }, (_, i) => `${design}-te-${i}-${Date.now()}`);
