@@ -2,6 +2,7 @@
  * Deliveries tell the truth: an acknowledged delivery reports what the thread did with the input (accepted, held
  * back, or dropped and why), a server outage is a typed retryable error, and `waitForIdle` keeps its deadline.
  */
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resultInput } from '../src/core/inputs';
 import type { InputMessage } from '../src/core/types';
@@ -151,6 +152,56 @@ it('answers an update Temporal delivers again to a later run as it answered it, 
   const texts = (await thread.history()).flatMap((h) => (h.kind === 'user' ? [h.text] : []));
   expect(texts.filter((t) => t === 'first')).toHaveLength(1);
   await checkReplay(thread, 'ack-again');
+});
+
+it('keeps what a run hands to the next small, whatever update ids a sender chose', async () => {
+  // A low run bound: the thread continues-as-new while the updates arrive, handing over the ones it answered.
+  const client = new AgentClient({
+    client: sys.temporal,
+    taskQueue: sys.taskQueue,
+    store: sys.store,
+    threadOptions: { maxRunEvents: 200 },
+  });
+  const thread = await client.startThread({ threadId: uid('ack-long-ids') });
+  const handle = sys.temporal.workflow.getHandle(thread.threadId);
+  // 300 deliveries, each under an update id of the server's maximum length (1,000 characters): 300 KB of ids.
+  for (let batch = 0; batch < 30; batch++)
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => {
+        const n = batch * 10 + i;
+        const updateId = `${String(n).padStart(4, '0')}-${'u'.repeat(995)}`;
+        const message = userText(thread.threadId, `t${n}`);
+        // As a client's retry does when the run ended under its request: the same update id again.
+        for (;;) {
+          try {
+            expect(await handle.executeUpdate(deliverUpdate, { updateId, args: [message] })).toMatchObject({
+              accepted: true,
+            });
+            return;
+          } catch (e) {
+            if (!(e instanceof WorkflowUpdateFailedError) || !/completed before/.test(e.cause?.message ?? '')) throw e;
+          }
+        }
+      }),
+    );
+  await thread.waitForIdle({ settled: true });
+  const carried: number[] = [];
+  for await (const run of sys.temporal.workflow.list({ query: `WorkflowId = "${thread.threadId}"` })) {
+    const history = await sys.temporal.workflow.getHandle(thread.threadId, run.runId).fetchHistory();
+    const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+    const args = payload
+      ? (JSON.parse(Buffer.from(payload).toString('utf8')) as { carried?: { acks?: unknown[] } })
+      : {};
+    if (args.carried?.acks) carried.push(JSON.stringify(args.carried.acks).length);
+  }
+  expect(carried.length, 'runs that were handed deliveries').toBeGreaterThan(0);
+  // Bounded (128 Ki characters of ids, and each entry's small rest), though 300 KB of ids were answered recently.
+  expect(Math.max(...carried)).toBeLessThanOrEqual(128 * 1024 + 300 * 96);
+  expect(Math.max(...carried)).toBeGreaterThan(64 * 1024);
+  // The thread answers as before.
+  await thread.sendUserText('still there?');
+  const status = await thread.waitForIdle({ settled: true });
+  expect(status.dropped).toEqual({});
 });
 
 it('waits for a free update slot when more acknowledged deliveries are in flight than the server allows', async () => {

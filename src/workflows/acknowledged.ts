@@ -39,6 +39,11 @@ const ANSWERED_KEPT = 1024;
  */
 const REPEAT_WINDOW_MS = 120_000;
 
+/** At most this much of the next run's arguments (characters of ids) goes to handed-over deliveries. */
+const HANDED_OVER_MAX_CHARS = 128 * 1024;
+/** An entry's size beyond its two ids (field names, its answer, its time), in characters of JSON. */
+const HANDED_OVER_OVERHEAD_CHARS = 96;
+
 /** The workflow clock: inside the sandbox, `Date.now()` is the time of the current workflow task. */
 // eslint-disable-next-line no-restricted-properties
 const workflowNow = (): number => Date.now();
@@ -131,9 +136,22 @@ export function installDeliverUpdate(
     },
     handOver() {
       const since = workflowNow() - REPEAT_WINDOW_MS;
-      const recent = [...deliveries.values()].filter((a) => a.ack === undefined || (a.at ?? 0) >= since);
+      // Waiting ones first, then the newest answered, within a size bound: ids are the senders' (update ids up to the
+      // server's 1,000 characters), and the next run's arguments must stay small whatever they chose.
+      const all = [...deliveries.values()];
+      const recent = [
+        ...all.filter((a) => a.ack === undefined),
+        ...all.filter((a) => a.ack !== undefined && (a.at ?? 0) >= since).reverse(),
+      ];
+      const kept: HandedOverAck[] = [];
+      let chars = 0;
+      for (const a of recent) {
+        chars += a.input.length + a.update.length + HANDED_OVER_OVERHEAD_CHARS;
+        if (chars > HANDED_OVER_MAX_CHARS) break;
+        kept.push(a);
+      }
       // Asked only when there is something to hand over: a thread with no recent acknowledged delivery records no marker.
-      return recent.length > 0 && v07() ? recent : [];
+      return kept.length > 0 && v07() ? kept : [];
     },
     settle(taken, dropped, deferred) {
       if (deliveries.size === answered) return;
