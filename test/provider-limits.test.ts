@@ -10,6 +10,9 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ModelProvider, ModelRequest, ModelStreamPart } from '../src/model/provider';
 import { modelFromSpec } from '../src/model/registry';
+import { capacityGate } from '../src/activities/capacity-gate';
+import { DEFAULT_COMPLETION_POLICY, runCompletion } from '../src/activities/completion';
+import { InMemoryConversationStore } from '../src/store/memory';
 import { ScriptedModel } from '../src/model/scripted';
 import type { ThreadHandle } from '../src/client/agent-client';
 import { writeFileSync } from 'node:fs';
@@ -184,3 +187,32 @@ it('come from the worker command line: a worker with --limits serves threads und
     await new Promise((r) => worker.once('close', r));
   }
 }, 120_000);
+
+it('ends the lease of a request whose provider throws at once, so the capacity is not held for good', async () => {
+  const store = new InMemoryConversationStore();
+  const limits = { key: 'throws', concurrency: 1, reserve: 0 };
+  const broken: ModelProvider = {
+    id: 'broken',
+    stream() {
+      throw new Error('this provider throws before it streams');
+    },
+  };
+  const out = await runCompletion({
+    threadId: 't',
+    sliceId: 's',
+    system: '',
+    history: [{ kind: 'user', text: 'hi' }],
+    tools: new Map(),
+    model: broken,
+    policy: { ...DEFAULT_COMPLETION_POLICY, maxRetries: 2 },
+    signal: new AbortController().signal,
+    emit: () => undefined,
+    toolContext: () => {
+      throw new Error('no tools');
+    },
+    capacity: capacityGate(store, limits, broken.id, true),
+  });
+  expect(out.error).toBe('this provider throws before it streams');
+  const next = { key: 'throws', limits, tokens: 1, foreground: true, leaseMs: 30_000, leaseId: 'next' };
+  expect(await store.capacity.acquire(next)).toEqual({ granted: true });
+});

@@ -126,11 +126,13 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
       throw e;
     }
     let attemptUsage: TokenUsage | undefined;
-    const iterator = input.model.stream(request, attempt.signal)[Symbol.asyncIterator]();
+    let iterator: AsyncIterator<ModelStreamPart> | undefined;
     const watchdog = new StreamWatchdog(signal, policy.initiateTimeoutMs);
     let received = false;
     let failure: unknown;
     try {
+      // Inside the try: a provider whose `stream` throws at once fails the attempt and still ends its lease.
+      iterator = input.model.stream(request, attempt.signal)[Symbol.asyncIterator]();
       for (;;) {
         const next = await watchdog.next(iterator.next(), received ? policy.chunkTimeoutMs : policy.initiateTimeoutMs);
         if (next.done) break;
@@ -184,7 +186,7 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
       watchdog.dispose();
       signal.removeEventListener('abort', onAbort);
       attempt.abort();
-      void iterator.return?.()?.catch(() => undefined);
+      void iterator?.return?.()?.catch(() => undefined);
       await lease?.release(attemptUsage).catch(() => undefined);
     }
 
