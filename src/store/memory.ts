@@ -5,6 +5,7 @@ import type { HistoryItem, StagedRef, StoredItem } from '../core/types';
 import { newStagedRef } from './staged-blobs';
 import {
   CommitConflictError,
+  type CapacityLedger,
   type CommitRequest,
   type ConversationStore,
   type NewThreadRecord,
@@ -25,7 +26,8 @@ export class InMemoryConversationStore implements ConversationStore {
   private readonly spends = new Map<string, Spend>();
   /** Scope key → threads stopped for budget under it. */
   private readonly waiting = new Map<string, Set<string>>();
-  readonly capacity = new MemoryCapacity();
+  /** Provider limits' ledger (issue 27 §2), in this process. */
+  readonly capacity: CapacityLedger = new MemoryCapacity();
 
   async ensureThread(record: NewThreadRecord): Promise<ThreadRecord> {
     const existing = this.threads.get(record.threadId);

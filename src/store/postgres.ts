@@ -8,6 +8,7 @@ import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
 import {
   CommitConflictError,
+  type CapacityLedger,
   type CommitRequest,
   type ConversationStore,
   type NewSummary,
@@ -99,7 +100,8 @@ export class PostgresConversationStore implements ConversationStore {
   private readonly cache: ItemPrefixCache;
   private readonly staged: PostgresStagedInputs;
   private readonly ledger: PostgresBudgets;
-  readonly capacity: PostgresCapacity;
+  /** Provider limits' ledger (issue 27 §2), in the database. */
+  readonly capacity: CapacityLedger;
   private ready?: Promise<number>;
   private ended = false;
 

@@ -11,6 +11,7 @@ import { CAPACITY_MIGRATION, SqliteCapacity } from './sqlite-capacity';
 import type { Budget, BudgetRef, BudgetState } from '../core/budget';
 import {
   CommitConflictError,
+  type CapacityLedger,
   type CommitRequest,
   type ConversationStore,
   type NewThreadRecord,
@@ -146,7 +147,8 @@ export class SqliteConversationStore implements ConversationStore {
   private readonly cache: ItemPrefixCache;
   private readonly staged: SqliteStagedInputs;
   private readonly ledger: SqliteBudgets;
-  readonly capacity: SqliteCapacity;
+  /** Provider limits' ledger (issue 27 §2), in the store file. */
+  readonly capacity: CapacityLedger;
   /** Writable file stores only: a reader has no commits to lose. */
   private readonly guard?: StoreFileGuard;
 
