@@ -58,13 +58,19 @@ export function installDeliverUpdate(
   // Each input an update delivered, by input id, with the first such update's id and, once given, its answer. Temporal
   // may deliver one update again after the run that took it continued-as-new, under the same id (a client's retry of
   // its request lands on the next run; temporalio/temporal issue 6375): that update is answered as it was, not as a
-  // second delivery of its input. Insertion order is age, so the oldest answered go first.
+  // second delivery of its input. Map order is the order of answers, so the oldest answered go first.
   const deliveries = new Map<string, HandedOverAck>(st.acks.map((a) => [a.input, a]));
   st.acks = [];
   let answered = [...deliveries.values()].filter((a) => a.ack !== undefined).length;
+  /** Marks `a` answered (or asked again) now, and moves it to the end: the map's order is the order of answers. */
+  const touch = (a: HandedOverAck) => {
+    a.at = workflowNow();
+    deliveries.delete(a.input);
+    deliveries.set(a.input, a);
+  };
   const answer = (a: HandedOverAck, ack: DeliveryAck) => {
     a.ack = ack;
-    a.at = workflowNow();
+    touch(a);
     if (++answered <= ANSWERED_KEPT) return;
     for (const [id, old] of deliveries)
       if (old.ack !== undefined) {
@@ -89,7 +95,7 @@ export function installDeliverUpdate(
       if (known !== undefined && updateId !== undefined && known.update === updateId) {
         // The same update again, in a later run: the same answer, once its input is taken. Its client may retry again.
         await condition(() => known.ack !== undefined);
-        known.at = workflowNow();
+        touch(known);
         return known.ack!;
       }
       // A resend after the first attempt's run continued-as-new: the input is already queued (or done). The client's
@@ -139,19 +145,19 @@ export function installDeliverUpdate(
       // Waiting ones first, then the newest answered, within a size bound: ids are the senders' (update ids up to the
       // server's 1,000 characters), and the next run's arguments must stay small whatever they chose.
       const all = [...deliveries.values()];
-      const recent = [
-        ...all.filter((a) => a.ack === undefined),
-        ...all.filter((a) => a.ack !== undefined && (a.at ?? 0) >= since).reverse(),
-      ];
+      const open = all.filter((a) => a.ack === undefined);
+      const answeredRecently = all.filter((a) => a.ack !== undefined && (a.at ?? 0) >= since);
       const kept: HandedOverAck[] = [];
       let chars = 0;
-      for (const a of recent) {
+      for (const a of [...open, ...answeredRecently.reverse()]) {
         chars += a.input.length + a.update.length + HANDED_OVER_OVERHEAD_CHARS;
         if (chars > HANDED_OVER_MAX_CHARS) break;
         kept.push(a);
       }
+      // Handed over oldest first, as they were kept: the next run forgets the oldest answered first.
+      const handed = [...kept.filter((a) => a.ack === undefined), ...kept.filter((a) => a.ack !== undefined).reverse()];
       // Asked only when there is something to hand over: a thread with no recent acknowledged delivery records no marker.
-      return kept.length > 0 && v07() ? kept : [];
+      return handed.length > 0 && v07() ? handed : [];
     },
     settle(taken, dropped, deferred) {
       if (deliveries.size === answered) return;

@@ -28,7 +28,8 @@ export async function floodScenario(sys: GuaranteeSystem, cell: MatrixCell) {
         if (cell.delivery === 'ack') {
           // Runs continue-as-new under the flood: an update the server hands the next run again (temporalio/temporal
           // issue 6375), or whose run ended under it, is still answered as delivered, once.
-          expect(await client.deliver(message, { acknowledge: true })).toMatchObject({ delivered: true });
+          const r = await client.deliver(message, { acknowledge: true });
+          expect(r, JSON.stringify(r)).toMatchObject({ delivered: true });
         } else expect((await client.deliver(message)).delivered).toBe(true);
       }
     }),
