@@ -161,8 +161,25 @@ function spawnPrivate(cli: string, args: string[]): ChildProcess {
   return spawn('/bin/sh', ['-c', 'umask 077 && exec "$0" "$@"', cli, ...args], { stdio });
 }
 
+/** Starts on free ports this many times when another process took a port between our choice and the server's bind. */
+const PORT_RACE_ATTEMPTS = 3;
+
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const cli = options.cliPath ?? findTemporalCli({ log: options.log });
+  // Ports this function chose may be taken by another process before the server binds them (two apps starting at
+  // once), and the server binds more than the ones we name (its HTTP API, its internal services): start again on
+  // others. Ports the caller chose are tried once.
+  const chosen = options.port === undefined && (options.uiPort === undefined || options.ui === false);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(cli, options);
+    } catch (e) {
+      if (!chosen || attempt >= PORT_RACE_ATTEMPTS || !/address already in use/i.test(String(e))) throw e;
+    }
+  }
+}
+
+async function startOnce(cli: string, options: DevServerOptions): Promise<DevServer> {
   const namespace = options.namespace ?? 'default';
   const port = options.port ?? (await freePort());
   const ui = options.ui ?? true;

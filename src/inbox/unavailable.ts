@@ -42,14 +42,17 @@ export function isWorkflowTaskFailing(e: unknown): boolean {
 }
 
 /**
- * The server's RESOURCE_EXHAUSTED for an update while the workflow has as many updates in flight as it allows
- * (`limit.workflowExecution.maxInFlightUpdates`, 10 by default): transient, the next attempt may pass.
+ * The server's `RESOURCE_EXHAUSTED` answers that mean "not now" for an update: the workflow has as many updates in
+ * flight as it allows (`limit.workflowExecution.maxInFlightUpdates`, 10 by default), or its run was closing
+ * (continuing-as-new) while the update waited to be admitted, which the server aborts as retryable (temporalio/temporal
+ * pull 6485) and the SDK re-sends only a few times. Transient: the next attempt may pass, on the next run.
  */
+const BUSY = /in-flight updates|workflow is closing/i;
+
 export function isUpdateLimit(e: unknown): boolean {
   for (let err: unknown = e; err instanceof Error; err = err.cause) {
-    if (isGrpcServiceError(err) && err.code === 8 && /in-flight updates/i.test(`${err.details} ${err.message}`))
-      return true;
-    if (err instanceof ServiceError && /in-flight updates/i.test(err.message)) return true;
+    if (isGrpcServiceError(err) && err.code === 8 && BUSY.test(`${err.details} ${err.message}`)) return true;
+    if (err instanceof ServiceError && BUSY.test(err.message)) return true;
   }
   return false;
 }

@@ -8,6 +8,7 @@ import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { condition, currentUpdateInfo, setHandler } from '@temporalio/workflow';
 import type { Dropped } from '../core/prepare';
 import type { DeliveryAck, DropReason, InputMessage } from '../core/types';
+import { updateKey } from '../core/update-key';
 import { inputLimitViolation, validateInputMessage } from '../core/validate';
 import { type DeliverOptions, deliverUpdate, HANDLER_DOCS } from './definitions';
 import { v07 } from './patches';
@@ -22,31 +23,17 @@ export interface Acknowledgements {
    */
   closeAll(): void;
   /**
-   * Just before the run continues-as-new: the deliveries the next run may be asked for again under the same update id
-   * (those still waiting for their input to be taken, and the last answered). Empty for a thread that took none.
+   * Just before the run continues-as-new: which update delivered each input the next run still knows (`known`: those
+   * in the dedup window it carries) or waits for, and how each was answered. Empty for a thread that took none by update.
    */
-  handOver(): HandedOverAck[];
+  handOver(known: ReadonlySet<string>): HandedOverAck[];
 }
 
-/**
- * Answered deliveries remembered (and handed to the next run): a client's retry of one may arrive seconds, and several
- * runs, after it was answered, and a flooded thread answers hundreds a second.
- */
-const ANSWERED_KEPT = 1024;
-/**
- * How long after its answer (or its last repeat) a delivery is handed to the next run: longer than a client's retries
- * of one request take. A thread quiet for longer hands nothing over, and its carried state stays as it was.
- */
-const REPEAT_WINDOW_MS = 120_000;
-
-/** At most this much of the next run's arguments (characters of ids) goes to handed-over deliveries. */
-const HANDED_OVER_MAX_CHARS = 128 * 1024;
-/** An entry's size beyond its two ids (field names, its answer, its time), in characters of JSON. */
-const HANDED_OVER_OVERHEAD_CHARS = 96;
-
-/** The workflow clock: inside the sandbox, `Date.now()` is the time of the current workflow task. */
-// eslint-disable-next-line no-restricted-properties
-const workflowNow = (): number => Date.now();
+/** An input an update delivered: a short key of the update's id, and the answer once given. */
+interface Delivery {
+  by: string;
+  ack?: DeliveryAck;
+}
 
 /** Registers the `deliver` update; `enqueue` is the signal handler's path into the inbox. */
 export function installDeliverUpdate(
@@ -55,29 +42,17 @@ export function installDeliverUpdate(
   enqueue: (m: InputMessage) => void,
   count: (reason: DropReason, m: InputMessage | { id?: unknown }) => void,
 ): Acknowledgements {
-  // Each input an update delivered, by input id, with the first such update's id and, once given, its answer. Temporal
-  // may deliver one update again after the run that took it continued-as-new, under the same id (a client's retry of
-  // its request lands on the next run; temporalio/temporal issue 6375): that update is answered as it was, not as a
-  // second delivery of its input. Map order is the order of answers, so the oldest answered go first.
-  const deliveries = new Map<string, HandedOverAck>(st.acks.map((a) => [a.input, a]));
+  // Each input an update delivered, by input id, with the first such update and, once given, its answer. Temporal may
+  // deliver one update again to a run a continue-as-new started later, under the same id (the SDK's and the server's
+  // retries of a request land on the current run; temporalio/temporal issue 6375), seconds later and after any number
+  // of other inputs: that update is answered as it was, not as a second delivery of its input. Kept for as long as the
+  // input itself is remembered (the dedup window), which is as long as a second delivery is told from a first at all.
+  const deliveries = new Map<string, Delivery>(st.acks.map(([input, code]) => [input, decodeDelivery(code)]));
   st.acks = [];
-  let answered = [...deliveries.values()].filter((a) => a.ack !== undefined).length;
-  /** Marks `a` answered (or asked again) now, and moves it to the end: the map's order is the order of answers. */
-  const touch = (a: HandedOverAck) => {
-    a.at = workflowNow();
-    deliveries.delete(a.input);
-    deliveries.set(a.input, a);
-  };
-  const answer = (a: HandedOverAck, ack: DeliveryAck) => {
-    a.ack = ack;
-    touch(a);
-    if (++answered <= ANSWERED_KEPT) return;
-    for (const [id, old] of deliveries)
-      if (old.ack !== undefined) {
-        deliveries.delete(id);
-        answered -= 1;
-        break;
-      }
+  let open = [...deliveries.values()].filter((d) => d.ack === undefined).length;
+  const answer = (d: Delivery, ack: DeliveryAck) => {
+    d.ack = ack;
+    open -= 1;
   };
   setHandler(
     deliverUpdate,
@@ -90,12 +65,11 @@ export function installDeliverUpdate(
         count('malformed', asIdOnly(raw));
         return { accepted: false, reason: 'malformed' };
       }
-      const updateId = currentUpdateInfo()?.id;
+      const by = updateKey(currentUpdateInfo()?.id ?? '');
       const known = deliveries.get(m.id);
-      if (known !== undefined && updateId !== undefined && known.update === updateId) {
+      if (known !== undefined && known.by === by) {
         // The same update again, in a later run: the same answer, once its input is taken. Its client may retry again.
         await condition(() => known.ack !== undefined);
-        touch(known);
         return known.ack!;
       }
       // A resend after the first attempt's run continued-as-new: the input is already queued (or done). The client's
@@ -113,9 +87,9 @@ export function installDeliverUpdate(
       // A second delivery while the first waits (a resend) shares the first's answer.
       let waiting = known?.ack === undefined ? known : undefined;
       if (waiting === undefined) {
-        deliveries.delete(m.id);
-        waiting = { input: m.id, update: updateId ?? '' };
+        waiting = { by };
         deliveries.set(m.id, waiting);
+        open += 1;
       }
       const mine = waiting;
       await condition(() => mine.ack !== undefined);
@@ -138,29 +112,20 @@ export function installDeliverUpdate(
   );
   return {
     closeAll() {
-      for (const a of deliveries.values()) if (a.ack === undefined) answer(a, { accepted: false, reason: 'closed' });
+      for (const d of deliveries.values()) if (d.ack === undefined) answer(d, { accepted: false, reason: 'closed' });
     },
-    handOver() {
-      const since = workflowNow() - REPEAT_WINDOW_MS;
-      // Waiting ones first, then the newest answered, within a size bound: ids are the senders' (update ids up to the
-      // server's 1,000 characters), and the next run's arguments must stay small whatever they chose.
-      const all = [...deliveries.values()];
-      const open = all.filter((a) => a.ack === undefined);
-      const answeredRecently = all.filter((a) => a.ack !== undefined && (a.at ?? 0) >= since);
-      const kept: HandedOverAck[] = [];
-      let chars = 0;
-      for (const a of [...open, ...answeredRecently.reverse()]) {
-        chars += a.input.length + a.update.length + HANDED_OVER_OVERHEAD_CHARS;
-        if (chars > HANDED_OVER_MAX_CHARS) break;
-        kept.push(a);
-      }
-      // Handed over oldest first, as they were kept: the next run forgets the oldest answered first.
-      const handed = [...kept.filter((a) => a.ack === undefined), ...kept.filter((a) => a.ack !== undefined).reverse()];
-      // Asked only when there is something to hand over: a thread with no recent acknowledged delivery records no marker.
+    handOver(known) {
+      // What the next run can tell apart: an input it still waits to take, or one its dedup window remembers. Beyond
+      // the window an input is taken again anyway, so its delivery need not be remembered either. Each entry is its
+      // input's id (in the window already) and a dozen characters, whatever update ids the senders chose.
+      const handed: HandedOverAck[] = [];
+      for (const [input, d] of deliveries)
+        if (d.ack === undefined || known.has(input)) handed.push([input, encodeDelivery(d)]);
+      // Asked only when there is something to hand over: a thread with no acknowledged delivery records no marker.
       return handed.length > 0 && v07() ? handed : [];
     },
     settle(taken, dropped, deferred) {
-      if (deliveries.size === answered) return;
+      if (open === 0) return;
       // Two copies of one id in a batch (a resend): one accepted and one dropped as a duplicate means accepted.
       const copies = new Map<string, number>();
       for (const m of taken) copies.set(m.id, (copies.get(m.id) ?? 0) + 1);
@@ -182,6 +147,24 @@ export function installDeliverUpdate(
       }
     },
   };
+}
+
+/**
+ * `<key>` once accepted (nearly every entry of a flood, so the shortest), `<key> waiting` while the input waits,
+ * `<key> deferred`, or `<key> <drop reason>`.
+ */
+function encodeDelivery(d: Delivery): string {
+  if (d.ack === undefined) return `${d.by} waiting`;
+  if (d.ack.accepted) return d.ack.deferred ? `${d.by} deferred` : d.by;
+  return `${d.by} ${d.ack.reason}`;
+}
+
+function decodeDelivery(code: string): Delivery {
+  const [by = '', answer] = code.split(' ');
+  if (answer === undefined) return { by, ack: { accepted: true } };
+  if (answer === 'waiting') return { by };
+  if (answer === 'deferred') return { by, ack: { accepted: true, deferred: true } };
+  return { by, ack: { accepted: false, reason: answer as DropReason } };
 }
 
 /** The id of a raw payload, read without walking it. */

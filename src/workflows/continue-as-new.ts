@@ -6,7 +6,14 @@
 import { workflowInfo } from '@temporalio/workflow';
 import { CARRY_MAX_CHARS, serializedChars } from '../core/batching';
 import { v02 } from './patches';
-import { carryState, type ThreadOptions, type ThreadState, type ThreadWorkflowArgs } from './state';
+import {
+  carryState,
+  DEDUP_WINDOW,
+  lastN,
+  type ThreadOptions,
+  type ThreadState,
+  type ThreadWorkflowArgs,
+} from './state';
 
 /**
  * `stay`: this run goes on. `now`: continue-as-new at once, abandoning open waits (0.2). `after-handlers`: wait for
@@ -38,5 +45,10 @@ export function continueAsNewDecision(
 
 /** The next run's arguments: this run's, without the seed (used up), with the state it carries. */
 export function nextRunArgs(args: ThreadWorkflowArgs, st: ThreadState): ThreadWorkflowArgs {
-  return { ...args, seed: undefined, carried: carryState(st, args.options?.dedupWindow ?? 4096) };
+  return { ...args, seed: undefined, carried: carryState(st, args.options?.dedupWindow ?? DEDUP_WINDOW) };
+}
+
+/** The input ids the next run remembers (its dedup window). */
+export function rememberedInputIds(opts: ThreadOptions, st: ThreadState): Set<string> {
+  return new Set(lastN(st.prep.processedInputIds, opts.dedupWindow ?? DEDUP_WINDOW));
 }

@@ -6,7 +6,6 @@ import type { ThrottledSlice } from '../core/capacity';
 import type { PrepareState } from '../core/prepare';
 import type { BudgetUpdate, SpawnPoint } from '../core/slice-protocol';
 import type {
-  DeliveryAck,
   DroppedInput,
   DropReason,
   ForkPoint,
@@ -27,7 +26,10 @@ export interface ThreadOptions {
   sliceTimeoutMs?: number;
   /** Attempts of one slice before the thread reports an error and waits for new input (default 10). */
   sliceMaxAttempts?: number;
-  /** Dedup ids kept across continue-as-new (default 4096). */
+  /**
+   * Input and call ids a run hands to the next, for telling a second delivery from a first.
+   * @default 4096
+   */
   dedupWindow?: number;
   /**
    * Keep the `AgentStatus` search attribute current (default true). Each change is a history event and a visibility
@@ -180,21 +182,14 @@ export interface CarriedState {
 }
 
 /**
- * An input a `deliver` update delivered, handed to the next run: Temporal may deliver an update again to a run that a
- * continue-as-new started, under the same update id, even one an earlier run answered (a client's retry of its request
- * lands on the current run; temporalio/temporal issue 6375). The later run answers it as the first did (`ack`), or once
- * its input is taken, instead of as a second delivery of the same input (a `duplicate` drop).
+ * An input a `deliver` update delivered, handed to the next run: `[input id, "<update key>[ <answer>]"]`. Temporal may
+ * deliver an update again to a run that a continue-as-new started, under the same update id, even one an earlier run
+ * answered (the retries of a client's request land on the current run; temporalio/temporal issue 6375). The later run
+ * answers it as the first did, or once its input is taken, instead of as a second delivery of the same input (a
+ * `duplicate` drop). The key is 8 hex digits of the update id's hash, alone once the input was accepted, else followed by
+ * `waiting`, `deferred` or the drop reason.
  */
-export interface HandedOverAck {
-  /** The input's id. */
-  input: string;
-  /** The update's id. */
-  update: string;
-  /** The answer, once given; absent while the input waits in the queue. */
-  ack?: DeliveryAck;
-  /** When it was answered, or last asked again (workflow time, ms). */
-  at?: number;
-}
+export type HandedOverAck = [input: string, delivery: string];
 
 export interface CompactionState {
   /** The compaction child now summarizing this thread. */
@@ -286,8 +281,11 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
   };
 }
 
+/** {@link ThreadOptions.dedupWindow}'s default. */
+export const DEDUP_WINDOW = 4096;
+
 /** Sets keep insertion order, so the window keeps the most recent ids. */
-function lastN(set: Set<string>, n: number): string[] {
+export function lastN(set: Set<string>, n: number): string[] {
   const all = [...set];
   return all.length > n ? all.slice(all.length - n) : all;
 }

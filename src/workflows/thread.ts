@@ -13,7 +13,7 @@ import type { SliceInputs } from '../core/slice-protocol';
 import type { StoredItem } from '../core/types';
 import { installDeliverUpdate } from './acknowledged';
 import { installBudgetSignal } from './budget';
-import { continueAsNewDecision, nextRunArgs } from './continue-as-new';
+import { continueAsNewDecision, nextRunArgs, rememberedInputIds } from './continue-as-new';
 import { handleControlInputs } from './control-inputs';
 import { installInbox } from './inbox';
 import { installStatusHandlers, loopState } from './loop-state';
@@ -103,7 +103,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     const next = continueAsNewDecision(opts, st, loop.idle);
     if (next !== 'stay') {
       if (next === 'after-handlers') await condition(allHandlersFinished);
-      st.acks = acks.handOver();
+      st.acks = acks.handOver(rememberedInputIds(opts, st));
       await continueAsNew<typeof agentThread>(nextRunArgs(args, st));
     }
   }

@@ -1,6 +1,6 @@
 /** Finding the Temporal CLI: clear errors that say what was tried and what to do. */
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
@@ -44,6 +44,48 @@ it('reports a server that exits at once with its output', async () => {
   await expect(startDevServer({ cliPath: '/bin/false', ui: false, startTimeoutMs: 5000 })).rejects.toThrow(
     /exited with code 1|did not become ready/,
   );
+});
+
+/**
+ * A stand-in CLI that logs each start's arguments and fails its first as a server does when another process took one
+ * of its ports (the race between choosing free ports and binding them), then runs the real CLI.
+ */
+function portTakenOnce(): { cli: string; starts: () => string[] } {
+  const dir = mkdtempSync(join(tmpdir(), 'port-race-'));
+  const log = join(dir, 'starts');
+  const cli = join(dir, 'temporal');
+  writeFileSync(
+    cli,
+    `#!/bin/sh
+echo "$*" >> '${log}'
+if [ "$(wc -l < '${log}')" -eq 1 ]; then
+  echo 'failed listening for HTTP API on 127.0.0.1:1: listen tcp 127.0.0.1:1: bind: address already in use' >&2
+  exit 1
+fi
+exec '${findTemporalCli()}' "$@"
+`,
+  );
+  chmodSync(cli, 0o755);
+  return { cli, starts: () => readFileSync(log, 'utf8').trim().split('\n') };
+}
+
+it('starts again on other ports when another process took one of those it chose', async () => {
+  const { cli, starts } = portTakenOnce();
+  const server = await startDevServer({ cliPath: cli, ui: false });
+  try {
+    const [first, second] = starts().map((args) => /--port (\d+)/.exec(args)?.[1]);
+    expect(starts()).toHaveLength(2);
+    expect(second).not.toBe(first);
+    expect(server.address).toBe(`127.0.0.1:${second}`);
+  } finally {
+    await server.stop();
+  }
+}, 60_000);
+
+it('does not move a port the caller chose: the bind failure is reported', async () => {
+  const { cli, starts } = portTakenOnce();
+  await expect(startDevServer({ cliPath: cli, ui: false, port: 1 })).rejects.toThrow(/address already in use/);
+  expect(starts()).toHaveLength(1);
 });
 
 /** Whether a process with this pid still runs (signal 0 only checks). */

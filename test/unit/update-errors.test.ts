@@ -1,0 +1,29 @@
+/**
+ * Which update failures the acknowledged client sends again: the errors as the SDK raises them (a `ServiceError`
+ * caused by the gRPC error the server returned), with the texts the server sends.
+ */
+import { ServiceError } from '@temporalio/client';
+import { expect, it } from 'vitest';
+import { isUpdateLimit } from '../../src/inbox/unavailable';
+
+/** What `updateWorkflowExecution` throws once the SDK's own retries of a RESOURCE_EXHAUSTED answer ran out. */
+function exhausted(details: string): ServiceError {
+  const grpc = Object.assign(new Error(`8 RESOURCE_EXHAUSTED: ${details}`), { code: 8, details, metadata: {} });
+  return new ServiceError('Workflow Update failed', { cause: grpc });
+}
+
+it('sends again when too many updates are in flight, or the run was closing while the update waited', () => {
+  expect(isUpdateLimit(exhausted('limit on number of concurrent in-flight updates has been reached (10)'))).toBe(true);
+  // Seen on a flooded thread: the server aborts an admitted update of a run that continues-as-new as retryable.
+  expect(isUpdateLimit(exhausted('workflow operation can not be applied because workflow is closing'))).toBe(true);
+});
+
+it('does not send again for other exhaustion, or for the same texts under another code', () => {
+  expect(isUpdateLimit(exhausted('namespace rate limit exceeded'))).toBe(false);
+  const notFound = Object.assign(new Error('5 NOT_FOUND: workflow is closing'), {
+    code: 5,
+    details: 'workflow is closing',
+    metadata: {},
+  });
+  expect(isUpdateLimit(new ServiceError('Workflow Update failed', { cause: notFound }))).toBe(false);
+});
