@@ -58,14 +58,17 @@ export function isUpdateLimit(e: unknown): boolean {
 }
 
 /**
- * An update the server dropped because the workflow task carrying it failed ("unexpected workflow task failure", e.g. a
- * continue-as-new refused since a signal landed during the task): the update was never accepted, so it may be sent
- * again, and the next task (or run) answers it.
+ * An update the server dropped before the workflow accepted it: the workflow task carrying it failed ("unexpected
+ * workflow task failure", e.g. a continue-as-new refused since a signal landed during the task), or the server aborted
+ * it (`UNAVAILABLE` "workflow update was aborted", when the task was lost under load, after the SDK's own few retries).
+ * It may be sent again, and the next task (or run) answers it.
  */
 export function isUpdateLostWithTask(e: unknown): boolean {
   for (let err: unknown = e; err instanceof Error; err = err.cause) {
     const details = isGrpcServiceError(err) ? err.details : '';
     if (/unexpected workflow task failure/i.test(`${err.message} ${details}`)) return true;
+    if (isGrpcServiceError(err) && err.code === 14 && /update was aborted/i.test(`${err.message} ${details}`))
+      return true;
   }
   return false;
 }

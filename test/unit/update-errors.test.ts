@@ -4,13 +4,14 @@
  */
 import { ServiceError } from '@temporalio/client';
 import { expect, it } from 'vitest';
-import { isUpdateLimit } from '../../src/inbox/unavailable';
+import { isUpdateLimit, isUpdateLostWithTask } from '../../src/inbox/unavailable';
 
-/** What `updateWorkflowExecution` throws once the SDK's own retries of a RESOURCE_EXHAUSTED answer ran out. */
-function exhausted(details: string): ServiceError {
-  const grpc = Object.assign(new Error(`8 RESOURCE_EXHAUSTED: ${details}`), { code: 8, details, metadata: {} });
+/** What `updateWorkflowExecution` throws once the SDK's own retries of the server's answer ran out. */
+function failed(code: number, name: string, details: string): ServiceError {
+  const grpc = Object.assign(new Error(`${code} ${name}: ${details}`), { code, details, metadata: {} });
   return new ServiceError('Workflow Update failed', { cause: grpc });
 }
+const exhausted = (details: string) => failed(8, 'RESOURCE_EXHAUSTED', details);
 
 it('sends again when too many updates are in flight, or the run was closing while the update waited', () => {
   expect(isUpdateLimit(exhausted('limit on number of concurrent in-flight updates has been reached (10)'))).toBe(true);
@@ -26,4 +27,10 @@ it('does not send again for other exhaustion, or for the same texts under anothe
     metadata: {},
   });
   expect(isUpdateLimit(new ServiceError('Workflow Update failed', { cause: notFound }))).toBe(false);
+});
+
+it('sends again an update the server aborted before the workflow took it, not a server that is down', () => {
+  // Seen on a flooded thread whose workflow tasks were lost under load (the SDK's five retries gave up).
+  expect(isUpdateLostWithTask(failed(14, 'UNAVAILABLE', 'workflow update was aborted'))).toBe(true);
+  expect(isUpdateLostWithTask(failed(14, 'UNAVAILABLE', 'No connection established'))).toBe(false);
 });
