@@ -19,7 +19,7 @@ const run = promisify(execFile);
 
 /** The shell blocks of the README section, by their first line (a comment). */
 function readmeBlocks(): Map<string, string> {
-  const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+  const readme = readFileSync(join(__dirname, '..', 'docs', 'temporal-cli.md'), 'utf8');
   const section = readme.split('\n## From the Temporal CLI\n')[1]!.split('\n## ')[0]!;
   const blocks = new Map<string, string>();
   for (const m of section.matchAll(/```sh\n([\s\S]*?)```/g))

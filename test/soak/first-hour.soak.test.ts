@@ -166,7 +166,7 @@ describe("a new user's first hour, from the packed package", () => {
     });
 
     it('runs the README Temporal-CLI recipes for a hand-delivered result as written', async () => {
-      const section = readFileSync(join(repositoryRoot, 'README.md'), 'utf8')
+      const section = readFileSync(join(repositoryRoot, 'docs', 'temporal-cli.md'), 'utf8')
         .split('\n## From the Temporal CLI\n')[1]!
         .split('\n## ')[0]!;
       const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
