@@ -100,6 +100,52 @@ describe('two workers on one store share one concurrency limit', () => {
   });
 });
 
+describe('fair shares of a key', () => {
+  /** Which thread each model call served, in the order the calls began. */
+  const served: string[] = [];
+  let sys: TestSystem;
+  beforeAll(async () => {
+    const inner = new ScriptedModel(() => ({ text: 'done', chunks: 2, delayMs: 60 }));
+    const model: ModelProvider = {
+      id: inner.id,
+      stream(request: ModelRequest, signal: AbortSignal) {
+        const thread = /current thread ID is `([^`]+)`/.exec(request.system)?.[1] ?? '?';
+        served.push(thread);
+        return inner.stream(request, signal);
+      },
+    };
+    sys = await startTestSystem({ model, limits: { key: 'shared-by-weight', concurrency: 1, reserve: 0 } });
+  });
+  afterAll(async () => sys?.shutdown());
+
+  it('gives the threads of each fairness key calls in proportion to its weight while both wait', async () => {
+    // Twelve threads of a key of weight 3 and twelve of a key of weight 1, all woken at once, one call at a time.
+    const shares = { heavy: 3, light: 1 } as const;
+    const threads = await Promise.all(
+      Array.from({ length: 24 }, async (_, i) => {
+        const key = i % 2 ? 'heavy' : 'light';
+        const thread = await sys.client.startThread({
+          threadId: uid(key),
+          priority: { fairnessKey: key, fairnessWeight: shares[key] },
+        });
+        return { key, thread };
+      }),
+    );
+    await Promise.all(threads.map(({ thread }) => thread.sendUserText('go')));
+    for (const { thread } of threads) {
+      const status = await thread.waitForIdle({ settled: true, timeoutMs: 120_000 });
+      expect(status.lastError).toBeUndefined();
+      expect(await replies(thread)).toEqual(['done']);
+    }
+    const keyOf = new Map(threads.map(({ key, thread }) => [thread.threadId, key]));
+    const order = served.map((id) => keyOf.get(id)).filter((k) => k !== undefined);
+    expect(order).toHaveLength(24);
+    // While both keys wait (the first 16 calls: 12 of 16 by weight, 8 of 16 without it), the heavier gets ~3 in 4.
+    const heavy = order.slice(0, 16).filter((k) => k === 'heavy').length;
+    expect(heavy, order.join(' ')).toBeGreaterThanOrEqual(10);
+  });
+});
+
 describe("a provider's 429 backs every thread on the key off", () => {
   let server: WireServer;
   let sys: TestSystem;
@@ -210,7 +256,7 @@ it('ends the lease of a request whose provider throws at once, so the capacity i
     toolContext: () => {
       throw new Error('no tools');
     },
-    capacity: capacityGate(store, limits, broken.id, true),
+    capacity: capacityGate(store, limits, broken.id, true, undefined),
   });
   expect(out.error).toBe('this provider throws before it streams');
   const next = { key: 'throws', limits, tokens: 1, foreground: true, leaseMs: 30_000, leaseId: 'next' };

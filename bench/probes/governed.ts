@@ -2,11 +2,12 @@
  * `npx tsx bench/probes/governed.ts [threads] [rpm] [concurrency]`: a fleet woken at once against a provider that
  * enforces its own limits with real 429s (issue 27 §3, a first cut of the `governed` phase). A mock OpenAI-compatible
  * server allows `rpm` requests per sliding minute and `concurrency` at once, answering `429` with `Retry-After`
- * otherwise. `threads` roots (default 200) in 5 tenants each get one user text at the same moment, while one
- * user-facing root does a turn every second; its latency is measured quiet first (idle p50), then under the burst.
- * Run twice in one process: without provider limits, and with `limits` set to the provider's. Prints JSON:
- * `{ off, on }` each with provider429s, providerRequests, completions, drainMs, userIdleP50Ms, userP50Ms,
- * tenantCompletions.
+ * otherwise. `threads` roots (default 200) in 10 tenants (Temporal fairness keys; five of weight 1, five of weight 2)
+ * each get one user text at the same moment, while one user-facing root does a turn every second; its latency is
+ * measured quiet first (idle p50), then under the burst. Run twice in one process: without provider limits, and with
+ * `limits` set to the provider's. Prints JSON: `{ off, on }` each with provider429s, providerRequests, completions,
+ * drainMs, userIdleP50Ms, userP50Ms, tenantCompletions (while every tenant still had threads waiting) and
+ * tenantShareErrorMaxPct (the largest deviation of a tenant's share of those completions from its weight's share).
  */
 import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -26,7 +27,9 @@ import { openAiChatDialect } from '../../test/wire/openai-chat';
 import { runMain } from '../lib/main';
 import { percentile } from '../lib/stats';
 
-const TENANTS = 5;
+const TENANTS = 10;
+/** Tenant t's weight: the first half 1, the second half 2. */
+const weightOf = (t: number) => (t < TENANTS / 2 ? 1 : 2);
 
 /** The provider: a sliding-minute request limit and a concurrency limit, each answered with a real 429. */
 async function startProvider(rpm: number, concurrency: number) {
@@ -78,6 +81,7 @@ interface Outcome {
   userIdleP50Ms: number;
   userP50Ms: number;
   tenantCompletions: number[];
+  tenantShareErrorMaxPct: number;
 }
 
 async function runOnce(threads: number, rpm: number, concurrency: number, limited: boolean): Promise<Outcome> {
@@ -127,7 +131,12 @@ async function runOnce(threads: number, rpm: number, concurrency: number, limite
     const ids = await Promise.all(
       Array.from({ length: threads }, async (_, i) => {
         const threadId = `fleet-${limited}-${i}-${Date.now()}`;
-        await client.startThread({ threadId, tenant: `tenant-${i % TENANTS}` });
+        const t = i % TENANTS;
+        await client.startThread({
+          threadId,
+          tenant: `tenant-${t}`,
+          priority: { fairnessKey: `tenant-${t}`, fairnessWeight: weightOf(t) },
+        });
         await client.thread(threadId).sendUserText(`wake ${i}`);
         return threadId;
       }),
@@ -140,9 +149,26 @@ async function runOnce(threads: number, rpm: number, concurrency: number, limite
       if (Date.now() - t0 > 600_000) break;
     }
     const drainMs = Math.max(...ids.map((id) => doneAt.get(id) ?? Date.now())) - t0;
+    // While every tenant still has threads waiting: until the first tenant's last completion.
+    const tenantOf = (i: number) => i % TENANTS;
+    const lastOf = Array.from({ length: TENANTS }, (_, t) =>
+      Math.max(...ids.filter((_, i) => tenantOf(i) === t).map((id) => doneAt.get(id) ?? Infinity)),
+    );
+    const backlogged = Math.min(...lastOf);
     const tenantCompletions = Array.from(
       { length: TENANTS },
-      (_, t) => ids.filter((id, i) => i % TENANTS === t && doneAt.has(id)).length,
+      (_, t) => ids.filter((id, i) => tenantOf(i) === t && (doneAt.get(id) ?? Infinity) <= backlogged).length,
+    );
+    const total = tenantCompletions.reduce((a, b) => a + b, 0);
+    const weights = Array.from({ length: TENANTS }, (_, t) => weightOf(t));
+    const weightSum = weights.reduce((a, b) => a + b, 0);
+    const tenantShareErrorMaxPct = Math.round(
+      Math.max(
+        ...tenantCompletions.map((n, t) => {
+          const expected = (total * weights[t]!) / weightSum;
+          return (100 * Math.abs(n - expected)) / expected;
+        }),
+      ),
     );
     return {
       provider429s: provider.stats.limited - limitedBefore,
@@ -152,6 +178,7 @@ async function runOnce(threads: number, rpm: number, concurrency: number, limite
       userIdleP50Ms: Math.round(percentile(idle, 50)),
       userP50Ms: Math.round(percentile(busy, 50)),
       tenantCompletions,
+      tenantShareErrorMaxPct,
     };
   } finally {
     await worker.shutdown();

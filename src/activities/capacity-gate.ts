@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/activity';
-import type { ProviderLimits, ThrottledSlice } from '../core/capacity';
+import type { CapacityRequest, ProviderLimits, ThrottledSlice } from '../core/capacity';
 import { SLICE_REFUSED } from '../core/slice-protocol';
 import type { TokenUsage } from '../core/types';
 import type { ModelRequest } from '../model/provider';
@@ -36,12 +36,16 @@ export interface CapacityGate {
   rateLimited(waitMs: number, round: number): Promise<void>;
 }
 
-/** The gate of a worker with `limits` on `modelId`, or none without limits. */
+/**
+ * The gate of a worker with `limits` on `modelId`, or none without limits. `share`: the thread's fair share of the key
+ * (its Temporal fairness key and weight).
+ */
 export function capacityGate(
   store: ConversationStore,
   limits: ProviderLimits | undefined,
   modelId: string,
   foreground: boolean,
+  share: CapacityRequest['share'],
 ): CapacityGate | undefined {
   if (!limits) return undefined;
   const key = limits.key ?? modelId;
@@ -50,7 +54,15 @@ export function capacityGate(
       const tokens = estimateTokens(request);
       const leaseId = randomUUID();
       for (;;) {
-        const grant = await store.capacity.acquire({ key, limits, tokens, foreground, leaseMs: LEASE_MS, leaseId });
+        const grant = await store.capacity.acquire({
+          key,
+          limits,
+          tokens,
+          foreground,
+          leaseMs: LEASE_MS,
+          leaseId,
+          ...(share && { share }),
+        });
         if (grant.granted) break;
         if (round === 0) throw throttledFailure({ key, reason: grant.reason, retryAfterMs: grant.retryAfterMs });
         await sleep(Math.min(grant.retryAfterMs, MAX_IN_SLICE_WAIT_MS), undefined, { signal });

@@ -187,7 +187,10 @@ async function complete(
     emit,
     toolContext: rt.io.toolContext(threadId, record.rootThreadId, loaded.ancestors, input.userId),
     runtime: runtimeContext(deps.store, input, loaded),
-    capacity: capacityGate(deps.store, deps.limits, deps.model.id, input.kind === 'root'),
+    capacity: capacityGate(deps.store, deps.limits, deps.model.id, input.kind === 'root', {
+      key: input.share?.key ?? record.rootThreadId,
+      ...(input.share?.weight !== undefined && { weight: input.share.weight }),
+    }),
   });
   throwIfAbandoned(out, control);
   return out;

@@ -27,6 +27,16 @@ export interface ProviderLimits {
   reserve?: number;
 }
 
+/**
+ * A fair share's place on the key: `vt`, its requests divided by its weight (start-time fair queuing's virtual time);
+ * `until`, when its slices stop counting as waiting for the key unless one asks again; `w`, its weight.
+ */
+export interface TenantShare {
+  vt: number;
+  until: number;
+  w: number;
+}
+
 /** The state of one key, as a store keeps it. */
 export interface CapacityState {
   /** Tokens left in the bucket (may be negative: a correction after a call that used more than estimated). */
@@ -39,6 +49,10 @@ export interface CapacityState {
   backoffUntil: number;
   /** Multiplier of the rates after rate-limit answers, 0.1 to 1. */
   factor: number;
+  /** Fair shares that asked recently, by fairness key ('' for requests without one). */
+  shares?: Record<string, TenantShare>;
+  /** The key's virtual time: the share the last granted request started at. A tenant that was not waiting starts here. */
+  vtime?: number;
 }
 
 /** What one model request asks of a key. */
@@ -52,9 +66,16 @@ export interface CapacityRequest {
   /** How long the lease holds if never released (a killed worker gives its share back then). */
   leaseMs: number;
   leaseId: string;
+  /**
+   * The request's fair share: the thread's Temporal fairness key (by default its root thread's id, so one agent tree is
+   * one share) and weight; every share waiting for the key gets requests in proportion to its weight.
+   * @default '' and 1
+   */
+  share?: { key: string; weight?: number };
 }
 
-export type CapacityRefusal = 'backoff' | 'concurrency' | 'requests' | 'tokens';
+/** `share`: capacity is free, but shares behind this one in the weighted order are waiting for it. */
+export type CapacityRefusal = 'backoff' | 'concurrency' | 'requests' | 'tokens' | 'share';
 
 /** Why a slice waits for capacity, and how long the limiter asked it to (a 429's `Retry-After`: `rate_limited`). */
 export interface ThrottledSlice {
@@ -74,6 +95,14 @@ export const MIN_FACTOR = 0.1;
 export const RECOVERY_PER_MINUTE = 1.05;
 
 const DEFAULT_RESERVE = 0.1;
+/** A waiting tenant counts as waiting this long past the retry it was given, so it is back before it is forgotten. */
+export const SHARE_GRACE_MS = 2_000;
+/** A share that has not asked for this long is dropped from the key's state (it starts level when it comes back). */
+export const SHARE_FORGET_MS = 60_000;
+/** At most this many shares are kept per key (the least recently waiting go first): the state stays small. */
+export const MAX_SHARES = 512;
+/** A tenant refused for its share comes back after at most this many request intervals. */
+const MAX_SHARE_WAIT_STEPS = 20;
 
 /** A key nobody has used yet: full buckets. */
 export function freshCapacity(limits: ProviderLimits, now: number): CapacityState {
@@ -98,8 +127,9 @@ export function refill(s: CapacityState, limits: ProviderLimits, now: number): C
 
 /**
  * Whether a request may go now, given the key's state and its unexpired leases; the new state either way (refilled,
- * and debited when granted). A request larger than a whole minute's tokens goes once the bucket is full, else it could
- * never go.
+ * debited when granted, and the request's tenant marked as waiting when refused). A request larger than a whole
+ * minute's tokens goes once the bucket is full, else it could never go. Capacity that is free goes to the tenant
+ * furthest behind its weighted share among those waiting (user-facing slices excepted: they go first).
  */
 export function decideCapacity(
   state: CapacityState | undefined,
@@ -108,11 +138,15 @@ export function decideCapacity(
   now: number,
 ): { state: CapacityState; grant: CapacityGrant } {
   const { limits } = req;
-  const s = refill(state ?? freshCapacity(limits, now), limits, now);
-  const refuse = (reason: CapacityRefusal, retryAfterMs: number) => ({
-    state: s,
-    grant: { granted: false as const, reason, retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)) },
-  });
+  const s = withShares(refill(state ?? freshCapacity(limits, now), limits, now), now);
+  const tenant = req.share?.key ?? '';
+  const weight = req.share?.weight ?? 1;
+  const mine = { ...levelShare(s, tenant, now), w: weight };
+  const refuse = (reason: CapacityRefusal, retryAfterMs: number) => {
+    const wait = Math.max(1, Math.ceil(retryAfterMs));
+    const shares = { ...s.shares, [tenant]: { ...mine, until: Math.max(mine.until, now + wait + SHARE_GRACE_MS) } };
+    return { state: { ...s, shares }, grant: { granted: false as const, reason, retryAfterMs: wait } };
+  };
   if (now < s.backoffUntil) return refuse('backoff', s.backoffUntil - now);
   // Background work leaves the reserve to user-facing slices.
   const keep = req.foreground ? 0 : Math.min(1, Math.max(0, limits.reserve ?? DEFAULT_RESERVE));
@@ -131,14 +165,60 @@ export function decideCapacity(
     const need = Math.min(req.tokens, full) + keep * full;
     if (s.tokens < need) return refuse('tokens', (need - s.tokens) / rate);
   }
+  const ahead = aheadOfShare(s.shares, tenant, mine.vt, weight, limits, now);
+  if (ahead !== undefined) return refuse('share', ahead);
   return {
     state: {
       ...s,
       requests: limits.rpm === undefined ? s.requests : s.requests - 1,
       tokens: limits.tpm === undefined ? s.tokens : s.tokens - req.tokens,
+      shares: { ...s.shares, [tenant]: { ...mine, vt: mine.vt + 1 / weight, until: Math.max(mine.until, now) } },
+      vtime: Math.max(s.vtime ?? 0, mine.vt),
     },
     grant: { granted: true },
   };
+}
+
+/** The state without shares that have not asked for {@link SHARE_FORGET_MS}, and at most {@link MAX_SHARES} of them. */
+function withShares(s: CapacityState, now: number): CapacityState {
+  if (!s.shares) return s;
+  const recent = Object.entries(s.shares).filter(([, share]) => share.until > now - SHARE_FORGET_MS);
+  if (recent.length >= MAX_SHARES) recent.sort(([, a], [, b]) => b.until - a.until).splice(MAX_SHARES - 1);
+  return { ...s, shares: Object.fromEntries(recent) };
+}
+
+/** Tenants whose slices wait for the key now. */
+const waiting = (shares: Record<string, TenantShare> | undefined, now: number) =>
+  Object.entries(shares ?? {}).filter(([, share]) => share.until > now);
+
+/**
+ * The tenant's share, levelled: a tenant that was not waiting starts no further behind than the key's virtual time
+ * (start-time fair queuing), so time it spent idle is not credit to spend later.
+ */
+function levelShare(s: CapacityState, tenant: string, now: number): TenantShare {
+  const own = s.shares?.[tenant] ?? { vt: 0, until: 0, w: 1 };
+  return own.until > now ? own : { ...own, vt: Math.max(own.vt, s.vtime ?? 0) };
+}
+
+/**
+ * How long a tenant should wait for others that are behind it in the weighted share and waiting too, or undefined when
+ * it may go (it is at most one of its own requests ahead of every one of them).
+ */
+function aheadOfShare(
+  shares: Record<string, TenantShare> | undefined,
+  tenant: string,
+  vt: number,
+  weight: number,
+  limits: ProviderLimits,
+  now: number,
+): number | undefined {
+  const behind = waiting(shares, now).filter(([t, share]) => t !== tenant && share.vt + 1 / weight < vt);
+  if (behind.length === 0) return undefined;
+  // The others catch up by `gap` in virtual time after about gap × (their weights) requests.
+  const gap = vt - Math.min(...behind.map(([, share]) => share.vt));
+  const steps = Math.min(MAX_SHARE_WAIT_STEPS, Math.max(1, gap * behind.reduce((w, [, share]) => w + share.w, 0)));
+  const interval = limits.rpm !== undefined ? 60_000 / limits.rpm : CONCURRENCY_RETRY_MS;
+  return steps * Math.max(interval, CONCURRENCY_RETRY_MS / 5);
 }
 
 /** After the call: the bucket pays for what the call used beyond its estimate (or gets back what it did not use). */

@@ -33,6 +33,11 @@ export interface SliceInput {
   inputs?: SliceInputs;
   /** The tree's tenant (budgets, issue 27 §1); absent: the root thread id. */
   tenant?: string;
+  /**
+   * The thread's Temporal fairness key and weight, its fair share of a provider limit's key (issue 27 §2); absent: the
+   * root thread id, weight 1.
+   */
+  share?: { key: string; weight?: number };
   /** Limits the thread's `budget` signals set, applied to the store before the slice's budget check. */
   budgetUpdates?: BudgetUpdate[];
 }

@@ -1,6 +1,7 @@
 /**
  * The limiter's arithmetic (core/capacity.ts): buckets refill continuously, concurrency counts leases, a rate-limit
- * answer closes the key and lowers its rates, background work leaves the reserve to user-facing slices.
+ * answer closes the key and lowers its rates, background work leaves the reserve to user-facing slices, and tenants
+ * waiting for the key share it by weight.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -11,6 +12,7 @@ import {
   correctCapacity,
   decideCapacity,
   limitsProblem,
+  MAX_SHARES,
   type ProviderLimits,
 } from '../../src/core/capacity';
 
@@ -113,6 +115,100 @@ describe("a provider's rate-limit answer", () => {
     const soon = decideCapacity(closed, req(limits), 0, T0 + 1000 + 60_000).state;
     expect(soon.factor).toBeGreaterThan(BACKOFF_FACTOR);
     expect(soon.factor).toBeLessThan(1);
+  });
+});
+
+/** A deterministic stream of numbers in [0, 1) (a linear congruential generator). */
+function seeded(seed: number): () => number {
+  let x = seed;
+  return () => (x = (Math.imul(x, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32;
+}
+
+/**
+ * Background slices of several tenants polling one key of concurrency 1 every 10 ms, each tenant with as many waiting
+ * threads as the others (so each poll comes from any tenant with equal chance), each call taking 100 ms: the grants per
+ * tenant once `grants` have been made.
+ */
+function pollers(
+  limits: ProviderLimits,
+  tenants: string[],
+  grants: number,
+  from: { state?: CapacityState; now?: number; seed?: number; weights?: Record<string, number> } = {},
+) {
+  const random = seeded(from.seed ?? 7);
+  const counts = Object.fromEntries(tenants.map((t) => [t, 0]));
+  let state = from.state;
+  let busyUntil = 0;
+  let now = from.now ?? T0;
+  for (let made = 0; made < grants; now += 10) {
+    const tenant = tenants[Math.floor(random() * tenants.length)]!;
+    const share = { key: tenant, weight: from.weights?.[tenant] ?? 1 };
+    const d = decideCapacity(state, { ...req(limits, 1, false), share }, now < busyUntil ? 1 : 0, now);
+    state = d.state;
+    if (d.grant.granted) {
+      counts[tenant]! += 1;
+      made += 1;
+      busyUntil = now + 100;
+    }
+  }
+  return { counts, state: state!, now };
+}
+
+describe('fair shares', () => {
+  it('gives waiting tenants requests in proportion to their weights', () => {
+    const limits = { concurrency: 1, reserve: 0 };
+    const { counts } = pollers(limits, ['a', 'b'], 400, { weights: { a: 3, b: 1 } });
+    expect(counts.a! / 400).toBeGreaterThan(0.72);
+    expect(counts.a! / 400).toBeLessThan(0.78);
+    // Ten tenants, weights 1 to 10: each within 10 % of its share.
+    const ten = Array.from({ length: 10 }, (_, i) => `t${i + 1}`);
+    const weights = Object.fromEntries(ten.map((t, i) => [t, i + 1]));
+    const many = pollers(limits, ten, 5500, { weights }).counts;
+    for (const [i, t] of ten.entries()) {
+      const expected = (5500 * (i + 1)) / 55;
+      expect(Math.abs(many[t]! - expected) / expected, t).toBeLessThan(0.1);
+    }
+  });
+
+  it('shares equally without weights, and requests without a share are one share', () => {
+    const { counts } = pollers({ concurrency: 1, reserve: 0 }, ['a', ''], 400);
+    expect(Math.abs(counts.a! - 200)).toBeLessThanOrEqual(2);
+  });
+
+  it('says why a tenant waits, and for how long, when capacity is free but others are behind it', () => {
+    const limits = { concurrency: 1, reserve: 0 };
+    // b waits (refused while a call ran), then a asks again before b comes back.
+    let state = decideCapacity(undefined, { ...req(limits, 1, false), share: { key: 'a' } }, 0, T0).state;
+    state = decideCapacity(state, { ...req(limits, 1, false), share: { key: 'b' } }, 1, T0 + 1).state;
+    state = decideCapacity(state, { ...req(limits, 1, false), share: { key: 'a' } }, 0, T0 + 2).state;
+    const refused = decideCapacity(state, { ...req(limits, 1, false), share: { key: 'a' } }, 0, T0 + 3);
+    expect(refused.grant).toMatchObject({ granted: false, reason: 'share' });
+    // b goes.
+    expect(
+      decideCapacity(refused.state, { ...req(limits, 1, false), share: { key: 'b' } }, 0, T0 + 4).grant.granted,
+    ).toBe(true);
+  });
+
+  it('does not let a share bank the time it was idle', () => {
+    const limits = { concurrency: 1, reserve: 0 };
+    // a alone for 300 requests; then b arrives and both wait: b does not get the next 300.
+    const alone = pollers(limits, ['a'], 300);
+    const { counts } = pollers(limits, ['a', 'b'], 100, { state: alone.state, now: alone.now + 10_000, seed: 3 });
+    expect(counts.a).toBeGreaterThan(40);
+  });
+
+  it('forgets shares that stopped asking, and keeps at most a bounded number', () => {
+    const { state } = pollers({ concurrency: 1, reserve: 0 }, ['a', 'b'], 10);
+    const limits = { concurrency: 1, reserve: 0 };
+    const later = decideCapacity(state, { ...req(limits, 1, false), share: { key: 'c' } }, 0, T0 + 600_000);
+    expect(Object.keys(later.state.shares ?? {})).toEqual(['c']);
+    // A thousand agent trees waiting at once (each its own share by default): the key keeps the latest 512.
+    let crowd: CapacityState | undefined;
+    for (let i = 0; i < 1000; i++)
+      crowd = decideCapacity(crowd, { ...req(limits, 1, false), share: { key: `tree-${i}` } }, 1, T0 + i).state;
+    expect(Object.keys(crowd!.shares!)).toHaveLength(MAX_SHARES);
+    expect(crowd!.shares!['tree-999']).toBeDefined();
+    expect(crowd!.shares!['tree-0']).toBeUndefined();
   });
 });
 
