@@ -1,5 +1,5 @@
 /**
- * Compaction (docs/semantics.md §12; reference spec §6) on the real dev server: a thread driven past a small context window three times
+ * Compaction (docs/semantics.md §12) on the real dev server: a thread driven past a small context window three times
  * keeps working on summaries, a child spawned before a compaction keeps exactly what it inherited, and reports and
  * events whose original calls were compacted away still arrive, once.
  */

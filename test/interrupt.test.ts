@@ -1,5 +1,5 @@
 /**
- * User text that arrives while a slice is streaming cancels the slice (docs/semantics.md §4; reference spec §5.2): the partial turn is
+ * User text that arrives while a slice is streaming cancels the slice (docs/semantics.md §4): the partial turn is
  * committed without trailing reasoning, and the next slice starts with `<interrupt>`-prefixed text. Non-user inputs
  * never interrupt.
  */

@@ -106,7 +106,7 @@ export function createDispatch(
       send: (message) => deps.send(message, { toolName }),
     });
 
-  /** Starts an async tool; failures become an error result for the same call (docs/semantics.md §3; reference spec §2.7). */
+  /** Starts an async tool; failures become an error result for the same call (docs/semantics.md §3). */
   async function dispatch(
     threadId: string,
     rootThreadId: string,

@@ -1,7 +1,7 @@
 /**
- * Loading a thread's effective history (docs/architecture.md, "Data model"; reference spec §6.5): what it inherited from its ancestors up to each spawn
- * point, then its own items, with compaction summaries standing in for what they cover. Also fills in the synthetic
- * `receive_event__injected` calls whose original call lives in the thread's full (uncompacted) history.
+ * Loading a thread's effective history (docs/architecture.md, "Data model"): what it inherited from its ancestors up to
+ * each spawn point, then its own items, with compaction summaries standing in for what they cover. Also fills in the
+ * synthetic `receive_event__injected` calls whose original call lives in the thread's full (uncompacted) history.
  */
 import { compactedSummary, INJECTED_TOOL_NAME } from '../core/texts';
 import type { HistoryItem, StoredItem } from '../core/types';
@@ -13,7 +13,7 @@ export { inheritedHistory, threadChain, viewChain } from '../store/chain';
 const summaryItem = (summary: string): HistoryItem => ({ kind: 'assistant', text: compactedSummary(summary) });
 
 /**
- * What the model sees of a thread whose own committed items are `own` (docs/semantics.md §12; reference spec §6.5):
+ * What the model sees of a thread whose own committed items are `own` (docs/semantics.md §12):
  * - the thread's own latest summary, then its items from the summary's end (ancestors are inside the summary);
  * - else the nearest ancestor summary that lies within what the thread inherited, then everything after it;
  * - else everything inherited, then its own items.

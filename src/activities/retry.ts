@@ -1,5 +1,5 @@
 /**
- * Retries of a model round (docs/semantics.md §17; reference spec §2.6): the policy, the timeouts, and which failures are retried after how
+ * Retries of a model round (docs/semantics.md §17): the policy, the timeouts, and which failures are retried after how
  * long. Kept apart from the completion loop so the table reads in one place.
  */
 import { ModelStreamEndedError } from '../model/provider';
@@ -117,7 +117,10 @@ export function isRateLimit(failure: unknown): boolean {
   return statusOf(failure) === 429 || includesAny(messageOf(failure), RATE_LIMIT);
 }
 
-/** The reference's retry table (reference spec §2.6; docs/semantics.md §17), plus HTTP status codes and `Retry-After` where the provider gives them. */
+/**
+ * The reference's retry table (docs/semantics.md §17), plus HTTP status codes and `Retry-After` where the provider
+ * gives them.
+ */
 export function classifyFailure(failure: unknown, received: boolean, policy: CompletionPolicy): RetryDecision {
   const unexpectedEnd = {
     retry: true,

@@ -17,7 +17,7 @@ export interface CompactionSettings {
   window: number | undefined;
 }
 
-/** Did the last request fill more of the context window than the threshold (docs/semantics.md §12; reference spec §6.1)? */
+/** Did the last request fill more of the context window than the threshold (docs/semantics.md §12)? */
 export function overThreshold(
   kind: ThreadKind,
   usage: TokenUsage | undefined,

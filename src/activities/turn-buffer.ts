@@ -1,5 +1,5 @@
 /**
- * The streaming, uncommitted assistant turn (docs/semantics.md §17; reference spec §1.5). Entries move to the slice's flushed items at a
+ * The streaming, uncommitted assistant turn (docs/semantics.md §17). Entries move to the slice's flushed items at a
  * flush point, or are discarded when an attempt fails, so a partial turn is never committed by a retry.
  */
 import { messageIds } from '../core/ids';

@@ -304,7 +304,7 @@ export class AgentClient {
   }
 
   /**
-   * User text creates its thread when it does not exist (docs/semantics.md §1; reference spec §7.2.2). The third argument is the message id
+   * User text creates its thread when it does not exist (docs/semantics.md §1). The third argument is the message id
    * (pass one to make a resend idempotent) or {@link SendUserTextOptions}.
    */
   async sendUserText(threadId: string, text: string, idOrOptions: string | SendUserTextOptions = {}): Promise<string> {

@@ -1,4 +1,4 @@
-/** Message ids written by the runtime (docs/architecture.md, "Data model"; reference spec §1.7). Deterministic, so retries are idempotent. */
+/** Message ids the runtime writes (docs/architecture.md, "Data model"). Deterministic, so retries are idempotent. */
 
 export const messageIds = {
   completion: (sliceId: string, n: number) => `${sliceId}-completion-${n}`,

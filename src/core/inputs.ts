@@ -35,12 +35,12 @@ export function syntheticInput(
   };
 }
 
-/** Asks a thread to compact its history (docs/semantics.md §12; reference spec §6.1); automatic or from `thread.compact()`. */
+/** Asks a thread to compact its history (docs/semantics.md §12); automatic or from `thread.compact()`. */
 export function compactionInput(id: string, threadId: string): InputMessage {
   return { id, threadId, content: { type: 'text', text: '' }, synthetic: { type: 'compaction' } };
 }
 
-/** A compaction thread tells its parent that it finished (docs/semantics.md §12; reference spec §6.3). */
+/** A compaction thread tells its parent that it finished (docs/semantics.md §12). */
 export function compactionCompleteInput(id: string, threadId: string, text: string): InputMessage {
   return {
     id,

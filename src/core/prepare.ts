@@ -1,5 +1,5 @@
 /**
- * The prepare phase of a slice (docs/semantics.md §1–§14; reference spec §2.4, §5): which inputs of a batch reach history, in what form,
+ * The prepare phase of a slice (docs/semantics.md §1–§14): which inputs of a batch reach history, in what form,
  * and which are dropped. Pure and deterministic; the thread workflow runs it on its own state, so the activity
  * never has to load history to make these decisions.
  */
@@ -19,7 +19,7 @@ export interface PrepareState {
   subscriptions: Map<string, string>;
   /** Calls that reports and parent messages may refer to: own spawn calls and subscription calls, id → tool name. */
   eventTargets: Map<string, string>;
-  /** Events and reports held back while a non-passive call is pending (docs/semantics.md §8; reference spec §5.3). */
+  /** Events and reports held back while a non-passive call is pending (docs/semantics.md §8). */
   deferred: InputMessage[];
   metadata?: Record<string, unknown>;
 }
@@ -88,7 +88,7 @@ function prepareOne(
   newId: () => string,
 ): DropReason | undefined {
   if (state.closed) return 'closed';
-  // Metadata is applied even when the input turns out to be a duplicate (docs/semantics.md §1; reference spec §2.4 step 4).
+  // Metadata is applied even when the input turns out to be a duplicate (docs/semantics.md §1).
   if (input.metadata) state.metadata = input.metadata;
   const syn = input.synthetic;
   if (state.processedInputIds.has(input.id)) return 'duplicate';
@@ -149,7 +149,7 @@ function prepareOne(
 const DEFERRABLE = new Set(['subscription_event', 'thread_report', 'parent_message']);
 
 /**
- * Deferral (docs/semantics.md §8; reference spec §5.3): while a non-passive call is pending, events and reports wait unless the batch
+ * Deferral (docs/semantics.md §8): while a non-passive call is pending, events and reports wait unless the batch
  * settles the call (user text, or the call's own result). Returns what to prepare now: the batch, then whatever
  * deferred inputs may go.
  */
@@ -170,7 +170,7 @@ export function applyDeferral(state: PrepareState, batch: readonly InputMessage[
 
 /**
  * After a user interrupted a running slice, the next slice takes only the user texts of the inbox, the first one
- * marked with `<interrupt>`; everything else waits for the slice after (docs/semantics.md §4; reference spec §5.2).
+ * marked with `<interrupt>`; everything else waits for the slice after (docs/semantics.md §4).
  */
 export function splitInterruptBatch(inbox: readonly InputMessage[]): {
   batch: InputMessage[];

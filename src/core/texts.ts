@@ -1,6 +1,6 @@
 /**
- * Model-visible texts that must match the reference runtime exactly (docs/semantics.md; reference spec §2.4, §2.5, §5.2).
- * Tests compare committed histories against these, so change them only together with the spec.
+ * Model-visible texts that must match the reference runtime exactly (docs/semantics.md §18).
+ * Tests compare committed histories against these, so change them only where the reference runtime changes them.
  */
 
 export const INTERRUPTED_RESULT = 'Tool call interrupted by user';
@@ -17,7 +17,7 @@ export function unknownToolError(name: string): string {
   return `Error: tool '${name}' does not exist`;
 }
 
-/** Sent to the thread when a tool's `execute` throws (docs/semantics.md §3; reference spec §2.7). */
+/** Sent to the thread when a tool's `execute` throws (docs/semantics.md §3). */
 export const TOOL_CALL_FAILED = 'Error: Tool call failed';
 
 /**
@@ -43,7 +43,7 @@ export const DEFAULT_SYSTEM_PROMPT =
   'You are Infinity, an agent that works through tools. Tools run asynchronously: after you call one, ' +
   'its result arrives later as the next message. Call at most one tool per turn.';
 
-// ---- Compaction (docs/semantics.md §12; reference spec §6) ----
+// ---- Compaction (docs/semantics.md §12) ----
 
 /** The synthetic call that opens a compaction thread. */
 export const COMPACTION_TOOL_NAME = '__harness_begin_compaction__';
@@ -67,5 +67,5 @@ export const COMPACTION_COMPLETE = 'Compaction complete';
 
 export const AUTO_COMPACTION_TRIGGERED = '✦ Auto-compaction triggered (context > 75%)';
 
-/** Stands in for an image in a tool result when the model cannot take images (docs/semantics.md §17; reference spec §1.4). */
+/** Stands in for an image in a tool result when the model cannot take images (docs/semantics.md §17). */
 export const IMAGE_OMITTED = '[image omitted: the current model does not support image inputs]';

@@ -1,5 +1,5 @@
 /**
- * The data model shared by every layer (docs/architecture.md, "Data model"; reference spec §1).
+ * The data model shared by every layer (docs/architecture.md, "Data model").
  *
  * Everything here is plain JSON: it crosses Temporal payloads, the conversation store and the
  * client API unchanged. This module has no dependencies so that workflow code can import it.
@@ -32,7 +32,7 @@ export type InputContent =
   | { type: 'text'; text: string; staged?: StagedRef }
   | { type: 'tool_result'; toolCallId: string; content: ToolResultContent[] };
 
-/** Runtime-generated kinds of input (docs/semantics.md §1; reference spec §1.3). */
+/** Runtime-generated kinds of input (docs/semantics.md §1). */
 export type SyntheticKind =
   | { type: 'subscription_event'; toolCallId: string; associative?: boolean; final?: boolean }
   | { type: 'thread_report'; toolCallId: string; childThreadId: string }
@@ -85,7 +85,7 @@ export type HistoryItem =
       result: { id: string; content: ToolResultContent[] };
     };
 
-/** A history item with the message id that makes its commit idempotent (docs/semantics.md §13; reference spec §1.7). */
+/** A history item with the message id that makes its commit idempotent (docs/semantics.md §13). */
 export interface StoredItem {
   messageId: string;
   item: HistoryItem;
@@ -222,7 +222,7 @@ export interface ThreadStatus {
   overBudget?: BudgetExceeded;
 }
 
-/** Live events of a thread (reference spec §7.3; their transport: docs/decisions.md §33). */
+/** Live events of a thread (docs/guide.md, "Live events across processes"; their transport: decision 33). */
 export type ThreadEvent = { threadId: string } & (
   | { type: 'user_input'; text: string }
   | { type: 'tool_result'; toolCallId: string; text: string }

@@ -73,7 +73,7 @@ function toMessage(m: ModelMessage): LanguageModelV3Message {
 
 /**
  * Bedrock (and Anthropic, historically) reject a conversation whose first message is the assistant's, which is where a
- * compaction summary sits (docs/semantics.md §12; reference spec §1.4); a short user turn goes first then.
+ * compaction summary sits (docs/semantics.md §12); a short user turn goes first then.
  */
 export const SUMMARY_LEAD = 'Continue from this summary of the conversation so far.';
 

@@ -1,4 +1,4 @@
-/** Projects committed history onto the provider-neutral messages a model sees (docs/semantics.md §17; reference spec §1.4). */
+/** Projects committed history onto the provider-neutral messages a model sees (docs/semantics.md §17). */
 import { IMAGE_OMITTED, INJECTED_TOOL_NAME } from '../core/texts';
 import type { HistoryItem, ToolResultContent } from '../core/types';
 import type { ModelMessage } from './provider';

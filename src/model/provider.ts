@@ -1,6 +1,6 @@
 /**
  * The small streaming interface every model sits behind. A provider turns one request into a stream of parts;
- * the slice owns turn buffering, retries and tool handling (docs/semantics.md §17; reference spec §2.5–2.6), so providers stay thin.
+ * the slice owns turn buffering, retries and tool handling (docs/semantics.md §17), so providers stay thin.
  */
 import type { TokenUsage, ToolResultContent } from '../core/types';
 
@@ -66,7 +66,7 @@ export interface ModelProvider {
 
 /**
  * The transport ended before the provider's final event: the connection dropped, or the body ended early.
- * The slice discards the partial turn and retries (docs/semantics.md §17; reference spec §2.6, "stream ended without Final").
+ * The slice discards the partial turn and retries (docs/semantics.md §17).
  */
 export class ModelStreamEndedError extends Error {
   override readonly name = 'ModelStreamEndedError';

@@ -99,7 +99,7 @@ function isUrl(v: unknown): boolean {
   }
 }
 
-/** A manifest the runtime may load; anything wrong rejects the whole toolset (SPEC §1.2). */
+/** A manifest the runtime may load; anything wrong rejects the whole toolset, as RAP asks (decision 38). */
 export function checkManifest(v: unknown): Check<RapManifest> {
   const fail = (error: string): Check<RapManifest> => ({ ok: false, error });
   if (!isObject(v)) return fail('manifest is not a JSON object');
@@ -134,7 +134,7 @@ function checkContent(v: unknown): string | undefined {
 
 /**
  * A callback as the gateway receives it: strict on the `type` discriminator and required fields (an unknown type or a
- * missing field is a 400); unknown display segments are tolerated and dropped later (SPEC: runtimes are lenient).
+ * missing field is a 400); unknown display segments are tolerated and dropped later (RAP asks runtimes to be lenient).
  */
 export function checkCallback(v: unknown): Check<RapCallback> {
   const fail = (error: string): Check<RapCallback> => ({ ok: false, error });

@@ -54,7 +54,7 @@ export interface CommitRequest {
   spend?: { refs: BudgetRef[]; amount: SpendAmount };
 }
 
-/** A compaction summary of a thread's own items `[0, upTo)` (docs/semantics.md §12; reference spec §6.3). */
+/** A compaction summary of a thread's own items `[0, upTo)` (docs/semantics.md §12). */
 export interface Summary {
   summary: string;
   upTo: number;

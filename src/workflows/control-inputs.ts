@@ -1,8 +1,8 @@
 /**
- * Control inputs: compaction and tool prompts. Compaction, the workflow's half (docs/semantics.md §12; reference spec §6.2–6.4): a `compaction` input starts a compaction child that
- * inherits the history up to the safe spawn point and summarizes it; its closing slice saves the summary in the store
- * (which every later load of this thread applies), and its `compaction_complete` input ends the round here.
- * No completion runs in this thread for either input.
+ * Control inputs: compaction and tool prompts. Compaction, the workflow's half (docs/semantics.md §12): a `compaction`
+ * input starts a compaction child that inherits the history up to the safe spawn point and summarizes it; its closing
+ * slice saves the summary in the store (which every later load of this thread applies), and its `compaction_complete`
+ * input ends the round here. No completion runs in this thread for either input.
  */
 import { uuid4 } from '@temporalio/workflow';
 import { resultInput } from '../core/inputs';

@@ -1,5 +1,5 @@
 /**
- * The workflow's half of the runtime tools (docs/semantics.md §9–§11; reference spec §3–4): child threads, reports, parent messages, sleep
+ * The workflow's half of the runtime tools (docs/semantics.md §9–§11): child threads, reports, parent messages, sleep
  * timers and event children. Everything here is a Temporal command or a message into an inbox.
  */
 import {
@@ -212,7 +212,7 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
 }
 
 /**
- * A non-associative subscription event becomes a temporary child thread (docs/semantics.md §10; reference spec §4.3) that inherits the
+ * A non-associative subscription event becomes a temporary child thread (docs/semantics.md §10) that inherits the
  * context up to the safe spawn point and sees the event as the result of a `receive_event__injected` call.
  */
 export async function spawnEventChild(ctx: ActionContext, req: EventChildRequest, order: number): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * The retry table of a completion (docs/semantics.md §17; reference spec §2.6) for timeouts: a request that never starts, a stream that
+ * The retry table of a completion (docs/semantics.md §17) for timeouts: a request that never starts, a stream that
  * stalls, retries running out, and a cancellation while waiting. A scripted model, no network.
  */
 import { describe, expect, it } from 'vitest';

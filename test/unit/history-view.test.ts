@@ -1,4 +1,4 @@
-/** What the model sees of a thread tree with compaction summaries (docs/semantics.md §12; reference spec §6.5), on the in-memory store. */
+/** What the model sees of a thread tree with compaction summaries (docs/semantics.md §12), on the in-memory store. */
 import { describe, expect, it } from 'vitest';
 import { callLookup, modelView, threadChain } from '../../src/activities/history';
 import type { HistoryItem } from '../../src/core/types';

@@ -1,4 +1,7 @@
-/** The prepare rules as a pure function (docs/semantics.md §1–§14; reference spec §2.4, §5): scenarios 1–3 and 8–11 of reference spec §8. */
+/**
+ * The prepare rules as a pure function (docs/semantics.md §1–§14): dedup, closed threads, results for the pending call,
+ * interruption, metadata, routing of reports and events, and deferral.
+ */
 import { describe, expect, it } from 'vitest';
 import { applyDeferral, prepareBatch, splitInterruptBatch } from '../../src/core/prepare';
 import { freshPrepareState } from './prepare-state';
@@ -97,7 +100,7 @@ describe('splitInterruptBatch', () => {
   });
 });
 
-describe('synthetic inputs (docs/semantics.md §6–§10; reference spec §4, §5.3)', () => {
+describe('synthetic inputs (docs/semantics.md §6–§10)', () => {
   const report = (id: string, callId: string, child: string, t: string): InputMessage => ({
     ...result(id, callId, t),
     synthetic: { type: 'thread_report', toolCallId: callId, childThreadId: child },
