@@ -115,7 +115,7 @@ describe('reference event-processor scenarios not covered in prepare.test.ts', (
 
   it('subscription_event_tool_interruption: an event for a call that is still pending is discarded (decision 18)', () => {
     // The reference spawns an event child because tc-sub is in history; a call whose result has not started a
-    // subscription is not an active subscription here, and the RAP spec says to discard such events.
+    // subscription is not an active subscription here, and RAP has runtimes discard such events (decision 18).
     const s = fresh({ pendingCall: { id: 'tc-sub', name: 'subscribe_tool', passive: false } });
     const out = prepareBatch(s, [event('msg-2', 'tc-sub', 'event payload', false)], ids());
     expect(out).toEqual({
