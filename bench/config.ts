@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { type Design, DESIGNS } from './lib/fleet';
 import { MiB } from './lib/stats';
 import { DEFAULT_WORKFLOW_TASK_SLOTS } from '../src/worker/create-worker';
+import type { GovernedConfig } from './phases/governed';
 
 export interface Config {
   profile: string;
@@ -32,6 +33,8 @@ export interface Config {
   priorityCpuTarget: number;
   /** Events per second the flood is sent at; 0: as fast as 20 concurrent senders go. */
   priorityFloodRate: number;
+  /** The governed phase (issue 27 §3): a fleet in weighted tenants against a rate-limited provider; absent: not run. */
+  governed?: GovernedConfig;
   /** `ours`' worker in the waves and the phases after them with this CPU target (decision 64). @default none */
   oursCpuTarget?: number;
   /** Run `ours` without the AgentStatus search attribute (two fewer history events and visibility writes per turn). */
@@ -110,6 +113,7 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     priorityTurns: 3,
     priorityCpuTarget: 0.7,
     priorityFloodRate: 0,
+    governed: { threads: 16, tenants: 4, rpm: 600, concurrency: 4 },
   },
   default: {
     designs,
@@ -129,6 +133,7 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     priorityTurns: 20,
     priorityCpuTarget: 0.7,
     priorityFloodRate: 0,
+    governed: { threads: 1000, tenants: 10, rpm: 3000, concurrency: 8 },
   },
   pi5: {
     designs,
@@ -148,6 +153,7 @@ export const PROFILES: Record<string, Omit<Config, 'profile' | 'outDir'>> = {
     priorityTurns: 20,
     priorityCpuTarget: 0.7,
     priorityFloodRate: 0,
+    governed: { threads: 1000, tenants: 10, rpm: 3000, concurrency: 8 },
     budgetBytes: 8 * 1024 * MiB,
   },
   scaling: {

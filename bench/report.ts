@@ -1,6 +1,7 @@
 /** The run's summary in markdown (the `.md` file and what `npm run bench` prints). */
 import { fmtBytes, median } from './lib/stats';
 import type { PriorityRun, Results } from './results';
+import type { GovernedRun } from './phases/governed';
 
 const f = (n: number | undefined | null, d = 1) =>
   n !== undefined && n !== null && Number.isFinite(n) ? n.toFixed(d) : 'n/a';
@@ -44,6 +45,7 @@ export function summary(r: Results): string {
   lines.push(...eventsByType(r));
   lines.push(...priorities(r));
   lines.push(...density(r));
+  lines.push(...governed(r));
   lines.push(
     '',
     `Peak total RSS ${fmtBytes(r.budget.peakTotalRssBytes)}; memory budget: ${r.budget.mode}${r.budget.withinBudget ? '' : ' — EXCEEDED'}.`,
@@ -89,6 +91,22 @@ function priorities(r: Results): string[] {
     row(`flood, with priorities, worker CPU target ${p.cpuTarget}`, p.runs.targets),
     '',
     `Under the flood with priorities, the user's p50 is **${p.floodWithOverIdleP50.toFixed(2)}×** its p50 alone; with the CPU target too, **${p.floodWithTargetsOverIdleP50.toFixed(2)}×** (goal ≤ 3).`,
+  ];
+}
+
+function governed(r: Results): string[] {
+  const g = r.governed;
+  if (!g) return [];
+  const row = (name: string, x: GovernedRun) =>
+    `| ${name} | ${x.provider429s} | ${x.providerRequests} | ${x.completions} | ${(x.drainMs / 1000).toFixed(1)} | ${x.userP50Ms} (${x.userIdleP50Ms}) | ${x.tenantShareErrorMaxPct} % | ${x.budgetOvershootMaxTokens} | ${x.budgetedDoneBeforeRaise} → ${x.budgetedDoneAfterRaise} of ${x.budgetedThreads} |`;
+  return [
+    '',
+    `Governed: ${g.threads} threads in ${g.tenants} tenants (fairness weights 1 and 2) woken at once against a provider allowing ${g.rpm} requests a minute and ${g.concurrency} at once (429 otherwise); one tenant's token budget covers half its threads until it is lifted.`,
+    '',
+    '| run | provider 429s | provider requests | completions | drained (s) | user p50 (idle p50) ms | tenant share error, max | budget overshoot (tokens) | budgeted tenant done: before → after the raise |',
+    '|---|---|---|---|---|---|---|---|---|',
+    row('without limits', g.off),
+    row('with limits', g.on),
   ];
 }
 

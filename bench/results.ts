@@ -1,4 +1,5 @@
 /** The shape of a benchmark run's results (the JSON file), and the figures derived from the per-wave ones. */
+import type { GovernedResult } from './phases/governed';
 import type { Config } from './config';
 import type { Design } from './lib/fleet';
 import { medianByKey } from './lib/history';
@@ -106,6 +107,8 @@ export interface Results {
   designs: Partial<Record<Design, DesignResult>>;
   density?: DensityResult;
   priorities?: PrioritiesResult;
+  /** The governed phase (issue 27 §3): without and with provider limits. */
+  governed?: GovernedResult;
   ratios: Ratios;
   rssTimeline: unknown[];
 }

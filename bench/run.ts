@@ -22,6 +22,7 @@ import { progressLine } from './lib/progress';
 import { RssSampler, total } from './lib/proc';
 import { type Bench, budgetExceeded } from './phases/context';
 import { densityPhase } from './phases/density';
+import { governedPhase } from './phases/governed';
 import { latencyPhase } from './phases/latency';
 import { parkedPhase } from './phases/parked';
 import { prioritiesPhase } from './phases/priorities';
@@ -85,6 +86,9 @@ async function main(): Promise<void> {
     }
     const priorities = await prioritiesPhase(b);
     const density = await densityPhase(b);
+    // Last: it starts dev servers of its own, one per run, and the memory figures above are taken.
+    b.sampler.phase = 'governed';
+    const governed = cfg.governed && (await governedPhase(cfg.governed, (s) => (b.progress = s)));
 
     const peak = Math.max(...b.sampler.samples.map(total));
     const results: Results = {
@@ -109,6 +113,7 @@ async function main(): Promise<void> {
       designs,
       density,
       ...(priorities && { priorities }),
+      ...(governed && { governed }),
       ratios: ratios(designs),
       rssTimeline: b.sampler.samples,
     };

@@ -129,6 +129,16 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
     'floodWithTargetsOverIdleP50',
   ] as const)
     expect(Number.isFinite(p[key]), key).toBe(true);
+  // The governed phase: every thread finished in both runs, the budgeted tenant's too once its budget was lifted.
+  const g = r.governed!;
+  for (const run of [g.off, g.on]) {
+    expect(run.completions).toBe(g.threads);
+    expect(run.budgetedDoneAfterRaise).toBe(run.budgetedThreads);
+    expect(run.budgetedDoneBeforeRaise).toBeLessThan(run.budgetedThreads);
+    expect(run.tenantCompletions).toHaveLength(g.tenants - 1);
+    for (const key of ['tenantShareErrorMaxPct', 'userP50Ms', 'userIdleP50Ms', 'budgetOvershootMaxTokens'] as const)
+      expect(Number.isFinite(run[key]), key).toBe(true);
+  }
   expect(r.rssTimeline.length).toBeGreaterThan(0);
   expect(await readFile(join(out, json.replace('.json', '.svg')), 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>$/);
   const md = await readFile(join(out, json.replace('.json', '.md')), 'utf8');
@@ -136,6 +146,7 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
   expect(md).toContain('ours / v01');
   expect(md).toContain('(ours | v01)');
   expect(md).toContain('Long conversations');
+  expect(md).toContain('Governed:');
 });
 
 it('runs the scaling matrix: every server × store × worker count, each cell completing all its turns', async () => {
