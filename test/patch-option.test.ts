@@ -16,7 +16,7 @@ import type { ThreadHandle } from '../src/client/agent-client';
 import type { ThreadStatus } from '../src/core/types';
 import { ScriptedModel } from '../src/model/scripted';
 import type { ThreadOptions } from '../src/workflows/state';
-import { workflowIdOfHistory } from '../src/cli/replay-command';
+import { workflowIdOfHistory } from '../src/cli/commands/replay';
 import { treeScript, treeTools } from './fixtures/tree-script';
 import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from './helpers';
 

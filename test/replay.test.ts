@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import webpack from 'webpack';
 import { threadWorkflowsPath } from '../src/worker/create-worker';
-import { workflowIdOfHistory } from '../src/cli/replay-command';
+import { workflowIdOfHistory } from '../src/cli/commands/replay';
 import { expect, inject, it } from 'vitest';
 
 const root = join(__dirname, 'fixtures', 'histories');

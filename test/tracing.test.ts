@@ -11,7 +11,7 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@te
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SLICE_ATTRIBUTES as A } from '../src/activities/slice-tracing';
 import { AgentClient } from '../src/client/agent-client';
-import { workflowIdOfHistory } from '../src/cli/replay-command';
+import { workflowIdOfHistory } from '../src/cli/commands/replay';
 import { ScriptedModel } from '../src/model/scripted';
 import { startRapGateway, type RapGateway } from '../src/rap/gateway';
 import { CallbackTokens, newCallbackKey } from '../src/rap/tokens';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import webpack from 'webpack';
 import { expect, it } from 'vitest';
-import { workflowIdOfHistory } from '../src/cli/replay-command';
+import { workflowIdOfHistory } from '../src/cli/commands/replay';
 import { threadWorkflowsPath } from '../src/worker/create-worker';
 
 const root = join(__dirname, 'fixtures', 'histories');

@@ -2,6 +2,9 @@
 import type { HistoryItem, ThreadEvent, ThreadStatus } from '../core/types';
 import { firstText } from '../model/projection';
 
+/** Where a command writes its output, one line at a time (standard output, or a test's collector). */
+export type Out = (line: string) => void;
+
 const useColour = (): boolean =>
   process.env.NO_COLOR === undefined && (process.env.FORCE_COLOR !== undefined || process.stdout.isTTY === true);
 

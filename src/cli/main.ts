@@ -12,17 +12,27 @@ import {
 } from '../inbox/errors';
 import { ModelConfigError } from '../model/registry';
 import { redactSecrets } from '../store/redact';
-import { colour } from './format';
-import { registerServeCommands } from './serve-commands';
-import { registerReplayCommand } from './replay-command';
-import { registerStoreCommands } from './store-commands';
-import { registerBudgetCommands } from './budget-commands';
-import { registerTail } from './tail';
-import { registerForkCommand } from './fork-command';
+import { registerAnswer } from './commands/answer';
+import { registerBackup } from './commands/backup';
+import { registerBudget } from './commands/budget';
+import { registerCompact } from './commands/compact';
+import { registerDeliver } from './commands/deliver';
+import { registerDev } from './commands/dev';
+import { registerFork } from './commands/fork';
+import { registerGateway } from './commands/gateway';
+import { registerHistory } from './commands/history';
+import { registerReplay } from './commands/replay';
+import { registerSend } from './commands/send';
+import { registerStart } from './commands/start';
+import { registerStatus } from './commands/status';
+import { registerTail } from './commands/tail';
+import { registerThreads } from './commands/threads';
+import { registerUsage } from './commands/usage';
+import { registerWorker } from './commands/worker';
+import { colour, type Out } from './format';
 import { CliError } from './target';
-import { registerThreadCommands } from './thread-commands';
 
-export function buildProgram(out: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Command {
+export function buildProgram(out: Out = (l) => process.stdout.write(`${l}\n`)): Command {
   const program = new Command('infinity-temporal')
     .description('LLM agents as stackless coroutines on Temporal')
     .showHelpAfterError()
@@ -38,12 +48,27 @@ export function buildProgram(out: (line: string) => void = (l) => process.stdout
     .option('--tls-key <file>', 'client key (mTLS)')
     .option('--tls-ca <file>', 'server CA certificate')
     .option('--tls-server-name <name>', 'server name override');
-  registerServeCommands(program, out);
-  registerThreadCommands(program, out);
-  registerForkCommand(program, out);
-  registerStoreCommands(program, out);
-  registerBudgetCommands(program, out);
-  registerReplayCommand(program, out);
+  // The commands, one file each in commands/, in the order `--help` lists them.
+  // Running the system:
+  registerGateway(program, out);
+  registerDev(program, out);
+  registerWorker(program, out);
+  // Threads:
+  registerStart(program, out);
+  registerSend(program, out);
+  registerDeliver(program, out);
+  registerHistory(program, out);
+  registerStatus(program, out);
+  registerThreads(program, out);
+  registerAnswer(program, out);
+  registerCompact(program, out);
+  registerFork(program, out);
+  // The conversation store, budgets, the replay gate:
+  registerBackup(program, out);
+  registerBudget(program, out);
+  registerUsage(program, out);
+  registerReplay(program, out);
+  // Following a thread as it runs:
   registerTail(program, (s) => process.stdout.write(s), out);
   return program;
 }

@@ -1,12 +1,13 @@
-/** `backup`: a consistent copy of the conversation store, taken while workers go on writing to it. */
+/** `backup <dest>`: a consistent copy of the conversation store, taken while workers go on writing to it. */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { describeStore, isPostgresUrl } from '../store/open';
-import { BackupDestinationError, checkBackupDestination } from '../store/sqlite-backup';
-import { SqliteConversationStore } from '../store/sqlite';
-import { CliError, storePathOf, type TargetFlags } from './target';
+import { describeStore, isPostgresUrl } from '../../store/open';
+import { BackupDestinationError, checkBackupDestination } from '../../store/sqlite-backup';
+import { SqliteConversationStore } from '../../store/sqlite';
+import type { Out } from '../format';
+import { CliError, storePathOf, type TargetFlags } from '../target';
 
-export function registerStoreCommands(program: Command, out: (line: string) => void): void {
+export function registerBackup(program: Command, out: Out): void {
   program
     .command('backup')
     .description('copy the conversation store to a new file, safely while workers run (SQLite online backup)')

@@ -1,8 +1,9 @@
 /** `fork <thread> --at <slice|item|now>`: a new root thread whose history is the source's up to a point (issue 28 §1). */
 import type { Command } from 'commander';
-import type { ForkAt } from '../client/fork';
-import { CliError } from './target';
-import { type Out, withClient } from './thread-commands';
+import type { ForkAt } from '../../client/fork';
+import type { Out } from '../format';
+import { CliError } from '../target';
+import { withClient } from '../with-client';
 
 /** `--at`: an item count (digits), `now`, or a slice (`slice-<n>` of the source, or a whole slice id). */
 export function parseForkAt(value: string): ForkAt {
@@ -11,7 +12,7 @@ export function parseForkAt(value: string): ForkAt {
   return value;
 }
 
-export function registerForkCommand(program: Command, out: Out): void {
+export function registerFork(program: Command, out: Out): void {
   program
     .command('fork')
     .description(

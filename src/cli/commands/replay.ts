@@ -1,14 +1,17 @@
 /**
- * `replay`: the replay gate on real threads. Before deploying new workflow code, export the histories of threads that
- * are waiting in production (`temporal workflow show --workflow-id <id> --output json > <id>.json`) and replay them
+ * `replay <files...>`: replay exported thread histories against this build's workflow code (exit 2 on nondeterminism).
+ *
+ * The replay gate on real threads. Before deploying new workflow code, export the histories of threads that are
+ * waiting in production (`temporal workflow show --workflow-id <id> --output json > <id>.json`) and replay them
  * against the code about to ship; a nondeterministic change fails here instead of stranding those threads.
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import type { Command } from 'commander';
-import { threadWorkflowsPath } from '../worker/create-worker';
-import { CliError } from './target';
+import { threadWorkflowsPath } from '../../worker/create-worker';
+import type { Out } from '../format';
+import { CliError } from '../target';
 
 /**
  * The workflow id a history was recorded under, from its start event (servers since 1.23 write it there). A replay must
@@ -23,7 +26,7 @@ export function workflowIdOfHistory(history: unknown): string | undefined {
   return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
-export function registerReplayCommand(program: Command, out: (line: string) => void): void {
+export function registerReplay(program: Command, out: Out): void {
   program
     .command('replay')
     .description("replay exported thread histories against this build's workflow code (exit 2 on nondeterminism)")

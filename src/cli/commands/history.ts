@@ -1,0 +1,25 @@
+/** `history <thread>`: print the committed history of a thread, read from the conversation store. */
+import type { Command } from 'commander';
+import { describeStore } from '../../store/open';
+import { historyLine, type Out } from '../format';
+import { CliError } from '../target';
+import { withClient } from '../with-client';
+
+export function registerHistory(program: Command, out: Out): void {
+  program
+    .command('history')
+    .description('the committed history of a thread (needs the conversation store: --store)')
+    .argument('<thread>', 'thread id')
+    .option('--json', 'one JSON item per line')
+    .option('--full', 'do not shorten long texts')
+    .action(async (threadId: string, opts: { json?: boolean; full?: boolean }, cmd: Command) => {
+      await withClient(cmd, async (client, target) => {
+        if (!target.store)
+          throw new CliError('history reads the conversation store: pass --store <sqlite file> (or run next to `dev`)');
+        const items = await client.thread(threadId).history();
+        if (items.length === 0)
+          throw new CliError(`thread ${threadId} has no committed history in ${describeStore(target.store)}`);
+        for (const item of items) out(opts.json ? JSON.stringify(item) : historyLine(item, opts.full));
+      });
+    });
+}
