@@ -110,7 +110,6 @@ export { SLICE_ATTRIBUTES, type SliceOutcome } from './activities/slice-tracing'
 
 export {
   AgentClient,
-  ThreadHandle,
   type AgentClientOptions,
   type DeliverOptions,
   type StartThreadOptions,
@@ -119,6 +118,7 @@ export {
   type ThreadFilter,
   type ThreadSummary,
 } from './client/agent-client';
+export { ThreadHandle } from './client/thread-handle';
 export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './inbox/deliver';
 export { STAGE_THRESHOLD_BYTES, DEFAULT_MAX_STAGED_INPUT_BYTES, type InputLimits } from './inbox/staging';
 export {
@@ -133,7 +133,7 @@ export {
 export { DEFAULT_INPUT_LIMITS, inputLimitViolation, type InputShapeLimits } from './core/validate';
 export { DEFAULT_PRIORITY_KEYS, type ThreadPriority } from './core/priority';
 export { THREAD_WORKFLOW_TYPE, searchAttributes } from './workflows/definitions';
-export type { ThreadOptions } from './workflows/state';
+export type { ThreadOptions } from './workflows/contract';
 
 export { startDevServer, type DevServer, type DevServerOptions } from './devserver/server';
 export { EncryptionCodec, ENCRYPTED_ENCODING, type EncryptionKeys } from './codec/encryption-codec';

@@ -18,7 +18,7 @@ import { type AgentWorker, type AgentWorkerOptions, createAgentWorker } from './
 import { LocalEventHub } from './events/event-hub';
 import { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
 import { workerLogger } from './worker/logger';
-import type { ThreadOptions } from './workflows/state';
+import type { ThreadOptions } from './workflows/contract';
 import type { TracingOption } from './tracing/config';
 import { tracingFor } from './tracing/install';
 import { tracingClientInterceptors } from './tracing/interceptors';

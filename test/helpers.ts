@@ -23,7 +23,7 @@ import { defineTool, type Tool, type ToolContext, type ToolLifecycle, type ToolS
 import { toolResult } from '../src/tools/messages';
 import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
 import { LocalEventHub } from '../src/events/event-hub';
-import type { ThreadOptions } from '../src/workflows/state';
+import type { ThreadOptions } from '../src/workflows/contract';
 
 export interface TestSystem {
   client: AgentClient;

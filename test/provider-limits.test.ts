@@ -14,7 +14,7 @@ import { capacityGate } from '../src/activities/capacity-gate';
 import { DEFAULT_COMPLETION_POLICY, runCompletion } from '../src/activities/completion';
 import { InMemoryConversationStore } from '../src/store/memory';
 import { ScriptedModel } from '../src/model/scripted';
-import type { ThreadHandle } from '../src/client/agent-client';
+import type { ThreadHandle } from '../src/client/thread-handle';
 import { writeFileSync } from 'node:fs';
 import { cliRunner, waitForLine } from './cli-process';
 import { startTestSystem, type TestSystem, uid } from './helpers';

@@ -12,7 +12,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EncryptionCodec } from '../src/codec/encryption-codec';
 import { ScriptedModel } from '../src/model/scripted';
-import type { ThreadWorkflowArgs } from '../src/workflows/state';
+import type { ThreadWorkflowArgs } from '../src/workflows/contract';
 import { treeScript } from './fixtures/tree-script';
 import { eventually, startTestSystem, type TestSystem, uid } from './helpers';
 

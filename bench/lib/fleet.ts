@@ -9,7 +9,7 @@ import { type BareSteps, resultSignal, userSignal } from '../baselines/workflows
 import { searchAttributes } from '../../src/workflows/definitions';
 import { rootPriority } from '../../src/core/priority';
 import type { WorkerToDriver } from '../worker-process';
-import type { ThreadOptions } from '../../src/workflows/state';
+import type { ThreadOptions } from '../../src/workflows/contract';
 import { WorkerProcesses } from './worker-processes';
 
 /**

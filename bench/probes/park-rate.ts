@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startDevServer } from '../../src/devserver/server';
 import { SqliteConversationStore } from '../../src/store/sqlite';
-import type { ThreadOptions } from '../../src/workflows/state';
+import type { ThreadOptions } from '../../src/workflows/contract';
 import { type BareStart, type Design, Fleet } from '../lib/fleet';
 import { eventTypeName as typeName } from '../lib/history';
 import { runMain } from '../lib/main';

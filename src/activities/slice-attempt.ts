@@ -18,7 +18,7 @@ import { type CompletionOutput, type CompletionPolicy, runCompletion } from './c
 import type { SliceDispatch, TreeTools } from './dispatch';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
 import { replayCommitted } from './replay';
-import type { SliceDependencies } from './slice';
+import type { SliceDependencies } from './slice-dependencies';
 import type { SliceControl } from './slice-jobs';
 import type { ToolCallKind } from './slice-metrics';
 import { type BuiltSlice, buildSliceResult, type CompactionSettings } from './slice-result';

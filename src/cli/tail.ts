@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isLoopbackHost } from '../http/listener';
 import { readLocalEventsToken } from '../events/local-token';
 import { dataDirOf, type Target, type TargetFlags } from './target';
-import type { ThreadHandle } from '../client/agent-client';
+import type { ThreadHandle } from '../client/thread-handle';
 import type { EventStreamError } from '../events/live-events';
 import { historyLine } from './format';
 

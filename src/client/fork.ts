@@ -30,8 +30,9 @@ import { typedUnavailable } from '../inbox/unavailable';
 import type { ConversationStore, ThreadRecord } from '../store/conversation-store';
 import { userText } from '../tools/messages';
 import { THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
-import type { ThreadSeed, ThreadWorkflowArgs } from '../workflows/state';
-import type { AgentClient, ThreadHandle } from './agent-client';
+import type { ThreadSeed, ThreadWorkflowArgs } from '../workflows/contract';
+import type { AgentClient } from './agent-client';
+import type { ThreadHandle } from './thread-handle';
 
 /**
  * The `ForkedFrom` search attribute (Keyword): the source thread's id, so `temporal workflow list --query

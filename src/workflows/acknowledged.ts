@@ -12,7 +12,8 @@ import { updateKey } from '../core/update-key';
 import { inputLimitViolation, validateInputMessage } from '../core/validate';
 import { type DeliverOptions, deliverUpdate, HANDLER_DOCS } from './definitions';
 import { v07 } from './patches';
-import type { HandedOverAck, ThreadState } from './state';
+import type { HandedOverAck } from './contract';
+import type { ThreadState } from './state';
 
 export interface Acknowledgements {
   /** After a batch was prepared: settles the awaited inputs it took. `deferred`: ids held back behind the pending call. */

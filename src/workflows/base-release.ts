@@ -4,7 +4,7 @@
  * (its own module cache, also with a reused V8 context), so one thread's setting never reaches another's.
  */
 import { patched, workflowInfo } from '@temporalio/workflow';
-import type { ThreadOptions } from './state';
+import type { ThreadOptions } from './contract';
 
 let base: ThreadOptions['baseRelease'];
 

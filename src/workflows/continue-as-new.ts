@@ -6,14 +6,8 @@
 import { workflowInfo } from '@temporalio/workflow';
 import { CARRY_MAX_CHARS, serializedChars } from '../core/batching';
 import { v02 } from './patches';
-import {
-  carryState,
-  DEDUP_WINDOW,
-  lastN,
-  type ThreadOptions,
-  type ThreadState,
-  type ThreadWorkflowArgs,
-} from './state';
+import type { ThreadOptions, ThreadWorkflowArgs } from './contract';
+import { carryState, DEDUP_WINDOW, lastN, type ThreadState } from './state';
 
 /**
  * `stay`: this run goes on. `now`: continue-as-new at once, abandoning open waits (0.2). `after-handlers`: wait for

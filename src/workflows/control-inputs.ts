@@ -9,7 +9,7 @@ import { resultInput } from '../core/inputs';
 import { COMPACTION_TOOL_NAME, compactionInstructions } from '../core/texts';
 import type { InputMessage } from '../core/types';
 import { startThread, type ActionContext } from './runtime-actions';
-import type { ThreadSeed } from './state';
+import type { ThreadSeed } from './contract';
 
 /** Inputs the workflow handles itself: no history, no completion. */
 export const isControlInput = (m: InputMessage): boolean =>

@@ -14,7 +14,8 @@ import { searchAttributes } from './definitions';
 import { dropStalePrompts, type LoopState } from './loop-state';
 import { v02, v03, v05, v06 } from './patches';
 import type { SliceRunner } from './slice-runner';
-import type { ThreadOptions, ThreadState } from './state';
+import type { ThreadOptions } from './contract';
+import type { ThreadState } from './state';
 import { titleOf } from './ui-text';
 
 /** A batch taken off the queue, and the history length its event and compaction children inherit. */

@@ -21,7 +21,8 @@ import type { InputMessage, ThreadKind } from '../core/types';
 import { readablePayload, signalNameOf } from '../core/readable-input';
 import { inputSignal, kindSignals, searchAttributes, THREAD_WORKFLOW_TYPE } from './definitions';
 import { v04, v05 } from './patches';
-import type { SleepTimer, ThreadSeed, ThreadState, ThreadWorkflowArgs } from './state';
+import type { SleepTimer, ThreadSeed, ThreadWorkflowArgs } from './contract';
+import type { ThreadState } from './state';
 import { firstLine, titleOf } from './ui-text';
 
 export interface ActionContext {

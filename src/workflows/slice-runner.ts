@@ -8,6 +8,8 @@
  * as before. Any failure of that path falls back to release 0.2's activity, whose retries and timeouts are the server's.
  */
 import {
+  ActivityCancellationType,
+  type ActivityOptions,
   ApplicationFailure,
   CancellationScope,
   condition,
@@ -16,8 +18,7 @@ import {
   proxyLocalActivities,
 } from '@temporalio/workflow';
 import type { LocalSliceOutcome, SliceInput, SlicePeek, SliceResult } from '../core/slice-protocol';
-import type { ThreadOptions } from './state';
-import { sliceActivityOptions } from './status-view';
+import type { ThreadOptions } from './contract';
 
 /**
  * `type`: the activity's failure type (`ApplicationFailure.type`), if it had one; `final`: no further attempt can mend
@@ -58,6 +59,21 @@ export interface SliceRunner {
    * could not say.
    */
   peek(threadId: string, sliceId: string): Promise<SlicePeek | undefined>;
+}
+
+/** Timeouts and retries of the `runSlice` activity: a slice may stream for long, but a dead worker is noticed fast. */
+export function sliceActivityOptions(opts: ThreadOptions): ActivityOptions {
+  return {
+    startToCloseTimeout: opts.sliceTimeoutMs ?? 30 * 60_000,
+    heartbeatTimeout: opts.sliceHeartbeatTimeoutMs ?? 4_000,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: '1s',
+      maximumInterval: '30s',
+      maximumAttempts: opts.sliceMaxAttempts ?? 10,
+      nonRetryableErrorTypes: ['CommitConflictError'],
+    },
+  };
 }
 
 export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): SliceRunner {

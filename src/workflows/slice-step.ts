@@ -23,7 +23,8 @@ import { dropStalePrompts, type LoopState } from './loop-state';
 import { v02, v06, v07 } from './patches';
 import { userIdOf } from './runtime-actions';
 import type { SliceOutcome, SliceRunner } from './slice-runner';
-import type { ThreadState, ThreadWorkflowArgs } from './state';
+import type { ThreadWorkflowArgs } from './contract';
+import type { ThreadState } from './state';
 import { sliceSummary } from './ui-text';
 
 /** What a slice step reads and changes: the run's arguments, the thread's state and loop state, and its parts. */

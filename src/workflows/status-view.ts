@@ -1,35 +1,15 @@
 /**
  * What a thread shows of itself: its status (the `status` query), the `AgentStatus` search attribute and the Temporal
- * UI's current details, kept in step and written only on change; and the options of its slice activity.
+ * UI's current details, kept in step and written only on change.
  */
-import {
-  type ActivityOptions,
-  setCurrentDetails,
-  upsertSearchAttributes,
-  workflowInfo,
-  ActivityCancellationType,
-} from '@temporalio/workflow';
+import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { AgentStatus, ThreadStatus } from '../core/types';
 import { currentDetails } from './details';
 import { v04 } from './patches';
 import { searchAttributes } from './definitions';
-import type { ThreadOptions, ThreadState, ThreadWorkflowArgs } from './state';
-
-/** Timeouts and retries of the `runSlice` activity: a slice may stream for long, but a dead worker is noticed fast. */
-export function sliceActivityOptions(opts: ThreadOptions): ActivityOptions {
-  return {
-    startToCloseTimeout: opts.sliceTimeoutMs ?? 30 * 60_000,
-    heartbeatTimeout: opts.sliceHeartbeatTimeoutMs ?? 4_000,
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: {
-      initialInterval: '1s',
-      maximumInterval: '30s',
-      maximumAttempts: opts.sliceMaxAttempts ?? 10,
-      nonRetryableErrorTypes: ['CommitConflictError'],
-    },
-  };
-}
+import type { ThreadWorkflowArgs } from './contract';
+import type { ThreadState } from './state';
 
 export interface StatusView {
   status(): AgentStatus;

@@ -25,7 +25,7 @@ import { temporal as proto } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import type { ThreadHandle } from '../../src/client/agent-client';
+import type { ThreadHandle } from '../../src/client/thread-handle';
 import * as Threads from '../../src/core/builtins/threads';
 import { ScriptedModel } from '../../src/model/scripted';
 import { PostgresConversationStore } from '../../src/store/postgres';

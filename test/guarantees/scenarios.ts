@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import type { ThreadHandle } from '../../src/client/agent-client';
+import type { ThreadHandle } from '../../src/client/thread-handle';
 import type { HistoryItem, InputMessage, ToolResultContent } from '../../src/core/types';
 import { subscriptionEvent, toolResult, userText } from '../../src/tools/messages';
 import { eventually, uid } from '../helpers';

@@ -28,7 +28,7 @@ import type { CommitRequest, ConversationStore } from '../../src/store/conversat
 import { InMemoryConversationStore } from '../../src/store/memory';
 import { PostgresConversationStore } from '../../src/store/postgres';
 import { SqliteConversationStore } from '../../src/store/sqlite';
-import type { ThreadOptions } from '../../src/workflows/state';
+import type { ThreadOptions } from '../../src/workflows/contract';
 import { createAgentWorker } from '../../src/worker/create-worker';
 import { cliRunner, lines } from '../cli-process';
 import { createTestDatabase } from '../postgres';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { choiceUrlRefusal } from '../../src/client/choice-url';
 import { InvalidInputError } from '../../src/inbox/errors';
 import { defineTool, type ToolContext } from '../../src/tools/tool';
-import type { ThreadHandle } from '../../src/client/agent-client';
+import type { ThreadHandle } from '../../src/client/thread-handle';
 import { eventually, startTestSystem, uid, type TestSystem } from '../helpers';
 import { obedientModel, startPeer } from './fixture';
 

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, render, uid } from '../helpers';
 import { type RapSystem, startRapSystem } from './fixture';
-import type { ThreadHandle } from '../../src/client/agent-client';
+import type { ThreadHandle } from '../../src/client/thread-handle';
 
 let rap: RapSystem;
 let callbackUrl = '';

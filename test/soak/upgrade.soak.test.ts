@@ -20,14 +20,15 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal as proto } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, expect, inject, it } from 'vitest';
-import { AgentClient, type ThreadHandle } from '../../src/client/agent-client';
+import { AgentClient } from '../../src/client/agent-client';
+import type { ThreadHandle } from '../../src/client/thread-handle';
 import * as Sleep from '../../src/core/builtins/sleep';
 import * as Threads from '../../src/core/builtins/threads';
 import * as T from '../../src/core/texts';
 import { ScriptedModel } from '../../src/model/scripted';
 import { subscriptionEvent, toolResult } from '../../src/tools/messages';
 import { V02, V03 } from '../../src/workflows/patches';
-import { CARRIED_STATE_VERSION, type ThreadWorkflowArgs } from '../../src/workflows/state';
+import { CARRIED_STATE_VERSION, type ThreadWorkflowArgs } from '../../src/workflows/contract';
 import { eventually, render, startTestSystem, type TestSystem, uid } from '../helpers';
 
 type HistoryEvent = proto.api.history.v1.IHistoryEvent;

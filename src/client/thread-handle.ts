@@ -1,0 +1,149 @@
+/**
+ * `ThreadHandle`: one thread of an `AgentClient` (agent-client.ts): send it input, watch and inspect it.
+ */
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { HistoryItem, InputMessage, ThreadEvent, ThreadStatus } from '../core/types';
+import { compactionInput } from '../core/inputs';
+import { statusQuery } from '../workflows/definitions';
+import type { DeliveryResult } from '../inbox/deliver';
+import { InvalidInputError, ThreadClosedError, ThreadNotFoundError } from '../inbox/errors';
+import { AsyncQueue } from '../events/async-queue';
+import { waitForIdle } from './wait-for-idle';
+import { typedUnavailable } from '../inbox/unavailable';
+import { type LiveEvent, mergedThreadEvents } from '../events/live-events';
+import { statusOrFailed } from './stuck';
+import { type AnswerChoiceOptions, choiceOriginsFromEnv, choiceUrlRefusal } from './choice-url';
+import { inheritedHistory } from '../store/chain';
+import type {
+  AgentClient,
+  AgentClientOptions,
+  DeliverOptions,
+  SendUserTextOptions,
+  WaitForIdleOptions,
+} from './agent-client';
+
+export class ThreadHandle {
+  constructor(
+    private readonly agents: AgentClient,
+    readonly threadId: string,
+    private readonly options: AgentClientOptions,
+  ) {}
+
+  /** The underlying Temporal workflow handle. */
+  get workflow() {
+    return this.agents.temporal.workflow.getHandle(this.threadId);
+  }
+
+  /** Sends user text; returns its message id (pass `id` to make a resend idempotent). */
+  sendUserText(text: string, idOrOptions?: string | SendUserTextOptions): Promise<string> {
+    return this.agents.sendUserText(this.threadId, text, idOrOptions);
+  }
+
+  /** Delivers an input to this thread; its `threadId` must name this thread. */
+  deliver(message: InputMessage, options?: DeliverOptions): Promise<DeliveryResult> {
+    return this.agents.deliver({ ...message, threadId: this.threadId }, options);
+  }
+
+  /**
+   * The thread's state; {@link ThreadNotFoundError} when there is no such thread. A thread whose workflow task keeps
+   * failing answers no query: its status is then `failed`, with `lastError` saying why (docs/upgrading.md).
+   */
+  async status(): Promise<ThreadStatus> {
+    try {
+      return await typedUnavailable(() =>
+        statusOrFailed(this.agents.temporal, this.threadId, () => this.workflow.query(statusQuery), this.options.store),
+      );
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) throw new ThreadNotFoundError(this.threadId);
+      throw e;
+    }
+  }
+
+  /**
+   * Answers a tool's pending choice (RAP `user_choice`): POSTs `{id, selected}` to the tool's `response_url`.
+   * Without `selected`, the choice is dismissed and the tool gets its default (RAP §5.2). The tool then sends the
+   * call's result. The URL came with the prompt, so it must be http(s), carry no credentials and be on an allowed
+   * origin ({@link AnswerChoiceOptions.allowedOrigins}: loopback unless told otherwise). Throws
+   * {@link InvalidInputError} when the thread has no such pending choice, the index is out of range or the URL is
+   * refused, and an `Error` when the tool refuses the answer.
+   */
+  async answerChoice(choiceId: string, selected?: number, options: AnswerChoiceOptions = {}): Promise<number> {
+    const choice = (await this.status()).prompts.find((p) => p.kind === 'user_choice' && p.id === choiceId);
+    if (!choice || choice.kind !== 'user_choice')
+      throw new InvalidInputError(`thread ${this.threadId} has no pending choice '${choiceId}'`);
+    const index = selected ?? choice.default;
+    if (!Number.isInteger(index) || index < 0 || index >= choice.choices.length) {
+      throw new InvalidInputError(`choice ${index} is not one of 0..${choice.choices.length - 1}`);
+    }
+    const allowed = options.allowedOrigins ?? choiceOriginsFromEnv(process.env.INFINITY_CHOICE_ORIGINS);
+    const refused = choiceUrlRefusal(choice.responseUrl, allowed);
+    if (refused) throw new InvalidInputError(refused);
+    const res = await fetch(choice.responseUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: choice.id, selected: index }),
+      signal: AbortSignal.timeout(10_000),
+      // A redirect would take the answer to a URL the check above never saw.
+      redirect: 'error',
+    });
+    await res.body?.cancel();
+    if (!res.ok) throw new Error(`the tool refused the answer: HTTP ${res.status}`);
+    return index;
+  }
+
+  /**
+   * Compacts the history now (docs/semantics.md §12): a compaction thread summarizes it, and later completions see the
+   * summary instead of what it covers. Ignored while a compaction is already running. Throws
+   * {@link ThreadNotFoundError} or {@link ThreadClosedError} when the thread cannot take it.
+   */
+  async compact(id: string = randomUUID()): Promise<void> {
+    const r = await this.agents.deliver(compactionInput(id, this.threadId));
+    if (!r.delivered) throw new ThreadClosedError(this.threadId);
+  }
+
+  /** Resolves when nothing is running or queued (the thread may still await a tool unless `settled`). */
+  async waitForIdle(options: WaitForIdleOptions = {}): Promise<ThreadStatus> {
+    return waitForIdle(this.agents.temporal, {
+      threadId: this.threadId,
+      settled: options.settled ?? false,
+      timeoutMs: options.timeoutMs ?? 60_000,
+      finalStatus: () => this.status(),
+    });
+  }
+
+  /** The committed history, read from the conversation store. */
+  async history(options: { inherited?: boolean } = {}): Promise<HistoryItem[]> {
+    const store = this.options.store;
+    if (!store) throw new Error('history() needs the conversation store: pass `store` to AgentClient');
+    // `inherited`: a fork's history from its source's first item (a child's from its root's), as it was forked.
+    if (options.inherited) return (await inheritedHistory(store, this.threadId)).map((s) => s.item);
+    return (await store.load(this.threadId)).map((s) => s.item);
+  }
+
+  /**
+   * Live events of this thread, as they happen: from the worker's hub in this process, or from a worker's events
+   * endpoint (`eventsUrl`), where a late subscriber first gets the turn in progress and `after` resumes right after
+   * an earlier event's `eventId`. Ends when the consumer stops iterating.
+   */
+  async *events(options: { after?: string } = {}): AsyncGenerator<LiveEvent> {
+    const hub = this.options.events;
+    if (!hub) {
+      if (!this.options.eventsUrl || this.options.eventsUrl.length === 0)
+        throw new Error('events() needs a worker: pass its `events` hub or its `eventsUrl` to AgentClient');
+      const urls = typeof this.options.eventsUrl === 'string' ? [this.options.eventsUrl] : this.options.eventsUrl;
+      yield* mergedThreadEvents(urls, this.threadId, {
+        ...(options.after && { after: options.after }),
+        ...(this.options.eventsToken && { token: this.options.eventsToken }),
+      });
+      return;
+    }
+    const queue = new AsyncQueue<ThreadEvent>();
+    const unsubscribe = hub.subscribe(this.threadId, (e) => queue.push(e));
+    try {
+      yield* queue;
+    } finally {
+      unsubscribe();
+    }
+  }
+}
