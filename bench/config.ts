@@ -240,6 +240,7 @@ export function config(args: string[] = process.argv.slice(2)): Config {
       'latency-tool-delay-ms': { type: 'string' },
       'priority-threads': { type: 'string' },
       'priority-events': { type: 'string' },
+      'governed-threads': { type: 'string' },
       'priority-turns': { type: 'string' },
       'priority-workflow-slots': { type: 'string' },
       'priority-cpu-target': { type: 'string' },
@@ -288,7 +289,15 @@ export function config(args: string[] = process.argv.slice(2)): Config {
     priorityWorkflowSlots: num(values['priority-workflow-slots'], DEFAULT_WORKFLOW_TASK_SLOTS),
     priorityCpuTarget: num(values['priority-cpu-target'], base.priorityCpuTarget),
     priorityFloodRate: num(values['priority-flood-rate'], base.priorityFloodRate),
+    ...governedOf(base.governed, values['governed-threads']),
     scaling: scalingOf(base.scaling, values),
     outDir: values.out ?? join(__dirname, 'results'),
   };
+}
+
+/** The governed phase's sizes: `--governed-threads N` resizes it, 0 skips it. */
+function governedOf(base: GovernedConfig | undefined, threads: string | undefined): { governed?: GovernedConfig } {
+  if (!base || threads === undefined) return { governed: base };
+  const n = Number(threads);
+  return { governed: n > 0 ? { ...base, threads: n } : undefined };
 }
