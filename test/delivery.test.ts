@@ -210,6 +210,7 @@ it('keeps what a run hands to the next small, whatever update ids a sender chose
   const status = await thread.waitForIdle({ settled: true });
   expect(status.dropped).toEqual({});
   expect(status.runs).toBeGreaterThan(2);
+  await checkReplay(thread, 'ack-long-ids');
 });
 
 it('waits for a free update slot when more acknowledged deliveries are in flight than the server allows', async () => {

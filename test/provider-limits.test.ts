@@ -17,7 +17,7 @@ import { ScriptedModel } from '../src/model/scripted';
 import type { ThreadHandle } from '../src/client/thread-handle';
 import { writeFileSync } from 'node:fs';
 import { cliRunner, waitForLine } from './cli-process';
-import { startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, startTestSystem, type TestSystem, uid } from './helpers';
 import { openAiResponsesDialect } from './wire/openai-responses';
 import { startWireServer, type WireServer } from './wire/server';
 
@@ -97,6 +97,9 @@ describe('two workers on one store share one concurrency limit', () => {
       'some threads waited for capacity',
     ).toBeGreaterThan(0);
     expect(histories.every((h) => h.failedActivities === 0)).toBe(true);
+    // A thread that waited for capacity on a timer replays (and is recorded for the replay gate).
+    const waited = threads[histories.findIndex((h) => h.timers > 0)]!;
+    await checkReplay(waited.thread, 'limits-waited-for-capacity');
   });
 });
 
@@ -188,6 +191,7 @@ describe("a provider's 429 backs every thread on the key off", () => {
     for (const r of after) expect(r.at - limited!.at).toBeGreaterThanOrEqual(1_900);
     expect((await waitsAndFailures(sys, first.threadId)).timers).toBeGreaterThanOrEqual(1);
     expect((await waitsAndFailures(sys, second.threadId)).timers).toBeGreaterThanOrEqual(1);
+    await checkReplay(first, 'limits-rate-limited-wait');
   });
 });
 
