@@ -17,7 +17,7 @@ import { ScriptedModel } from '../src/model/scripted';
 import type { ThreadHandle } from '../src/client/thread-handle';
 import { writeFileSync } from 'node:fs';
 import { cliRunner, waitForLine } from './cli-process';
-import { checkReplay, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from './helpers';
 import { openAiResponsesDialect } from './wire/openai-responses';
 import { startWireServer, type WireServer } from './wire/server';
 
@@ -149,6 +149,57 @@ describe('fair shares of a key', () => {
   });
 });
 
+describe("a key's reserve", () => {
+  /** Calls in flight now, by thread; and, per call, how many others were in flight when it began. */
+  const inFlight = new Set<string>();
+  const began: { thread: string; others: number }[] = [];
+  let sys: TestSystem;
+  beforeAll(async () => {
+    const inner = new ScriptedModel(() => ({ text: 'done', chunks: 6, delayMs: 250 }));
+    const model: ModelProvider = {
+      id: inner.id,
+      stream(request: ModelRequest, signal: AbortSignal) {
+        const thread = /current thread ID is `([^`]+)`/.exec(request.system)?.[1] ?? '?';
+        return (async function* () {
+          began.push({ thread, others: inFlight.size });
+          inFlight.add(thread);
+          try {
+            yield* inner.stream(request, signal);
+          } finally {
+            inFlight.delete(thread);
+          }
+        })();
+      },
+    };
+    sys = await startTestSystem({ model, limits: { key: 'reserved', concurrency: 4, reserve: 0.5 } });
+  });
+  afterAll(async () => sys?.shutdown());
+
+  it('keeps part of the key for user-facing threads: batch roots (priority 3 or later) leave it free', async () => {
+    // Six batch roots woken at once may use half of the key (2 calls); a user's root (default priority 2) may use all.
+    const batch = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const thread = await sys.client.startThread({ threadId: uid('batch'), priority: { priorityKey: 3 } });
+        await thread.sendUserText('go');
+        return thread;
+      }),
+    );
+    await eventuallyTrue(() => began.filter((b) => b.thread.startsWith('batch')).length >= 2);
+    const user = await sys.client.startThread({ threadId: uid('user') });
+    await user.sendUserText('my turn');
+    for (const thread of [...batch, user]) {
+      const status = await thread.waitForIdle({ settled: true, timeoutMs: 120_000 });
+      expect(status.lastError).toBeUndefined();
+    }
+    const batchCalls = began.filter((b) => b.thread.startsWith('batch'));
+    expect(batchCalls).toHaveLength(6);
+    // No batch call began while two others were in flight; the user's call did not wait for the batch to drain.
+    expect(Math.max(...batchCalls.map((b) => b.others))).toBeLessThanOrEqual(1);
+    const mine = began.find((b) => b.thread === user.threadId)!;
+    expect(mine.others, began.map((b) => `${b.thread.split('-')[0]}:${b.others}`).join(' ')).toBeGreaterThanOrEqual(1);
+  });
+});
+
 describe("a provider's 429 backs every thread on the key off", () => {
   let server: WireServer;
   let sys: TestSystem;
@@ -266,3 +317,6 @@ it('ends the lease of a request whose provider throws at once, so the capacity i
   const next = { key: 'throws', limits, tokens: 1, foreground: true, leaseMs: 30_000, leaseId: 'next' };
   expect(await store.capacity.acquire(next)).toEqual({ granted: true });
 });
+
+/** Waits until `check` holds (30 s at most). */
+const eventuallyTrue = (check: () => boolean) => eventually(() => check() || undefined, 30_000, 'the condition');

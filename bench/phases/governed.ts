@@ -183,7 +183,8 @@ async function runOnce(cfg: GovernedConfig, limited: boolean, say: (s: string) =
         await client.startThread({
           threadId,
           tenant: `tenant-${t}`,
-          priority: { fairnessKey: `tenant-${t}`, fairnessWeight: weightOf(t, tenants) },
+          // A fleet woken by one event is batch work (priority 3): the user-facing thread (2) keeps the key's reserve.
+          priority: { priorityKey: 3, fairnessKey: `tenant-${t}`, fairnessWeight: weightOf(t, tenants) },
         });
         await client.thread(threadId).sendUserText(`wake ${i}`);
         return threadId;

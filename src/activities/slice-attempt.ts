@@ -6,6 +6,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { BudgetRef, SpendAmount } from '../core/budget';
 import type { BuiltinCallContext } from '../core/builtins';
+import { DEFAULT_PRIORITY_KEYS } from '../core/priority';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
 import { AUTO_COMPACTION_TRIGGERED, DEFAULT_SYSTEM_PROMPT, systemPromptSuffix } from '../core/texts';
 import type { HistoryItem, StoredItem, ThreadEvent } from '../core/types';
@@ -187,9 +188,10 @@ async function complete(
     emit,
     toolContext: rt.io.toolContext(threadId, record.rootThreadId, loaded.ancestors, input.userId),
     runtime: runtimeContext(deps.store, input, loaded),
-    capacity: capacityGate(deps.store, deps.limits, deps.model.id, input.kind === 'root', {
+    capacity: capacityGate(deps.store, deps.limits, deps.model.id, foregroundOf(input), {
       key: input.share?.key ?? record.rootThreadId,
       ...(input.share?.weight !== undefined && { weight: input.share.weight }),
+      ...(input.share?.priority !== undefined && { priority: input.share.priority }),
     }),
   });
   throwIfAbandoned(out, control);
@@ -284,4 +286,14 @@ async function afterCommit(
     );
   emit({ threadId, type: 'status', status: result.pendingCall ? 'waiting_tool' : 'idle' });
   return result;
+}
+
+/**
+ * Whether a slice may use a provider limit's reserve: its thread's priority key is a user-facing root's or better (the
+ * default root's 2; children and event handlers run at 4, batch roots at 3 or later).
+ */
+function foregroundOf(input: SliceInput): boolean {
+  const key =
+    input.share?.priority ?? (input.kind === 'root' ? DEFAULT_PRIORITY_KEYS.root : DEFAULT_PRIORITY_KEYS.background);
+  return key <= DEFAULT_PRIORITY_KEYS.root;
 }

@@ -35,6 +35,8 @@ export interface TenantShare {
   vt: number;
   until: number;
   w: number;
+  /** The priority key of its last request (Temporal's: lower goes first). */
+  p?: number;
 }
 
 /** The state of one key, as a store keeps it. */
@@ -61,17 +63,18 @@ export interface CapacityRequest {
   limits: ProviderLimits;
   /** The request's token estimate (input plus expected output). */
   tokens: number;
-  /** A user-facing slice (a root thread's): it may use the reserve. */
+  /** A user-facing slice (by its priority key: a root thread's by default, not a batch root's): it may use the reserve. */
   foreground: boolean;
   /** How long the lease holds if never released (a killed worker gives its share back then). */
   leaseMs: number;
   leaseId: string;
   /**
    * The request's fair share: the thread's Temporal fairness key (by default its root thread's id, so one agent tree is
-   * one share) and weight; every share waiting for the key gets requests in proportion to its weight.
-   * @default '' and 1
+   * one share), weight and priority key; the shares waiting at one priority get requests in proportion to their weights,
+   * as the task queue dispatches (a better priority is not held back by worse ones' shares: it has the reserve).
+   * @default '' with weight 1 and priority 3
    */
-  share?: { key: string; weight?: number };
+  share?: { key: string; weight?: number; priority?: number };
 }
 
 /** `share`: capacity is free, but shares behind this one in the weighted order are waiting for it. */
@@ -99,6 +102,8 @@ const DEFAULT_RESERVE = 0.1;
 export const SHARE_GRACE_MS = 2_000;
 /** A share that has not asked for this long is dropped from the key's state (it starts level when it comes back). */
 export const SHARE_FORGET_MS = 60_000;
+/** A request's priority key when its thread has none (Temporal's default). */
+const DEFAULT_SHARE_PRIORITY = 3;
 /** At most this many shares are kept per key (the least recently waiting go first): the state stays small. */
 export const MAX_SHARES = 512;
 /** A tenant refused for its share comes back after at most this many request intervals. */
@@ -141,7 +146,8 @@ export function decideCapacity(
   const s = withShares(refill(state ?? freshCapacity(limits, now), limits, now), now);
   const tenant = req.share?.key ?? '';
   const weight = req.share?.weight ?? 1;
-  const mine = { ...levelShare(s, tenant, now), w: weight };
+  const priority = req.share?.priority ?? DEFAULT_SHARE_PRIORITY;
+  const mine = { ...levelShare(s, tenant, now), w: weight, p: priority };
   const refuse = (reason: CapacityRefusal, retryAfterMs: number) => {
     const wait = Math.max(1, Math.ceil(retryAfterMs));
     const shares = { ...s.shares, [tenant]: { ...mine, until: Math.max(mine.until, now + wait + SHARE_GRACE_MS) } };
@@ -165,7 +171,7 @@ export function decideCapacity(
     const need = Math.min(req.tokens, full) + keep * full;
     if (s.tokens < need) return refuse('tokens', (need - s.tokens) / rate);
   }
-  const ahead = aheadOfShare(s.shares, tenant, mine.vt, weight, limits, now);
+  const ahead = aheadOfShare(s.shares, tenant, mine, limits, now);
   if (ahead !== undefined) return refuse('share', ahead);
   return {
     state: {
@@ -207,12 +213,13 @@ function levelShare(s: CapacityState, tenant: string, now: number): TenantShare 
 function aheadOfShare(
   shares: Record<string, TenantShare> | undefined,
   tenant: string,
-  vt: number,
-  weight: number,
+  { vt, w: weight, p: priority }: TenantShare,
   limits: ProviderLimits,
   now: number,
 ): number | undefined {
-  const behind = waiting(shares, now).filter(([t, share]) => t !== tenant && share.vt + 1 / weight < vt);
+  const behind = waiting(shares, now).filter(
+    ([t, share]) => t !== tenant && (share.p ?? DEFAULT_SHARE_PRIORITY) === priority && share.vt + 1 / weight < vt,
+  );
   if (behind.length === 0) return undefined;
   // The others catch up by `gap` in virtual time after about gap × (their weights) requests.
   const gap = vt - Math.min(...behind.map(([, share]) => share.vt));

@@ -34,10 +34,10 @@ export interface SliceInput {
   /** The tree's tenant (budgets, issue 27 §1); absent: the root thread id. */
   tenant?: string;
   /**
-   * The thread's Temporal fairness key and weight, its fair share of a provider limit's key (issue 27 §2); absent: the
-   * root thread id, weight 1.
+   * The thread's Temporal fairness key, weight and priority key: its fair share of a provider limit's key, and whether
+   * it may use the key's reserve (issue 27 §2); absent: the root thread id, weight 1, the priority of its kind.
    */
-  share?: { key: string; weight?: number };
+  share?: { key: string; weight?: number; priority?: number };
   /** Limits the thread's `budget` signals set, applied to the store before the slice's budget check. */
   budgetUpdates?: BudgetUpdate[];
 }

@@ -71,12 +71,14 @@ export function runBatch(
   const userId = userIdOf(ctx);
   if (userId !== undefined) input.userId = userId;
   if (args.tenant !== undefined) input.tenant = args.tenant;
-  // The provider limiter shares a key between fairness keys as the task queue does (activity input only: no command).
+  // The provider limiter shares a key between fairness keys, by priority, as the task queue does (activity input only:
+  // no command).
   const priority = workflowInfo().priority;
   if (priority?.fairnessKey)
     input.share = {
       key: priority.fairnessKey,
       ...(priority.fairnessWeight !== undefined && { weight: priority.fairnessWeight }),
+      ...(priority.priorityKey !== undefined && { priority: priority.priorityKey }),
     };
   // Nothing is in flight here: what an interrupted slice took is sent again, once per scope.
   st.budgetUpdates = latestPerScope(st.budgetUpdates);

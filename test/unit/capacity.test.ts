@@ -189,6 +189,18 @@ describe('fair shares', () => {
     ).toBe(true);
   });
 
+  it('compares shares within one priority: a better priority is not held back by worse ones', () => {
+    const limits = { concurrency: 1, reserve: 0 };
+    const at = (key: string, priority: number) => ({ ...req(limits, 1, false), share: { key, priority } });
+    // b waits at priority 3 (refused while a call ran); a, at 3 as well, has had one more request than b.
+    let state = decideCapacity(undefined, at('a', 3), 0, T0).state;
+    state = decideCapacity(state, at('b', 3), 1, T0 + 1).state;
+    state = decideCapacity(state, at('a', 3), 0, T0 + 2).state;
+    expect(decideCapacity(state, at('a', 3), 0, T0 + 3).grant).toMatchObject({ reason: 'share' });
+    // The same share's user-facing request at priority 2 goes.
+    expect(decideCapacity(state, at('a', 2), 0, T0 + 3).grant.granted).toBe(true);
+  });
+
   it('does not let a share bank the time it was idle', () => {
     const limits = { concurrency: 1, reserve: 0 };
     // a alone for 300 requests; then b arrives and both wait: b does not get the next 300.
