@@ -2,6 +2,12 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** src/ never imports infra/, from any depth (`../infra`, `../../infra`, ...). */
+const NO_INFRA = {
+  regex: '^(\\.\\./)+infra(/|$)',
+  message: 'src/ never imports infra/ (servers for the tests and the benchmark, outside the package).',
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -31,6 +37,30 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
+    // The package never imports the tests' and the benchmark's servers (infra/ is outside the package). The fenced
+    // folders below repeat this pattern: a later block's no-restricted-imports replaces an earlier one's.
+    files: ['src/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [NO_INFRA] }] },
+  },
+  {
+    // infra/ (a throwaway PostgreSQL, the local multi-shard cluster) sits between src/ and its users: it may import
+    // src/; the tests, the benchmark and the scripts import it, never the other way.
+    files: ['infra/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(test|bench|scripts|examples)(/|$)',
+              message: 'infra/ may import only src/ (tests, bench and scripts import infra/, not the other way).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Workflow code runs in Temporal's deterministic sandbox: forbid the usual sources of nondeterminism.
     files: ['src/workflows/**/*.ts'],
     rules: {
@@ -46,6 +76,7 @@ export default tseslint.config(
           patterns: [
             { group: ['node:*', 'fs', 'path'], message: 'Workflow code does no I/O.' },
             { regex: '^\\.\\./(?!core/)', message: 'Workflow code imports only src/core (layers: README "Layout").' },
+            NO_INFRA,
           ],
         },
       ],
@@ -88,7 +119,7 @@ function layer(folder, allowed) {
   const message = `${folder} may import only from: ${allowed.join(', ') || 'nothing else in src'} (layers: README "Layout").`;
   const block = (files, up) => ({
     files: [files],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: `^${up}${allow}`, message }] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: `^${up}${allow}`, message }, NO_INFRA] }] },
   });
   return [block(`src/${folder}/*.ts`, '\\.\\./'), block(`src/${folder}/*/**/*.ts`, '\\.\\./\\.\\./')];
 }

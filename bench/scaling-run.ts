@@ -10,8 +10,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { startLocalCluster } from '../src/cluster/cluster';
-import { type LocalPostgres, startLocalPostgres } from '../src/devserver/postgres';
+import { startLocalCluster } from '../infra/cluster/cluster';
+import { type LocalPostgres, startLocalPostgres } from '../infra/postgres';
 import { startDevServer } from '../src/devserver/server';
 import type { Config, ScalingConfig, ScalingServer } from './config';
 import { postmasterPid } from './lib/postgres-proc';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import pg from 'pg';
 import type { ProvidedContext } from 'vitest';
-import { type LocalPostgres, startLocalPostgres } from '../src/devserver/postgres';
+import { type LocalPostgres, startLocalPostgres } from '../infra/postgres';
 import { startDevServer, type DevServer } from '../src/devserver/server';
 import { threadWorkflowsPath } from '../src/worker/create-worker';
 

@@ -3,7 +3,7 @@
  * processes of `ours` with a new conversation store, and the CPU and memory of every process group over it.
  */
 import { join } from 'node:path';
-import type { LocalPostgres } from '../../src/devserver/postgres';
+import type { LocalPostgres } from '../../infra/postgres';
 import { openConversationStore } from '../../src/store/open';
 import { PostgresConversationStore } from '../../src/store/postgres';
 import type { Config, ScalingConfig, ScalingServer, ScalingStore } from '../config';

@@ -16,7 +16,7 @@ import pg from 'pg';
 import { modelView, threadChain } from '../../src/activities/history';
 import { AgentClient } from '../../src/client/agent-client';
 import type { StoredItem } from '../../src/core/types';
-import { startLocalPostgres } from '../../src/devserver/postgres';
+import { startLocalPostgres } from '../../infra/postgres';
 import { startDevServer } from '../../src/devserver/server';
 import type { ConversationStore } from '../../src/store/conversation-store';
 import { PostgresConversationStore } from '../../src/store/postgres';

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { findTemporalCli } from '../../src/devserver/cli';
-import { clusterInstalled, installClusterBinaries, TEMPORAL_SERVER_VERSION } from '../../src/cluster/install';
+import { clusterInstalled, installClusterBinaries, TEMPORAL_SERVER_VERSION } from '../../infra/cluster/install';
 
 /** Warns when the CLI's bundled server differs from the version built here: the two should run the same server code. */
 function checkCliServerVersion(): void {

@@ -5,8 +5,8 @@
  * the frontend's gRPC port; `--per-service` runs frontend, history, matching and worker as four processes.
  */
 import { parseArgs } from 'node:util';
-import { startLocalCluster } from '../../src/cluster/cluster';
-import { installClusterBinaries } from '../../src/cluster/install';
+import { startLocalCluster } from '../../infra/cluster/cluster';
+import { installClusterBinaries } from '../../infra/cluster/install';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import type { ProvidedContext } from 'vitest';
-import { type LocalCluster, startLocalCluster } from '../../src/cluster/cluster';
-import { installClusterBinaries } from '../../src/cluster/install';
-import { type LocalPostgres, startLocalPostgres } from '../../src/devserver/postgres';
+import { type LocalCluster, startLocalCluster } from '../../infra/cluster/cluster';
+import { installClusterBinaries } from '../../infra/cluster/install';
+import { type LocalPostgres, startLocalPostgres } from '../../infra/postgres';
 import { threadWorkflowsPath } from '../../src/worker/create-worker';
 
 declare module 'vitest' {

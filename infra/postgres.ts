@@ -8,7 +8,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync }
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { killOnExit } from './kill-on-exit';
+import { killOnExit } from '../src/devserver/kill-on-exit';
 
 export interface LocalPostgresOptions {
   /** Data directory (default: a new temp dir). An existing initialized directory is reused. */

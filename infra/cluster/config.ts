@@ -2,7 +2,7 @@
  * Renders the Temporal server's static config (persistence on PostgreSQL, one port pair per service) and its
  * file-based dynamic config for the local multi-shard cluster.
  */
-import { DEFAULT_DYNAMIC_CONFIG } from '../devserver/server';
+import { DEFAULT_DYNAMIC_CONFIG } from '../../src/devserver/server';
 
 /** The services of one Temporal cluster (internal-frontend is only needed with an authorizer: none here). */
 export const CLUSTER_SERVICES = ['frontend', 'history', 'matching', 'worker'] as const;
@@ -128,11 +128,11 @@ export function renderServerConfig(input: ServerConfigInput): string {
     dynamicConfigClient: { filepath: input.dynamicConfigFile, pollInterval: '10s' },
     publicClient: { hostPort: frontend },
   };
-  return `# Rendered by src/cluster/config.ts\n${toYaml(config).trimStart()}\n`;
+  return `# Rendered by infra/cluster/config.ts\n${toYaml(config).trimStart()}\n`;
 }
 
 /** The dynamic config YAML: every key unconstrained (applies to all namespaces and task queues). */
 export function renderDynamicConfig(values: Record<string, unknown>): string {
   const doc = Object.fromEntries(Object.entries(values).map(([k, v]) => [k, [{ value: v }]]));
-  return `# Rendered by src/cluster/config.ts\n${toYaml(doc).trimStart()}\n`;
+  return `# Rendered by infra/cluster/config.ts\n${toYaml(doc).trimStart()}\n`;
 }

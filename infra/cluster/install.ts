@@ -16,7 +16,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { isExecutable, temporalHome } from '../devserver/cli';
+import { isExecutable, temporalHome } from '../../src/devserver/cli';
 
 /** The server the Temporal CLI 1.9.1 bundles (`temporal --version`: "Server 1.32.0"; the CLI's go.mod agrees). */
 export const TEMPORAL_SERVER_VERSION = 'v1.32.0';

@@ -13,8 +13,8 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import { THREAD_SEARCH_ATTRIBUTES } from '../devserver/server';
-import { type LocalPostgres, startLocalPostgres } from '../devserver/postgres';
+import { THREAD_SEARCH_ATTRIBUTES } from '../../src/devserver/server';
+import { type LocalPostgres, startLocalPostgres } from '../postgres';
 import {
   CLUSTER_DYNAMIC_CONFIG,
   CLUSTER_SERVICES,
