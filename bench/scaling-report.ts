@@ -1,8 +1,7 @@
 /** The scaling profile's summary (markdown) and chart (SVG): completions/s and CPU per completion per cell. */
 import { type BarGroup, esc, groupedBarPanel } from './lib/bars';
 import { fmtBytes } from './lib/stats';
-import { GROUPS, type Group, type ScalingCell } from './phases/scaling';
-import type { ScalingResults } from './scaling-run';
+import { GROUPS, type Group, type ScalingCell, type ScalingResults } from './phases/scaling';
 
 const f = (n: number | undefined | null, d = 1) =>
   n !== undefined && n !== null && Number.isFinite(n) ? n.toFixed(d) : 'n/a';

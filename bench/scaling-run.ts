@@ -17,21 +17,15 @@ import type { Config, ScalingConfig, ScalingServer } from './config';
 import { postmasterPid } from './lib/postgres-proc';
 import { progressLine } from './lib/progress';
 import { RssSampler } from './lib/proc';
-import { runCell, type ScalingBench, type ScalingCell, type ScalingTarget } from './phases/scaling';
+import {
+  runCell,
+  type ScalingBench,
+  type ScalingCell,
+  type ScalingResults,
+  type ScalingTarget,
+} from './phases/scaling';
 import { scalingChart, scalingSummary } from './scaling-report';
 import { writeThreadBundle } from './lib/bundle';
-
-export interface ScalingResults {
-  profile: string;
-  startedAt: string;
-  finishedAt: string;
-  machine: Record<string, unknown>;
-  config: Config;
-  /** PostgreSQL's proportional set size at the start of the run (each cell has its server's, `serverRestRss`). */
-  restRss: { postgres: number };
-  scaling: { cells: ScalingCell[] };
-  rssTimeline: unknown[];
-}
 
 /** A fresh Temporal server of one kind for cell `n`: the dev server on a new SQLite file, or a cluster on new databases. */
 async function startTarget(

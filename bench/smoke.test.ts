@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { GROUPS } from './phases/scaling';
 import type { Results } from './results';
-import type { ScalingResults } from './scaling-run';
+import type { ScalingResults } from './phases/scaling';
 
 /**
  * Runs `npm run bench -- --profile <profile>` into a new directory; returns the directory.

@@ -15,15 +15,7 @@ import { createAgentWorker } from '../src/worker/create-worker';
 import type { BaselineActivities, BenchSinks } from './baselines/workflows';
 import type { Design } from './lib/fleet';
 import { runMain } from './lib/main';
-
-export type WorkerToDriver =
-  | { k: 'ready' }
-  | { k: 'tool'; id: string; call: string }
-  | { k: 'start'; id: string; at: number }
-  | { k: 'end'; id: string; at: number }
-  | { k: 'gc-done' };
-
-export type DriverToWorker = { k: 'result'; id: string; call: string } | { k: 'gc' };
+import type { DriverToWorker, WorkerToDriver } from './lib/worker-messages';
 
 const now = () => performance.timeOrigin + performance.now();
 // One IPC write per turn of the event loop, not per message: each write wakes the driver, and on two cores that

@@ -8,7 +8,7 @@ import type { ThreadPriority } from '../../src/core/priority';
 import { type BareSteps, resultSignal, userSignal } from '../baselines/workflows';
 import { searchAttributes } from '../../src/workflows/definitions';
 import { rootPriority } from '../../src/core/priority';
-import type { WorkerToDriver } from '../worker-process';
+import type { WorkerToDriver } from './worker-messages';
 import type { ThreadOptions } from '../../src/workflows/contract';
 import { WorkerProcesses } from './worker-processes';
 

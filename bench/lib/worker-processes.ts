@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import type { DriverToWorker, WorkerToDriver } from '../worker-process';
+import type { DriverToWorker, WorkerToDriver } from './worker-messages';
 
 /** What every worker process of the fleet gets in its environment (see `bench/worker-process.ts`). */
 export interface WorkerEnv {

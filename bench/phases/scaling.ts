@@ -49,6 +49,19 @@ export interface ScalingCell {
   errors: string[];
 }
 
+/** A scaling profile's run, as `bench/scaling-run.ts` writes it to bench/results/<profile>-<timestamp>.json. */
+export interface ScalingResults {
+  profile: string;
+  startedAt: string;
+  finishedAt: string;
+  machine: Record<string, unknown>;
+  config: Config;
+  /** PostgreSQL's proportional set size at the start of the run (each cell has its server's, `serverRestRss`). */
+  restRss: { postgres: number };
+  scaling: { cells: ScalingCell[] };
+  rssTimeline: unknown[];
+}
+
 /** The Temporal server the cells run on. */
 export interface ScalingTarget {
   kind: ScalingServer;
