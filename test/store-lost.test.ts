@@ -9,22 +9,13 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { describe, expect, inject, it } from 'vitest';
-import type { SliceResult } from '../src/core/slice-protocol';
 import { StoreFileLostError } from '../src/index';
 import { SqliteConversationStore } from '../src/store/sqlite';
 import { cliRunner } from './cli-process';
 import { eventually, lostStoreSetup, render, type TestSystem, uid } from './helpers';
+import { result, user } from './store-contract';
 
 const scratch = () => join(inject('scratchDir'), `lost-${randomUUID()}.sqlite`);
-const result = (sliceId: string, length: number): SliceResult => ({
-  sliceId,
-  length,
-  pendingCall: null,
-  answeredCallIds: [],
-  followUps: [],
-  interrupted: false,
-});
-const user = (id: string, text: string) => ({ messageId: id, item: { kind: 'user' as const, text } });
 const commitText = (s: SqliteConversationStore, n: number) =>
   s.commit({
     threadId: 't',
