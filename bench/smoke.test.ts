@@ -8,9 +8,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { GROUPS } from './phases/scaling';
+import { GROUPS, type ScalingResults } from './phases/scaling';
 import type { Results } from './results';
-import type { ScalingResults } from './phases/scaling';
 
 /**
  * Runs `npm run bench -- --profile <profile>` into a new directory; returns the directory.
