@@ -10,7 +10,7 @@ import {
   ThreadClosedError,
   ThreadNotFoundError,
 } from '../inbox/errors';
-import { ModelConfigError } from '../model/registry';
+import { ModelConfigError } from '../model/config-error';
 import { redactSecrets } from '../store/redact';
 import { registerAnswer } from './commands/answer';
 import { registerBackup } from './commands/backup';

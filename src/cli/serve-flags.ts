@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { limitsProblem, type ProviderLimits } from '../core/capacity';
-import { modelFromEnv, modelFromSpec } from '../model/registry';
 import type { ResourceTargets } from '../worker/resource-targets';
+import { modelRegistry } from './lazy';
 import { CliError } from './target';
 
 export interface ServeOptions {
@@ -28,7 +28,11 @@ export interface ServeOptions {
   limits?: string;
 }
 
-export const modelOf = (opts: ServeOptions) => (opts.model ? modelFromSpec(opts.model) : modelFromEnv());
+/** The model of `--model`, else of the environment; the providers load only here, in the commands that serve. */
+export const modelOf = (opts: ServeOptions) => {
+  const { modelFromEnv, modelFromSpec } = modelRegistry();
+  return opts.model ? modelFromSpec(opts.model) : modelFromEnv();
+};
 
 /** A TCP port flag: a whole number in 1..65535, or a usage error. */
 export function portOf(flag: string, value: string | undefined): number | undefined {

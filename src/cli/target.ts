@@ -5,11 +5,10 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { Client, Connection, type TLSConfig } from '@temporalio/client';
-import { AgentClient } from '../client/agent-client';
-import { isPostgresUrl, openConversationStore } from '../store/open';
-import { tracingFor } from '../tracing/install';
-import { tracingClientInterceptors } from '../tracing/interceptors';
+import type { Connection, TLSConfig } from '@temporalio/client';
+import type { AgentClient } from '../client/agent-client';
+import { tracingFromEnv } from '../tracing/config';
+import { agentClient, storeOpen, temporalClient, tracingInstall, tracingInterceptors } from './lazy';
 
 /** Options every command accepts (see `--help`). */
 export interface TargetFlags {
@@ -149,6 +148,10 @@ export async function openClient(
   target: Target,
   options: { stage?: boolean } = {},
 ): Promise<{ client: AgentClient; close(): Promise<void> }> {
+  // Loaded here, not at start-up: only the commands that connect pay for the client (see lazy.ts).
+  const { Client, Connection } = temporalClient();
+  const { AgentClient } = agentClient();
+  const { isPostgresUrl, openConversationStore } = storeOpen();
   let connection: Connection;
   try {
     connection = await Connection.connect({
@@ -165,12 +168,13 @@ export async function openClient(
       ? openConversationStore(target.store, { readonly: !options.stage })
       : undefined;
   // With OTEL_EXPORTER_OTLP_ENDPOINT (and the like) set, what a command sends starts a trace (docs/operations.md).
-  const tracing = tracingFor();
+  // OpenTelemetry is loaded only then: tracingFor() installs nothing when the environment asks for no tracing.
+  const tracing = tracingFromEnv() ? tracingInstall().tracingFor() : undefined;
   const client = new AgentClient({
     client: new Client({
       connection,
       namespace: target.namespace,
-      ...(tracing && { interceptors: tracingClientInterceptors() }),
+      ...(tracing && { interceptors: tracingInterceptors().tracingClientInterceptors() }),
     }),
     taskQueue: target.taskQueue,
     ...(store && { store }),

@@ -9,14 +9,12 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { SharedV3ProviderOptions } from '@ai-sdk/provider';
 import { aiSdkModel } from './ai-sdk';
+import { ModelConfigError } from './config-error';
 import { contextWindowOf } from './context-windows';
 import type { ModelProvider } from './provider';
 import { SimulatedModel } from './simulated';
 
-/** The model string or its environment is unusable; the message says what to set. */
-export class ModelConfigError extends Error {
-  override readonly name = 'ModelConfigError';
-}
+export { ModelConfigError };
 
 export const MODEL_PROVIDERS = [
   'anthropic',

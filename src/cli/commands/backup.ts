@@ -1,10 +1,9 @@
 /** `backup <dest>`: a consistent copy of the conversation store, taken while workers go on writing to it. */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { describeStore, isPostgresUrl } from '../../store/open';
 import { BackupDestinationError, checkBackupDestination } from '../../store/sqlite-backup';
-import { SqliteConversationStore } from '../../store/sqlite';
 import type { Out } from '../format';
+import { sqliteStore, storeOpen } from '../lazy';
 import { CliError, storePathOf, type TargetFlags } from '../target';
 
 export function registerBackup(program: Command, out: Out): void {
@@ -18,6 +17,8 @@ export function registerBackup(program: Command, out: Out): void {
         throw new CliError(
           'backup copies the conversation store: pass --store <sqlite file> (or set INFINITY_STORE, or run next to `dev`)',
         );
+      // The stores (SQLite, PostgreSQL) load here, not when the program starts (see lazy.ts).
+      const { describeStore, isPostgresUrl } = storeOpen();
       if (isPostgresUrl(file)) {
         throw new CliError(
           `backup copies a SQLite store; ${describeStore(file)} is a PostgreSQL database: back it up with pg_dump ` +
@@ -32,6 +33,7 @@ export function registerBackup(program: Command, out: Out): void {
         throw usage(e);
       }
       // Read-only: a backup must not migrate or otherwise write the store it copies.
+      const { SqliteConversationStore } = sqliteStore();
       const store = new SqliteConversationStore(file, { readonly: true });
       try {
         await store.backup(dest);

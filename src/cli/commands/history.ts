@@ -1,7 +1,7 @@
 /** `history <thread>`: print the committed history of a thread, read from the conversation store. */
 import type { Command } from 'commander';
-import { describeStore } from '../../store/open';
 import { historyLine, type Out } from '../format';
+import { storeOpen } from '../lazy';
 import { CliError } from '../target';
 import { withClient } from '../with-client';
 
@@ -18,7 +18,9 @@ export function registerHistory(program: Command, out: Out): void {
           throw new CliError('history reads the conversation store: pass --store <sqlite file> (or run next to `dev`)');
         const items = await client.thread(threadId).history();
         if (items.length === 0)
-          throw new CliError(`thread ${threadId} has no committed history in ${describeStore(target.store)}`);
+          throw new CliError(
+            `thread ${threadId} has no committed history in ${storeOpen().describeStore(target.store)}`,
+          );
         for (const item of items) out(opts.json ? JSON.stringify(item) : historyLine(item, opts.full));
       });
     });

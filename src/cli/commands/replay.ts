@@ -5,13 +5,9 @@
  * waiting in production (`temporal workflow show --workflow-id <id> --output json > <id>.json`) and replay them
  * against the code about to ship; a nondeterministic change fails here instead of stranding those threads.
  */
-import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import type { Command } from 'commander';
-import { threadWorkflowsPath } from '../../worker/create-worker';
 import type { Out } from '../format';
-import { CliError } from '../target';
+import { replayAction } from '../lazy';
 
 /**
  * The workflow id a history was recorded under, from its start event (servers since 1.23 write it there). A replay must
@@ -32,38 +28,6 @@ export function registerReplay(program: Command, out: Out): void {
     .description("replay exported thread histories against this build's workflow code (exit 2 on nondeterminism)")
     .argument('<files...>', 'history files, as written by `temporal workflow show --output json`')
     .option('--workflows-bundle <file>', 'replay against this prebuilt workflow bundle instead of this build')
-    .action(async (files: string[], opts: { workflowsBundle?: string }) => {
-      // One replay worker per history; their lifecycle lines would bury the verdicts.
-      Runtime.install({ logger: new DefaultLogger('WARN') });
-      const workflowBundle = opts.workflowsBundle
-        ? { codePath: opts.workflowsBundle }
-        : {
-            code: (
-              await bundleWorkflowCode({ workflowsPath: threadWorkflowsPath(), logger: new DefaultLogger('WARN') })
-            ).code,
-          };
-      const failed: string[] = [];
-      for (const file of files) {
-        let history: unknown;
-        try {
-          history = JSON.parse(readFileSync(file, 'utf8'));
-        } catch (e) {
-          throw new CliError(`${file}: not a JSON history (${e instanceof Error ? e.message : String(e)})`);
-        }
-        try {
-          await Worker.runReplayHistory(
-            { workflowBundle, replayName: basename(file) },
-            history,
-            workflowIdOfHistory(history),
-          );
-          out(`ok      ${file}`);
-        } catch (e) {
-          failed.push(file);
-          out(`FAILED  ${file}: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
-        }
-      }
-      if (failed.length > 0)
-        throw new CliError(`${failed.length} of ${files.length} histories do not replay: do not deploy this build`);
-      out(`${files.length} histories replay`);
-    });
+    // The Temporal worker and this build's workflow code load when it runs: actions/replay.ts.
+    .action(async (files: string[], opts: { workflowsBundle?: string }) => replayAction().runReplay(files, opts, out));
 }
