@@ -244,6 +244,17 @@ describe('trees, tenants, money, the CLI and the raw signal (SQLite)', () => {
     );
     const bad = await cli.run('budget', 'set', '--thread', id);
     expect(bad.code).toBe(2);
+    // Usage and limits are in the store alone: read with no Temporal server named at all.
+    const storeOnly = cliRunner(() => ['--store', sys.storePath], { TEMPORAL_ADDRESS: '' });
+    const show = await storeOnly.run('budget', 'show', '--thread', id, '--json');
+    expect(show.code).toBe(0);
+    expect(JSON.parse(show.stdout)).toMatchObject({
+      limit: { totalTokens: 100 },
+      spend: { totalTokens: 40, slices: 2 },
+    });
+    const none = await cliRunner(() => [], { INFINITY_STORE: '' }).run('usage', '--thread', id);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/no conversation store/);
   });
 
   it('a raw `temporal workflow signal` raises the budget and resumes the thread', async () => {

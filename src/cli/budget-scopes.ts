@@ -2,12 +2,13 @@
  * The scopes `budget` and `usage` name (a thread, an agent tree, a tenant: issue 27 §1), and how a scope's limits and
  * spend are shown.
  */
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { type Budget, type BudgetState, BUDGET_FIELDS } from '../core/budget';
 import type { BudgetTarget } from '../client/budgets';
 import type { Out } from './format';
-import { CliError } from './target';
-import { withClient } from './with-client';
+import { budgetsClient, storeOpen } from './lazy';
+import { CliError, storePathOf, type TargetFlags } from './target';
 
 export interface ScopeFlags {
   thread?: string;
@@ -47,12 +48,25 @@ export function budgetLine(s: BudgetState): string {
   );
 }
 
-/** The action of `budget show` and `usage`: each named scope's limits and spend, one line (or JSON object) each. */
+/**
+ * The action of `budget show` and `usage`: each named scope's limits and spend, one line (or JSON object) each. Both
+ * are in the store alone, so no Temporal server is needed; the store is found as every command finds it (`--store`,
+ * `INFINITY_STORE`, a running `dev`).
+ */
 export const showBudgets =
   (out: Out) =>
   async (flags: ScopeFlags & { json?: boolean }, cmd: Command): Promise<void> => {
     const targets = targetsOf(flags);
-    await withClient(cmd, async (client) => {
-      for (const s of await client.budgets(...targets)) out(flags.json ? JSON.stringify(s) : budgetLine(s));
-    });
+    const path = storePathOf(cmd.optsWithGlobals<TargetFlags>());
+    if (path === undefined)
+      throw new CliError('no conversation store: pass --store (or set INFINITY_STORE), or run `infinity-temporal dev`');
+    const { isPostgresUrl, openConversationStore } = storeOpen();
+    if (!isPostgresUrl(path) && !existsSync(path)) throw new CliError(`no conversation store at ${path}`);
+    const store = openConversationStore(path, { readonly: true });
+    try {
+      for (const s of await budgetsClient().budgetStates(store, targets))
+        out(flags.json ? JSON.stringify(s) : budgetLine(s));
+    } finally {
+      await store.close();
+    }
   };

@@ -15,6 +15,9 @@ export const temporalClient = () => require('@temporalio/client') as typeof impo
 /** The agent client the thread commands talk through. */
 export const agentClient = () => require('../client/agent-client') as typeof import('../client/agent-client');
 
+/** Budgets' limits and spend in a store (`usage`, `budget show`). */
+export const budgetsClient = () => require('../client/budgets') as typeof import('../client/budgets');
+
 /** Opening a conversation store (SQLite or PostgreSQL). */
 export const storeOpen = () => require('../store/open') as typeof import('../store/open');
 
