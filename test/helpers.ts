@@ -299,7 +299,7 @@ export interface RestoredStore {
   store: SqliteConversationStore;
 }
 
-/** The lost-store scenarios' setup, shared by test/store-lost.test.ts and test/poison.test.ts. */
+/** The lost-store scenarios' setup, shared by test/store-lost.test.ts and test/soak/poison.soak.test.ts. */
 export interface LostStoreSetup {
   /** A test system on a SQLite file of its own in the scratch directory (the file the test then removes or replaces). */
   start(model: ModelProvider): Promise<TestSystem>;

@@ -1,6 +1,6 @@
 /**
  * Floods at the suite dev server's limits (our `DEFAULT_DYNAMIC_CONFIG`), the soak tier (split from
- * test/flood.test.ts, which keeps the lowered-limits floods):
+ * test/soak/flood-lowered-limits.soak.test.ts, which keeps the lowered-limits floods):
  *
  * 1. 20,000 inputs into one thread, no workflow-task failure loop;
  * 2. 1,000 threads × 20 inputs through one worker.

@@ -13,15 +13,15 @@ import { decodeVersioningBehavior, type VersioningBehavior } from '@temporalio/c
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { AgentClient } from '../src/client/agent-client';
-import { findTemporalCli } from '../src/devserver/cli';
-import { ScriptedModel } from '../src/model/scripted';
-import { SqliteConversationStore } from '../src/store/sqlite';
-import { toolResult } from '../src/tools/messages';
-import type { ToolContext } from '../src/tools/tool';
-import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
-import { cliRunner, waitForLine } from './cli-process';
-import { eventually, recordingTool, render, uid } from './helpers';
+import { AgentClient } from '../../src/client/agent-client';
+import { findTemporalCli } from '../../src/devserver/cli';
+import { ScriptedModel } from '../../src/model/scripted';
+import { SqliteConversationStore } from '../../src/store/sqlite';
+import { toolResult } from '../../src/tools/messages';
+import type { ToolContext } from '../../src/tools/tool';
+import { type AgentWorker, createAgentWorker } from '../../src/worker/create-worker';
+import { cliRunner, waitForLine } from '../cli-process';
+import { eventually, recordingTool, render, uid } from '../helpers';
 
 const run = promisify(execFile);
 let connection: NativeConnection;

@@ -12,19 +12,19 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { sliceIdFor } from '../src/core/ids';
-import { setAsideResult } from '../src/core/texts';
-import { inputLimitViolation } from '../src/core/validate';
-import type { InputMessage, ThreadEvent, ThreadStatus } from '../src/core/types';
-import { findTemporalCli } from '../src/devserver/cli';
-import { firstText } from '../src/model/projection';
-import type { ModelMessage, ModelRequest, ModelStreamPart } from '../src/model/provider';
-import { ScriptedModel } from '../src/model/scripted';
-import { SqliteConversationStore } from '../src/store/sqlite';
-import { toolResult } from '../src/tools/messages';
-import type { ToolContext } from '../src/tools/tool';
-import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
-import { cliRunner, jsonLines } from './cli-process';
+import { sliceIdFor } from '../../src/core/ids';
+import { setAsideResult } from '../../src/core/texts';
+import { inputLimitViolation } from '../../src/core/validate';
+import type { InputMessage, ThreadEvent, ThreadStatus } from '../../src/core/types';
+import { findTemporalCli } from '../../src/devserver/cli';
+import { firstText } from '../../src/model/projection';
+import type { ModelMessage, ModelRequest, ModelStreamPart } from '../../src/model/provider';
+import { ScriptedModel } from '../../src/model/scripted';
+import { SqliteConversationStore } from '../../src/store/sqlite';
+import { toolResult } from '../../src/tools/messages';
+import type { ToolContext } from '../../src/tools/tool';
+import { type AgentWorker, createAgentWorker } from '../../src/worker/create-worker';
+import { cliRunner, jsonLines } from '../cli-process';
 import {
   eventually,
   FAST_POLICY,
@@ -34,8 +34,8 @@ import {
   startTestSystem,
   type TestSystem,
   uid,
-} from './helpers';
-import { localActivityType } from './fixtures/flood';
+} from '../helpers';
+import { localActivityType } from '../fixtures/flood';
 
 const mentionsPoison = (m: ModelMessage) =>
   (m.role === 'user' && m.text.includes('poison')) ||

@@ -3,11 +3,11 @@
  * completes and its committed history has no lost or duplicated turn.
  */
 import { expect, it } from 'vitest';
-import { ScriptedModel } from '../src/model/scripted';
-import { SqliteConversationStore } from '../src/store/sqlite';
-import { workerProcessSuite } from './crash-worker';
-import { SLOW_TEXT } from './fixtures/crash-constants';
-import { render, uid } from './helpers';
+import { ScriptedModel } from '../../src/model/scripted';
+import { SqliteConversationStore } from '../../src/store/sqlite';
+import { workerProcessSuite } from '../crash-worker';
+import { SLOW_TEXT } from '../fixtures/crash-constants';
+import { render, uid } from '../helpers';
 
 // The test process runs no worker: it starts threads and reads the store the worker processes write.
 const suite = workerProcessSuite(new ScriptedModel(() => ({ text: 'unused' })));

@@ -9,9 +9,9 @@
  * committed history exactly once, and every run of the thread is read back from Temporal.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDevServer, type DevServer } from '../src/devserver/server';
-import { subscriptionEvent } from '../src/tools/messages';
-import type { ToolContext } from '../src/tools/tool';
+import { startDevServer, type DevServer } from '../../src/devserver/server';
+import { subscriptionEvent } from '../../src/tools/messages';
+import type { ToolContext } from '../../src/tools/tool';
 import {
   committedCounts,
   counted,
@@ -25,9 +25,9 @@ import {
   runsOf,
   runTotals,
   subscribedThread,
-} from './fixtures/flood';
-import { watchTool } from './fixtures/watch-tool';
-import { render, startTestSystem, type TestSystem, uid } from './helpers';
+} from '../fixtures/flood';
+import { watchTool } from '../fixtures/watch-tool';
+import { render, startTestSystem, type TestSystem, uid } from '../helpers';
 
 // ---------------------------------------------------------------------------------------------------------------
 // 1. Lowered limits

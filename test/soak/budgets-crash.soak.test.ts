@@ -5,9 +5,9 @@
  * nothing more when the retried slice finds its commit.
  */
 import { expect, it } from 'vitest';
-import { ScriptedModel } from '../src/model/scripted';
-import { workerProcessSuite } from './crash-worker';
-import { uid } from './helpers';
+import { ScriptedModel } from '../../src/model/scripted';
+import { workerProcessSuite } from '../crash-worker';
+import { uid } from '../helpers';
 
 // The test process runs no worker: it starts threads and reads the store the worker processes write.
 const suite = workerProcessSuite(new ScriptedModel(() => ({ text: 'unused' })));

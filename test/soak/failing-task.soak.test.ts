@@ -6,10 +6,10 @@
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, it, onTestFinished } from 'vitest';
-import { ScriptedModel } from '../src/model/scripted';
-import { createAgentWorker } from '../src/worker/create-worker';
-import { userText } from '../src/tools/messages';
-import { eventually, FAST_POLICY, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { ScriptedModel } from '../../src/model/scripted';
+import { createAgentWorker } from '../../src/worker/create-worker';
+import { userText } from '../../src/tools/messages';
+import { eventually, FAST_POLICY, render, startTestSystem, type TestSystem, uid } from '../helpers';
 import { inject } from 'vitest';
 
 const model = new ScriptedModel((req) => {
@@ -27,7 +27,7 @@ it('waits for idle and delivers through a run of failed workflow tasks', async (
   const bad = await Worker.create({
     connection: sys.connection,
     taskQueue: sys.taskQueue,
-    workflowsPath: join(__dirname, 'fixtures', 'failing-thread-workflow.ts'),
+    workflowsPath: join(__dirname, '..', 'fixtures', 'failing-thread-workflow.ts'),
   });
   const badRun = bad.run();
   const stopBad = async () => {
