@@ -69,6 +69,14 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
           for await (const e of thread.events(opts.after ? { after: opts.after } : {})) {
             if (opts.json) out(JSON.stringify(e));
             else printer.print(e as ThreadEvent);
+            // Live events were lost (the stream reconnected past the worker's buffer): what they showed is committed
+            // by now, so the items committed since the history printed above follow, instead of nothing.
+            if (e.type === 'replay_gap' && target.store && opts.history !== false && opts.after === undefined) {
+              const items = await thread.history();
+              for (const item of items.slice(committed))
+                out(opts.json ? JSON.stringify({ history: item }) : historyLine(item));
+              committed = items.length;
+            }
             if (
               opts.untilIdle &&
               ((e.type === 'status' && e.status === 'idle') || e.type === 'replay_gap') &&
