@@ -1,7 +1,8 @@
 /**
- * The guarantees over the configuration matrix (test/guarantees/matrix.ts), default tier: every light scenario over
- * pairwise cells of every dimension, plus each scenario under the shipped defaults (`by-kind` with `startLocalSystem`
- * and with `dev`). Heavy cells and the full product run in test/soak/guarantees.soak.test.ts.
+ * The guarantees over the configuration matrix (test/guarantees/matrix.ts), default tier: every light scenario under
+ * the shipped defaults (`by-kind` with `startLocalSystem` and with `dev`), and cells that show every value of every
+ * dimension at least once. The rest of the pairwise set, the heavy cells and the full product run in
+ * test/soak/guarantees.soak.test.ts.
  */
 import { defaultCells } from './matrix';
 import { runCells } from './run-cells';
