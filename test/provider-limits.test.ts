@@ -43,6 +43,31 @@ function concurrencyProbe() {
   return { probe, wrap };
 }
 
+/**
+ * A model that records its calls in the order they began: the thread each served (read from the system prompt) and how
+ * many other calls were in flight then.
+ */
+function observedModel(inner: ModelProvider) {
+  const inFlight = new Set<string>();
+  const began: { thread: string; others: number }[] = [];
+  const model: ModelProvider = {
+    id: inner.id,
+    stream(request: ModelRequest, signal: AbortSignal) {
+      const thread = /current thread ID is `([^`]+)`/.exec(request.system)?.[1] ?? '?';
+      return (async function* () {
+        began.push({ thread, others: inFlight.size });
+        inFlight.add(thread);
+        try {
+          yield* inner.stream(request, signal);
+        } finally {
+          inFlight.delete(thread);
+        }
+      })();
+    },
+  };
+  return { model, began };
+}
+
 /** The thread's timers (waits for capacity) and failed slice attempts, from its Temporal history. */
 async function waitsAndFailures(sys: TestSystem, threadId: string) {
   const { events } = await sys.temporal.workflow.getHandle(threadId).fetchHistory();
@@ -104,19 +129,9 @@ describe('two workers on one store share one concurrency limit', () => {
 });
 
 describe('fair shares of a key', () => {
-  /** Which thread each model call served, in the order the calls began. */
-  const served: string[] = [];
+  const { model, began } = observedModel(new ScriptedModel(() => ({ text: 'done', chunks: 2, delayMs: 60 })));
   let sys: TestSystem;
   beforeAll(async () => {
-    const inner = new ScriptedModel(() => ({ text: 'done', chunks: 2, delayMs: 60 }));
-    const model: ModelProvider = {
-      id: inner.id,
-      stream(request: ModelRequest, signal: AbortSignal) {
-        const thread = /current thread ID is `([^`]+)`/.exec(request.system)?.[1] ?? '?';
-        served.push(thread);
-        return inner.stream(request, signal);
-      },
-    };
     sys = await startTestSystem({ model, limits: { key: 'shared-by-weight', concurrency: 1, reserve: 0 } });
   });
   afterAll(async () => sys?.shutdown());
@@ -141,7 +156,7 @@ describe('fair shares of a key', () => {
       expect(await replies(thread)).toEqual(['done']);
     }
     const keyOf = new Map(threads.map(({ key, thread }) => [thread.threadId, key]));
-    const order = served.map((id) => keyOf.get(id)).filter((k) => k !== undefined);
+    const order = began.map((b) => keyOf.get(b.thread)).filter((k) => k !== undefined);
     expect(order).toHaveLength(24);
     // While both keys wait (the first 16 calls: 12 of 16 by weight, 8 of 16 without it), the heavier gets ~3 in 4.
     const heavy = order.slice(0, 16).filter((k) => k === 'heavy').length;
@@ -150,27 +165,9 @@ describe('fair shares of a key', () => {
 });
 
 describe("a key's reserve", () => {
-  /** Calls in flight now, by thread; and, per call, how many others were in flight when it began. */
-  const inFlight = new Set<string>();
-  const began: { thread: string; others: number }[] = [];
+  const { model, began } = observedModel(new ScriptedModel(() => ({ text: 'done', chunks: 6, delayMs: 250 })));
   let sys: TestSystem;
   beforeAll(async () => {
-    const inner = new ScriptedModel(() => ({ text: 'done', chunks: 6, delayMs: 250 }));
-    const model: ModelProvider = {
-      id: inner.id,
-      stream(request: ModelRequest, signal: AbortSignal) {
-        const thread = /current thread ID is `([^`]+)`/.exec(request.system)?.[1] ?? '?';
-        return (async function* () {
-          began.push({ thread, others: inFlight.size });
-          inFlight.add(thread);
-          try {
-            yield* inner.stream(request, signal);
-          } finally {
-            inFlight.delete(thread);
-          }
-        })();
-      },
-    };
     sys = await startTestSystem({ model, limits: { key: 'reserved', concurrency: 4, reserve: 0.5 } });
   });
   afterAll(async () => sys?.shutdown());
