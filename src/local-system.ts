@@ -111,8 +111,10 @@ function definedOf<T extends object, K extends keyof T>(options: T, keys: readon
   return out;
 }
 
+/** What {@link startLocalSystem} started: a dev server, a store, a worker and a client; `shutdown()` stops them. */
 export interface LocalSystem {
   devServer: DevServer;
+  /** A client of the worker's task queue, with the store and the worker's live events (`thread.events()`). */
   client: AgentClient;
   worker: AgentWorker;
   store: ConversationStore;
@@ -131,6 +133,7 @@ export interface LocalSystem {
   metricsUrl?: string;
   /** Link to a thread in the Temporal Web UI. */
   threadUrl(threadId: string): string | undefined;
+  /** Stops the worker, then closes the store it opened and stops the dev server it started; once, however called. */
   shutdown(): Promise<void>;
 }
 
@@ -147,6 +150,23 @@ function isRunning(s: LocalSystemOptions['devServer']): s is DevServer {
   return typeof (s as DevServer | undefined)?.stop === 'function';
 }
 
+/**
+ * The embedded setup in one call: a Temporal dev server (the CLI is installed on first use), a SQLite conversation
+ * store, a worker and a client in this process. For trying things, tests and single-process apps; for workers and
+ * clients apart, see {@link createAgentWorker} and {@link AgentClient}.
+ *
+ * @example
+ * ```ts
+ * import { SimulatedModel, startLocalSystem } from 'infinity-temporal';
+ *
+ * const system = await startLocalSystem({ model: new SimulatedModel(), tools: [getBuildStatus] });
+ * const thread = system.client.thread('demo');
+ * await thread.sendUserText('Is build 42 green yet?');
+ * await thread.waitForIdle({ settled: true });
+ * console.log(`in the Temporal UI: ${system.threadUrl('demo')}`);
+ * await system.shutdown();
+ * ```
+ */
 export async function startLocalSystem(options: LocalSystemOptions = {}): Promise<LocalSystem> {
   // Before anything starts: a misconfigured model fails here, with nothing to clean up.
   const model = options.model ?? modelFromEnv();

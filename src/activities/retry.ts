@@ -6,19 +6,19 @@ import { ModelStreamEndedError } from '../model/provider';
 
 /** Retry and timeout settings of a completion; defaults follow the reference runtime. */
 export interface CompletionPolicy {
-  /** Attempts allowed after a failure before giving up (default 10). */
+  /** Attempts allowed after a failure before giving up. @default 10 */
   maxRetries: number;
-  /** No first part within this time: the request is retried (default 60 s). */
+  /** No first part within this time: the request is retried. @default 60000 (60 s) */
   initiateTimeoutMs: number;
-  /** No part for this long mid-stream: the attempt is discarded and retried (default 120 s). */
+  /** No part for this long mid-stream: the attempt is discarded and retried. @default 120000 (120 s) */
   chunkTimeoutMs: number;
-  /** Wait after a rate-limit error (default 30 s). */
+  /** Wait after a rate-limit error. @default 30000 (30 s) */
   rateLimitWaitMs: number;
-  /** Wait after a transient provider error (default 5 s). */
+  /** Wait after a transient provider error. @default 5000 (5 s) */
   transientWaitMs: number;
-  /** Wait after a stream that ended early (default 1 s). */
+  /** Wait after a stream that ended early. @default 1000 (1 s) */
   unexpectedEndWaitMs: number;
-  /** Model rounds one slice may run through sync loop-backs before it stops (default 25). */
+  /** Model rounds one slice may run through sync loop-backs before it stops. @default 25 */
   maxRounds: number;
 }
 

@@ -80,8 +80,9 @@ export interface AgentClientOptions {
   signalNames?: 'input' | 'by-kind';
 }
 
+/** Options of {@link AgentClient.sendUserText} and {@link ThreadHandle.sendUserText}. */
 export interface SendUserTextOptions {
-  /** Message id: pass one to make a resend idempotent. */
+  /** Message id: pass one to make a resend idempotent. @default a random UUID */
   id?: string;
   /** Priority of the thread if this text creates it; a running thread keeps the priority it started with. */
   priority?: ThreadPriority;
@@ -93,16 +94,24 @@ export interface SendUserTextOptions {
   tenant?: string;
 }
 
+/** Options of {@link AgentClient.startThread}. All optional. */
 export interface StartThreadOptions {
-  /** The thread id (= workflow id); a UUID when omitted. Starting an existing thread returns it. */
+  /** The thread id (= workflow id). Starting an existing thread returns it. @default a random UUID */
   threadId?: string;
-  /** Root metadata (e.g. `user_id`, which remote tools receive); later inputs with `metadata` replace it. */
+  /**
+   * Root metadata (e.g. `user_id`, which remote tools receive); later inputs with `metadata` replace it.
+   * @default none
+   */
   metadata?: Record<string, unknown>;
-  /** Task priority and fairness (see {@link AgentClientOptions.priority}); set when the thread starts. */
+  /**
+   * Task priority and fairness (see {@link AgentClientOptions.priority}); set when the thread starts.
+   * @default the client's `priority`
+   */
   priority?: ThreadPriority;
   /**
    * What the thread is about: its memo title and static summary (the Temporal UI shows it in lists and the
-   * relationships view). Without it, the first user text titles the thread.
+   * relationships view).
+   * @default none: the first user text titles the thread
    */
   title?: string;
   /**
@@ -118,13 +127,15 @@ export interface StartThreadOptions {
 
 export type { ThreadFilter, ThreadSummary } from './listing';
 
+/** Options of {@link ThreadHandle.waitForIdle}. */
 export interface WaitForIdleOptions {
-  /** Also wait until no non-passive tool call is pending. */
+  /** Also wait until no non-passive tool call is pending. @default false */
   settled?: boolean;
-  /** Default 60 s. */
+  /** How long to wait before {@link ThreadTimeoutError} (the wait is then cancelled). @default 60000 (60 s) */
   timeoutMs?: number;
 }
 
+/** Options of {@link AgentClient.deliver} and {@link ThreadHandle.deliver}. */
 export interface DeliverOptions {
   /**
    * Wait for the thread to take the input and report `accepted` or `dropped` with the reason.
@@ -133,8 +144,30 @@ export interface DeliverOptions {
   acknowledge?: boolean;
 }
 
+/**
+ * Starts threads and sends them input, over a Temporal {@link Client}; {@link AgentClient.thread} gives a
+ * {@link ThreadHandle} that watches and inspects one. Any number of clients, in any processes, may talk to the workers
+ * of one task queue.
+ *
+ * @example
+ * ```ts
+ * import { Client, Connection } from '@temporalio/client';
+ * import { AgentClient, SqliteConversationStore } from 'infinity-temporal';
+ *
+ * const client = new AgentClient({
+ *   client: new Client({ connection: await Connection.connect({ address: 'localhost:7233' }) }),
+ *   taskQueue: 'agents',
+ *   store: new SqliteConversationStore('conversations.sqlite'), // the workers' store: for history() and large inputs
+ * });
+ * const thread = client.thread('demo');
+ * await thread.sendUserText('Is build 42 green yet?'); // starts the thread
+ * await thread.waitForIdle();
+ * ```
+ */
 export class AgentClient {
+  /** The Temporal client it was given (`options.client`). */
   readonly temporal: Client;
+  /** The task queue its threads run on. */
   readonly taskQueue: string;
   private readonly options: AgentClientOptions;
 
@@ -210,7 +243,18 @@ export class AgentClient {
 
   /**
    * Starts a root thread (idempotent: an existing running thread is returned as is). Metadata beyond the input shape
-   * limits (`DEFAULT_INPUT_LIMITS`: nesting, width, string length) is an {@link InvalidInputError}.
+   * limits (`DEFAULT_INPUT_LIMITS`: nesting, width, string length) is an {@link InvalidInputError}. A thread needs no
+   * explicit start: {@link AgentClient.sendUserText} creates its thread too.
+   *
+   * @example
+   * ```ts
+   * const thread = await client.startThread({
+   *   threadId: 'ticket-42',
+   *   title: 'Ticket 42: the build is red',
+   *   metadata: { user_id: 'u7' }, // remote tools receive it
+   * });
+   * await thread.sendUserText('Summarize the ticket');
+   * ```
    */
   async startThread(options: StartThreadOptions = {}): Promise<ThreadHandle> {
     const threadId = options.threadId ?? randomUUID();
@@ -233,6 +277,13 @@ export class AgentClient {
    * Sets (`null`: removes) the budget of a thread, an agent tree (by root thread id) or a tenant, in the conversation
    * store every worker reads, and wakes the threads waiting over budget under it: each checks again and resumes if no
    * budget of its own is reached. Needs `store`.
+   *
+   * @example
+   * ```ts
+   * await client.setBudget({ tree: rootThreadId }, { usd: 5 }); // the thread and all its children: 5 USD
+   * await client.setBudget({ tenant: 'acme' }, { totalTokens: 2_000_000 });
+   * await client.setBudget({ thread: threadId }, null); // removes the thread's own budget
+   * ```
    */
   async setBudget(target: BudgetTarget, budget: Budget | null): Promise<SetBudgetResult> {
     return setBudget(this.temporal, this.requireStore('setBudget'), target, budget);
@@ -248,7 +299,16 @@ export class AgentClient {
     return this.options.store;
   }
 
-  /** A handle to an existing thread; makes no call. */
+  /**
+   * A handle to a thread; makes no call, so the thread need not exist yet ({@link ThreadHandle.sendUserText} creates
+   * it).
+   *
+   * @example
+   * ```ts
+   * const thread = client.thread('demo');
+   * console.log((await thread.status()).status);
+   * ```
+   */
   thread(threadId: string): ThreadHandle {
     return new ThreadHandle(this, threadId, this.options);
   }
@@ -258,6 +318,12 @@ export class AgentClient {
    * rather than copied, and that goes on independently. See {@link ForkThreadOptions} for what it takes at the point.
    * Needs `store`. Throws {@link ThreadNotFoundError} for a source the store does not know, {@link InvalidInputError}
    * for a point outside its history or a thread id already in use by another thread.
+   *
+   * @example
+   * ```ts
+   * const fork = await client.forkThread('demo', { at: 'now', input: 'Try the other approach instead' });
+   * await fork.waitForIdle();
+   * ```
    */
   forkThread(source: string, options: ForkThreadOptions): Promise<ThreadHandle> {
     const deps = { client: this, store: this.options.store, limits: this.limits };
@@ -276,11 +342,23 @@ export class AgentClient {
     return listThreads(this.temporal, this.taskQueue, filter);
   }
 
-  /** Delivers any input (tool result, event, ...) to the thread it names. Never creates a thread. */
   /**
    * Delivers any input (tool result, event, ...) to the thread it names. Never creates a thread. By signal by default;
    * with `acknowledge` the result says whether the thread took the input or dropped it and why (an update: it waits
    * for a worker to take the input into a batch, and costs one more history event).
+   *
+   * @example
+   * ```ts
+   * import { toolResult } from 'infinity-temporal';
+   *
+   * // answer the call the thread waits on (as `infinity-temporal deliver demo --call <id>` does)
+   * const { pendingCall } = await client.thread('demo').status();
+   * if (pendingCall) {
+   *   const result = toolResult({ threadId: 'demo', toolCallId: pendingCall.id }, 'Build 42: green');
+   *   const r = await client.deliver(result, { acknowledge: true });
+   *   if (!r.delivered) console.log(`dropped: ${r.reason}`); // e.g. 'wrong_call', 'duplicate'
+   * }
+   * ```
    */
   deliver(message: InputMessage, options: DeliverOptions = {}): Promise<DeliveryResult> {
     return typedUnavailable(() =>
@@ -298,8 +376,15 @@ export class AgentClient {
   }
 
   /**
-   * User text creates its thread when it does not exist (docs/semantics.md §1). The third argument is the message id
-   * (pass one to make a resend idempotent) or {@link SendUserTextOptions}.
+   * Sends a user's text to a thread, creating the thread when it does not exist (docs/semantics.md §1); returns the
+   * message id. The third argument is the message id (pass one to make a resend idempotent) or
+   * {@link SendUserTextOptions}. Throws {@link ThreadClosedError} for a closed thread.
+   *
+   * @example
+   * ```ts
+   * await client.sendUserText('demo', 'Is build 42 green yet?');
+   * await client.sendUserText('demo', 'And build 43?', { id: 'msg-2', priority: { priorityKey: 1 } });
+   * ```
    */
   async sendUserText(threadId: string, text: string, idOrOptions: string | SendUserTextOptions = {}): Promise<string> {
     const { id = randomUUID(), priority, tenant } = typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;

@@ -9,8 +9,9 @@ import { callbackStateQuery } from '../workflows/definitions';
 
 export interface CallbackCheckOptions {
   /**
-   * How long to wait for the thread's answer (default 5 s). A query needs a worker; with none running it would wait
-   * for one, and the callback (whose tool may time out) is delivered instead.
+   * How long to wait for the thread's answer. A query needs a worker; with none running it would wait for one, and
+   * the callback (whose tool may time out) is delivered instead.
+   * @default 5000 (5 s)
    */
   timeoutMs?: number;
 }

@@ -23,7 +23,20 @@ import type {
   WaitForIdleOptions,
 } from './agent-client';
 
+/**
+ * One thread of an {@link AgentClient} (from {@link AgentClient.thread} or {@link AgentClient.startThread}): send it
+ * input, follow its live events, wait for it, read its history and status.
+ *
+ * @example
+ * ```ts
+ * const thread = client.thread('demo');
+ * await thread.sendUserText('Is build 42 green yet?');
+ * const status = await thread.waitForIdle({ settled: true }); // no slice running or queued, no tool call pending
+ * console.log(status.status, (await thread.history()).map((item) => item.kind));
+ * ```
+ */
 export class ThreadHandle {
+  /** Made by {@link AgentClient.thread}; `options` are the client's. */
   constructor(
     private readonly agents: AgentClient,
     readonly threadId: string,
@@ -35,7 +48,16 @@ export class ThreadHandle {
     return this.agents.temporal.workflow.getHandle(this.threadId);
   }
 
-  /** Sends user text; returns its message id (pass `id` to make a resend idempotent). */
+  /**
+   * Sends user text, creating the thread when it does not exist; returns its message id (pass `id` to make a resend
+   * idempotent). See {@link AgentClient.sendUserText}.
+   *
+   * @example
+   * ```ts
+   * const id = await thread.sendUserText('Is build 42 green yet?');
+   * await thread.sendUserText('Is build 42 green yet?', { id }); // a resend: the thread takes it once
+   * ```
+   */
   sendUserText(text: string, idOrOptions?: string | SendUserTextOptions): Promise<string> {
     return this.agents.sendUserText(this.threadId, text, idOrOptions);
   }
@@ -48,6 +70,12 @@ export class ThreadHandle {
   /**
    * The thread's state; {@link ThreadNotFoundError} when there is no such thread. A thread whose workflow task keeps
    * failing answers no query: its status is then `failed`, with `lastError` saying why (docs/upgrading.md).
+   *
+   * @example
+   * ```ts
+   * const { status, pendingCall, slices } = await thread.status();
+   * if (status === 'waiting_tool') console.log(`waits on ${pendingCall?.name} after ${slices} slices`);
+   * ```
    */
   async status(): Promise<ThreadStatus> {
     try {
@@ -102,7 +130,17 @@ export class ThreadHandle {
     if (!r.delivered) throw new ThreadClosedError(this.threadId);
   }
 
-  /** Resolves when nothing is running or queued (the thread may still await a tool unless `settled`). */
+  /**
+   * Resolves with the thread's status when nothing is running or queued (the thread may still await a tool unless
+   * `settled`); {@link ThreadTimeoutError} after `timeoutMs` (60 s unless told).
+   *
+   * @example
+   * ```ts
+   * await thread.sendUserText('Is build 42 green yet?');
+   * await thread.waitForIdle(); // the model has answered, or called a tool and waits for it
+   * await thread.waitForIdle({ settled: true, timeoutMs: 120_000 }); // and no tool call is pending
+   * ```
+   */
   async waitForIdle(options: WaitForIdleOptions = {}): Promise<ThreadStatus> {
     return waitForIdle(this.agents.temporal, {
       threadId: this.threadId,
@@ -112,7 +150,15 @@ export class ThreadHandle {
     });
   }
 
-  /** The committed history, read from the conversation store. */
+  /**
+   * The committed history, read from the conversation store (needs the client's `store`). `inherited`: a fork's or a
+   * child's history from its source's (its root's) first item, as it was inherited.
+   *
+   * @example
+   * ```ts
+   * for (const item of await thread.history()) console.log(item.kind); // 'user', 'assistant', 'tool_call', ...
+   * ```
+   */
   async history(options: { inherited?: boolean } = {}): Promise<HistoryItem[]> {
     const store = this.options.store;
     if (!store) throw new Error('history() needs the conversation store: pass `store` to AgentClient');
@@ -124,7 +170,16 @@ export class ThreadHandle {
   /**
    * Live events of this thread, as they happen: from the worker's hub in this process, or from a worker's events
    * endpoint (`eventsUrl`), where a late subscriber first gets the turn in progress and `after` resumes right after
-   * an earlier event's `eventId`. Ends when the consumer stops iterating.
+   * an earlier event's `eventId`. Ends when the consumer stops iterating. Needs the client's `events` or `eventsUrl`.
+   *
+   * @example
+   * ```ts
+   * for await (const event of thread.events()) {
+   *   if (event.type === 'text_delta') process.stdout.write(event.text);
+   *   if (event.type === 'tool_call') console.log(`→ ${event.name} ${JSON.stringify(event.args)}`);
+   *   if (event.type === 'completion_finished') break;
+   * }
+   * ```
    */
   async *events(options: { after?: string } = {}): AsyncGenerator<LiveEvent> {
     const hub = this.options.events;

@@ -63,6 +63,7 @@ export interface CodecServerOptions extends ListenerLimits {
   maxPayloads?: number;
 }
 
+/** A running codec endpoint ({@link startCodecServer}). */
 export interface CodecServer {
   /** Base URL, e.g. `http://127.0.0.1:43121`. */
   url: string;
@@ -145,6 +146,23 @@ export function uiOrigins(uiUrl: string): string[] {
   return names.map((h) => `${u.protocol}//${h}${port}`);
 }
 
+/**
+ * Serves `codec` as a remote codec endpoint for the Temporal UI and CLI, so they show encrypted payloads decoded to
+ * the callers `token` or `authorize` lets through (it refuses to start with neither).
+ *
+ * @example
+ * ```ts
+ * import { generateCodecToken, startCodecServer, uiOrigins } from 'infinity-temporal';
+ *
+ * const server = await startCodecServer({
+ *   codec, // the workers' EncryptionCodec
+ *   token: generateCodecToken(), // or process.env.CODEC_TOKEN
+ *   origins: uiOrigins('http://localhost:8233'), // the Temporal UI's origin may call it from the browser
+ * });
+ * // temporal server start-dev --ui-codec-endpoint <server.uiEndpoint>, or the UI's codec setting
+ * console.log(server.uiEndpoint);
+ * ```
+ */
 export async function startCodecServer(options: CodecServerOptions): Promise<CodecServer> {
   if (options.token === undefined && options.authorize === undefined) {
     throw new TypeError(

@@ -7,9 +7,11 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 
+/** The `encoding` metadata of an encrypted payload. */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const KEY_ID = 'encryption-key-id';
 
+/** The keys of an {@link EncryptionCodec}. */
 export interface EncryptionKeys {
   /** Id of the key new payloads are encrypted with. */
   current: string;
@@ -17,6 +19,23 @@ export interface EncryptionKeys {
   keys: Record<string, Buffer>;
 }
 
+/**
+ * A Temporal payload codec that encrypts every payload with AES-256-GCM under the `current` key, and decrypts with
+ * whichever listed key a payload names (payloads it did not encrypt pass through). Give the same codec to the worker
+ * (`payloadCodec`) and to every client's data converter; {@link startCodecServer} lets the Temporal UI read them.
+ *
+ * @example
+ * ```ts
+ * import { randomBytes } from 'node:crypto';
+ * import { Client } from '@temporalio/client';
+ * import { createAgentWorker, EncryptionCodec } from 'infinity-temporal';
+ *
+ * // keys from your secret store; to rotate, add k3, make it `current`, and drop k1 once nothing needs it
+ * const codec = new EncryptionCodec({ current: 'k2', keys: { k1: oldKey, k2: randomBytes(32) } });
+ * const worker = await createAgentWorker({ connection, taskQueue, store, model, payloadCodec: codec });
+ * const temporal = new Client({ connection: clientConnection, dataConverter: { payloadCodecs: [codec] } });
+ * ```
+ */
 export class EncryptionCodec implements PayloadCodec {
   /**
    * The keys by id, in a Map: a key id comes from a payload's metadata, which anyone who can write to Temporal
@@ -25,6 +44,7 @@ export class EncryptionCodec implements PayloadCodec {
   private readonly byId: ReadonlyMap<string, Buffer>;
   private readonly current: string;
 
+  /** Throws a `TypeError` for a key that is not 32 bytes, or a `current` that is not among `keys`. */
   constructor(keys: EncryptionKeys) {
     this.byId = new Map(Object.entries(keys.keys));
     for (const [id, key] of this.byId) {

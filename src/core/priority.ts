@@ -10,7 +10,7 @@ export interface ThreadPriority {
   priorityKey?: number;
   /** Dispatch is shared between keys in proportion to their weights (at most 64 bytes). */
   fairnessKey?: string;
-  /** A key's share, 0.001 to 1000 (default 1). */
+  /** A key's share, 0.001 to 1000. @default 1 */
   fairnessWeight?: number;
 }
 

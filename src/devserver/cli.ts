@@ -39,9 +39,9 @@ function onPath(name: string): string | undefined {
 }
 
 export interface FindCliOptions {
-  /** Where the CLI is installed when missing (default `$INFINITY_TEMPORAL_HOME` or `./.temporal`). */
+  /** Where the CLI is installed when missing. @default `$INFINITY_TEMPORAL_HOME` or `./.temporal` */
   home?: string;
-  /** Install when not found (default true). */
+  /** Install when not found. @default true */
   install?: boolean;
   log?: (line: string) => void;
 }

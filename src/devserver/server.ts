@@ -12,13 +12,13 @@ import { findTemporalCli } from './cli';
 import { killOnExit } from './kill-on-exit';
 
 export interface DevServerOptions {
-  /** SQLite file of the server (default: a new file in a temp dir). */
+  /** SQLite file of the server. @default a new file in a temp dir */
   dbFilename?: string;
-  /** gRPC port (default: a free port). */
+  /** gRPC port. @default a free port */
   port?: number;
-  /** Serve the Web UI (default true). */
+  /** Serve the Web UI. @default true */
   ui?: boolean;
-  /** Web UI port (default: a free port). */
+  /** Web UI port. @default a free port */
   uiPort?: number;
   namespace?: string;
   /** A remote codec endpoint for the Web UI (see `startCodecServer`): encrypted payloads then read as JSON. */
@@ -28,7 +28,7 @@ export interface DevServerOptions {
   /** Path of the CLI; found or installed when omitted. */
   cliPath?: string;
   extraArgs?: string[];
-  /** Milliseconds to wait for the server to answer (default 60 s). */
+  /** Milliseconds to wait for the server to answer. @default 60000 (60 s) */
   startTimeoutMs?: number;
   log?: (line: string) => void;
 }

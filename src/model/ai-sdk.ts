@@ -26,7 +26,7 @@ import {
 
 export interface AiSdkModelOptions {
   contextWindow?: number;
-  /** False for models without image input (default true). */
+  /** False for models without image input. @default true */
   supportsImages?: boolean;
   /** Passed as `providerOptions` on every call, e.g. `{ anthropic: { disableParallelToolUse: true } }`. */
   providerOptions?: SharedV3ProviderOptions;

@@ -11,7 +11,7 @@ import type { TokenUsage } from '../core/types';
 export interface ModelPrice {
   input: number;
   output: number;
-  /** Cached input tokens, when the provider reports them (default: `input`). */
+  /** Cached input tokens, when the provider reports them. @default `input` */
   cachedInput?: number;
 }
 

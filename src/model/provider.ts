@@ -55,7 +55,7 @@ export interface ModelProvider {
   readonly id: string;
   /** Context window in tokens, when known (used by compaction). */
   readonly contextWindow?: number;
-  /** False when the model takes no images: image results reach it as a text placeholder. Default true. */
+  /** False when the model takes no images: image results reach it as a text placeholder. @default true */
   readonly supportsImages?: boolean;
   /**
    * Streams one completion. A stream that ends without a `finish` part, or that throws, is a failed attempt

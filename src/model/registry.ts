@@ -27,9 +27,9 @@ export const MODEL_PROVIDERS = [
 export type ModelProviderName = (typeof MODEL_PROVIDERS)[number];
 
 export interface ModelFromSpecOptions {
-  /** Where keys and overrides are read (default `process.env`). */
+  /** Where keys and overrides are read. @default process.env */
   env?: NodeJS.ProcessEnv;
-  /** Overrides the context window (default: `INFINITY_CONTEXT_WINDOW`, else the known window of the model). */
+  /** Overrides the context window. @default `INFINITY_CONTEXT_WINDOW`, else the known window of the model */
   contextWindow?: number;
   /** A fetch implementation for the provider's HTTP client. */
   fetch?: typeof globalThis.fetch;

@@ -11,9 +11,9 @@ export interface ScriptedTurn {
   reasoning?: string;
   text?: string;
   toolCall?: { name: string; args: unknown; id?: string };
-  /** Split `text` into this many deltas (default 1). */
+  /** Split `text` into this many deltas. @default 1 */
   chunks?: number;
-  /** Wait this long before each part (default 0). */
+  /** Wait this long before each part. @default 0 */
   delayMs?: number;
   usage?: TokenUsage;
 }

@@ -95,7 +95,9 @@ export interface RapGatewayOptions extends ListenerLimits {
   metricMeter?: MetricMeter;
 }
 
+/** A running gateway ({@link startRapGateway}): hand it to `loadRapToolsets` as `gateway`. */
 export interface RapGateway {
+  /** Where it listens (`publicUrl` is what callback URLs use). */
   readonly url: string;
   /** A fresh callback URL for one tool call of one thread. */
   callbackUrl(threadId: string, callId: string): string;
@@ -103,6 +105,7 @@ export interface RapGateway {
   views(threadId: string): Record<string, unknown>;
   /** The Fastify app, to mount more routes or inject requests in tests. */
   readonly app: FastifyInstance;
+  /** Stops listening; callbacks already being handled finish first. */
   close(): Promise<void>;
 }
 
@@ -222,6 +225,29 @@ function allowedHostsOf(bindHost: string, options: RapGatewayOptions): readonly 
   return isLoopbackHost(bindHost) ? extra : undefined;
 }
 
+/**
+ * Starts the RAP callback gateway: the HTTP endpoint tools POST their results, subscription events, OAuth requests,
+ * choices and view updates to, each on its call's own signed callback URL. It checks each callback (see the module's
+ * status codes) and delivers it into the thread's input queue through `deliver`. Run it in the worker's process or on
+ * its own; workers that mint URLs for it share its `tokens`' keys.
+ *
+ * @example
+ * ```ts
+ * import { CallbackTokens, callbackStateOf, loadRapToolsets, startRapGateway } from 'infinity-temporal';
+ *
+ * const key = Buffer.from(process.env.CALLBACK_KEY!, 'base64'); // 32 bytes or more (`newCallbackKey()`)
+ * const tokens = new CallbackTokens({ current: 'k1', keys: { k1: key } });
+ * const gateway = await startRapGateway({
+ *   tokens,
+ *   deliver: (message) => client.deliver(message), // an AgentClient of the workers' task queue
+ *   callbackState: callbackStateOf(client.temporal), // revoked callback URLs get 410
+ *   publicUrl: 'https://agents.example', // where tools reach it (behind your proxy)
+ * });
+ * const rap = await loadRapToolsets({ servers: [{ url: 'http://ci-tools:3001' }], gateway });
+ * // the servers' tools for each new agent tree, and their cancellation and close notices
+ * await createAgentWorker({ connection, taskQueue, store, model, toolSources: [rap], toolLifecycle: [rap] });
+ * ```
+ */
 export async function startRapGateway(options: RapGatewayOptions): Promise<RapGateway> {
   const host = options.host ?? '127.0.0.1';
   const bodyLimit = options.bodyLimit ?? DEFAULT_CALLBACK_BODY_LIMIT;

@@ -33,6 +33,7 @@ import type { RapManifest, RapToolDef } from './wire';
 
 export { RapCallbackError, type RapCallContext, type RapResult, type RapSubscription } from './tool-server-call';
 
+/** One tool of a {@link createRapToolServer} server: its manifest entry and the function that runs a call. */
 export interface RapToolHandler extends RapToolDef {
   /** Returning a string (or result) sends it as the result, unless one was sent already; throwing sends an error. */
   handler(
@@ -109,14 +110,44 @@ export interface RapToolServerOptions {
   routes?(app: FastifyInstance): void;
 }
 
+/** A running tool server ({@link createRapToolServer}). */
 export interface RapToolServer {
+  /** Where it listens: give it to the runtime (`loadRapToolsets({ servers: [{ url }] })`, `worker --rap <url>`). */
   url: string;
+  /** The Fastify app, to inject requests in tests (routes of your own: `options.routes`). */
   app: FastifyInstance;
+  /** Stops listening; requests already being handled finish first. */
   close(): Promise<void>;
 }
 
 const SAFE_THREAD_ID = /^(?!.*\.\.)[^/\\\0]{1,512}$/;
 
+/**
+ * A RAP tool server: serves the manifest of `tools`, acknowledges each invocation at once and runs its handler in the
+ * background, then posts what the handler gives (a result, subscription events, an OAuth request, a choice) to the
+ * call's callback URL, retrying 5xx and network failures. A handler's `ctx.signal` aborts when the runtime cancels
+ * the call or closes its thread.
+ *
+ * @example
+ * ```ts
+ * import { createRapToolServer } from 'infinity-temporal';
+ *
+ * const server = await createRapToolServer({
+ *   name: 'ci',
+ *   port: 3001,
+ *   tools: [
+ *     {
+ *       name: 'run_build',
+ *       description: 'Runs a CI build; the result arrives when it finishes.',
+ *       inputSchema: { type: 'object', properties: { ref: { type: 'string' } }, required: ['ref'] },
+ *       // may take hours: the thread holds nothing while it waits
+ *       handler: async (args, ctx) => `build of ${String(args.ref)}: ${await ci.build(String(args.ref), ctx.signal)}`,
+ *     },
+ *   ],
+ * });
+ * console.log(`worker --rap ${server.url}`);
+ * ```
+ */
 export async function createRapToolServer(options: RapToolServerOptions): Promise<RapToolServer> {
   const host = options.host ?? '127.0.0.1';
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');

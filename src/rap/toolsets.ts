@@ -66,18 +66,19 @@ export interface RapToolsetsOptions {
   servers: RapServerConfig[];
   /** Mints the callback URL of one call (a {@link RapGateway}). */
   gateway: { callbackUrl(threadId: string, callId: string): string };
-  /** Invocation attempts on 5xx or an unreachable server (default 3); 4xx is never retried (RAP §2.2). */
+  /** Invocation attempts on 5xx or an unreachable server; 4xx is never retried (RAP §2.2). @default 3 */
   attempts?: number;
-  /** First backoff between attempts (default 250 ms, doubling). */
+  /** First backoff between attempts, doubling. @default 250 */
   backoffMs?: number;
-  /** Per-request timeout (default 10 s). */
+  /** Per-request timeout. @default 10000 (10 s) */
   timeoutMs?: number;
   /**
-   * Manifests are fetched again for a new agent tree once this long has passed since the last fetch (default 1 s), so
-   * a burst of new threads makes one round of requests, not one per thread.
+   * Manifests are fetched again for a new agent tree once this long has passed since the last fetch, so a burst of
+   * new threads makes one round of requests, not one per thread.
+   * @default 1000 (1 s)
    */
   refreshAfterMs?: number;
-  /** Agent trees whose tool sets are remembered (default 10,000; the least recently used is forgotten first). */
+  /** Agent trees whose tool sets are remembered (the least recently used is forgotten first). @default 10000 */
   maxTrees?: number;
 }
 

@@ -129,10 +129,11 @@ export interface SqliteStoreOptions {
   /** Open without write access (e.g. a client reading history next to a worker). */
   readonly?: boolean;
   /**
-   * Parsed items of recently used threads kept in memory, bounded by their approximate heap size (default 32 MiB; 0
-   * turns it off). A slice reads its thread's whole view every turn; with the cache it reads only what was appended
-   * since. Only threads of at least {@link ITEM_CACHE_MIN_ITEMS} items are cached: a short history is cheap to read,
-   * and an agent that ran one turn and waits must not hold memory.
+   * Parsed items of recently used threads kept in memory, bounded by their approximate heap size (0 turns it off). A
+   * slice reads its thread's whole view every turn; with the cache it reads only what was appended since. Only
+   * threads of at least {@link ITEM_CACHE_MIN_ITEMS} items are cached: a short history is cheap to read, and an agent
+   * that ran one turn and waits must not hold memory.
+   * @default 33554432 (32 MiB)
    */
   itemCacheBytes?: number;
 }

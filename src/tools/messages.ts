@@ -9,15 +9,36 @@ export interface CallRef {
   toolCallId: string;
 }
 
+/** Options of {@link toolResult}. */
 export interface ToolResultOptions {
-  /** The call started a subscription; later `subscriptionEvent`s for it are routed to the thread. */
+  /**
+   * The call started a subscription; later `subscriptionEvent`s for it are routed to the thread.
+   * @default false
+   */
   subscription?: boolean;
+  /** How a UI shows the result (text, diff, image segments); the model reads `content`. @default none */
   displayAs?: DisplaySegment[];
-  /** Dedup id; defaults to one derived from the tool call id, so a resent result is processed once. */
+  /**
+   * Dedup id: a resent result with the same id is processed once.
+   * @default one derived from the tool call id
+   */
   id?: string;
 }
 
-/** The result of a tool call. */
+/**
+ * The result of a tool call, as an input for its thread: send it from the tool (`ctx.send`), or deliver it from
+ * anywhere with {@link AgentClient.deliver} (then `call` is `{ threadId, toolCallId }`).
+ *
+ * @example
+ * ```ts
+ * execute(args, ctx) {
+ *   void runBuild(args).then(
+ *     (log) => ctx.send(toolResult(ctx, log)),
+ *     (e) => ctx.send(toolResult(ctx, `Error: ${e.message}`)),
+ *   );
+ * }
+ * ```
+ */
 export function toolResult(
   call: CallRef,
   content: string | ToolResultContent[],

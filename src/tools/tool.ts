@@ -37,15 +37,18 @@ export interface ToolLifecycle {
 export type JsonSchemaObject = Record<string, unknown> & { type: 'object' };
 
 interface ToolDefinitionBase {
+  /** What the model calls it: `[a-zA-Z0-9_-]{1,64}`, unique among a worker's tools. */
   name: string;
+  /** What it does, for the model. */
   description: string;
   /** JSON Schema for the arguments; arguments are validated against it before `execute`. */
   parameters: JsonSchemaObject;
 }
 
 export interface AsyncToolDefinition<A> extends ToolDefinitionBase {
+  /** @default false (async: the result comes later, through `ctx.send`) */
   sync?: false;
-  /** Represents waiting rather than work: a pending passive call never defers events. */
+  /** Represents waiting rather than work: a pending passive call never defers events. @default false */
   passive?: boolean;
   /** Starts the work and returns; must not wait for the result. Idempotent per `ctx.toolCallId`. */
   execute(args: A, ctx: ToolContext): void | Promise<void>;
@@ -58,7 +61,6 @@ export interface SyncToolDefinition<A> extends ToolDefinitionBase {
 
 export type ToolDefinition<A> = AsyncToolDefinition<A> | SyncToolDefinition<A>;
 
-/** A validated, ready-to-dispatch tool. Create with {@link defineTool}. */
 /**
  * Tools whose set changes while workers run (RAP toolsets: servers that come up late, or change what they offer).
  * Asked at every slice with the thread's root: a new agent tree gets what its servers offer when it starts, and a
@@ -69,6 +71,7 @@ export interface ToolSource {
   toolsFor(rootThreadId: string): Promise<readonly Tool[]>;
 }
 
+/** A validated, ready-to-dispatch tool. Create with {@link defineTool}. */
 export interface Tool {
   readonly name: string;
   readonly description: string;
@@ -82,7 +85,36 @@ export interface Tool {
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 
-/** Compiles the schema once, so a bad schema fails at definition time rather than on the first call. */
+/**
+ * Defines a tool. Its arguments are checked against `parameters` (JSON Schema) before `execute`, and invalid ones
+ * become an error result the model reads. The schema is compiled once, so a bad schema (or name) throws here rather
+ * than on the first call. An async tool (the default) starts its work, returns at once and sends its result later
+ * with `ctx.send(toolResult(ctx, ...))`: the thread holds no process while it waits. A `sync: true` tool returns its
+ * result and the model goes on in the same slice; keep it fast and idempotent (a retried slice runs it again).
+ *
+ * @example
+ * ```ts
+ * import { defineTool, toolResult } from 'infinity-temporal';
+ *
+ * const getBuildStatus = defineTool<{ build_id: string }>({
+ *   name: 'get_build_status',
+ *   description: 'Look up a CI build',
+ *   parameters: { type: 'object', properties: { build_id: { type: 'string' } }, required: ['build_id'] },
+ *   execute(args, ctx) {
+ *     // starts the work and returns at once; the result enters the thread later, as a signal
+ *     void ci.status(args.build_id).then((s) => ctx.send(toolResult(ctx, `Build ${args.build_id}: ${s}`)));
+ *   },
+ * });
+ *
+ * const now = defineTool({
+ *   name: 'current_time',
+ *   description: 'The current time, ISO 8601',
+ *   parameters: { type: 'object', properties: {} },
+ *   sync: true,
+ *   execute: () => new Date().toISOString(),
+ * });
+ * ```
+ */
 export function defineTool<A = Record<string, unknown>>(def: ToolDefinition<A>): Tool {
   if (!/^[a-zA-Z0-9_-]{1,64}$/.test(def.name)) {
     throw new TypeError(`tool name ${JSON.stringify(def.name)} must match [a-zA-Z0-9_-]{1,64}`);

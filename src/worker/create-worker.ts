@@ -103,8 +103,8 @@ export interface AgentWorkerOptions {
    */
   payloadCodec?: PayloadCodec;
   /**
-   * Upper bound of one input a tool sends (`ctx.send`), serialized (default 32 MiB). Inputs over 128 KiB are staged in
-   * `store`; a result over the bound is replaced by an error result the model reads, so its call is still answered.
+   * Upper bound of one input a tool sends (`ctx.send`), serialized. Inputs over 128 KiB are staged in `store`; a
+   * result over the bound is replaced by an error result the model reads, so its call is still answered.
    * @default 33554432 (32 MiB)
    */
   maxInputBytes?: number;
@@ -143,12 +143,15 @@ export interface AgentWorkerOptions {
   /**
    * Serve live events over HTTP (server-sent events) for clients in other processes; see {@link EventServerOptions}.
    * Every stream needs `token` (made up when not given: {@link AgentWorker.eventsToken}) or a thread's capability
-   * (`eventsCapability`). `capacity` bounds the buffered events (default 10,000, across all threads).
+   * (`eventsCapability`).
    * @default none (events only in this process)
    */
-  eventsEndpoint?: EventServerOptions & { capacity?: number };
+  eventsEndpoint?: EventServerOptions & {
+    /** Events buffered for late subscribers and reconnects, across all threads. @default 10000 */
+    capacity?: number;
+  };
   /**
-   * Where the slices' `infinity_*` metrics go. Default: the Temporal SDK runtime's meter, which exports them beside the
+   * Where the slices' `infinity_*` metrics go. The default, the Temporal SDK runtime's meter, exports them beside the
    * SDK's own when the runtime was installed with a metrics exporter (`installMetricsRuntime`); otherwise they are
    * dropped at no cost.
    * @default Runtime.instance().metricMeter
@@ -181,15 +184,21 @@ export interface WorkerDeployment {
   defaultVersioningBehavior?: VersioningBehavior;
 }
 
+/** A worker made by {@link createAgentWorker}: {@link AgentWorker.run} it, {@link AgentWorker.shutdown} it. */
 export interface AgentWorker {
+  /** The Temporal worker of the task queue (the slices handed off to a regular activity run on a second one). */
   readonly worker: Worker;
   readonly taskQueue: string;
   /** The events endpoint, when `eventsEndpoint` was given. */
   readonly eventsUrl?: string;
   /** Its token (the one given, or the one made at start): clients pass it as `AgentClient`'s `eventsToken`. */
   readonly eventsToken?: string;
-  /** Runs until {@link shutdown}; rejects if the worker fails. */
+  /** Runs until {@link shutdown}; rejects if the worker fails. Calling it again returns the same promise. */
   run(): Promise<void>;
+  /**
+   * Temporal's graceful shutdown of the worker (slices in progress get `workerOptions.shutdownGraceTime`), then closes
+   * the events endpoint and flushes traces; resolves once `run()` has.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -208,6 +217,27 @@ export function deploymentOptions(deployment: WorkerDeployment): WorkerDeploymen
   };
 }
 
+/**
+ * A Temporal worker that serves threads on `taskQueue`: the thread workflows, and their slices bound to `store`,
+ * `model` and `tools`. Any number of workers, in any processes, may serve one task queue if they share the store;
+ * none keeps a thread resident. Its promise rejects when the worker cannot start (no server, bad options).
+ *
+ * @example
+ * ```ts
+ * import { NativeConnection } from '@temporalio/worker';
+ * import { createAgentWorker, modelFromSpec, SqliteConversationStore } from 'infinity-temporal';
+ *
+ * const worker = await createAgentWorker({
+ *   connection: await NativeConnection.connect({ address: 'localhost:7233' }),
+ *   taskQueue: 'agents',
+ *   store: new SqliteConversationStore('conversations.sqlite'),
+ *   model: modelFromSpec('anthropic:claude-sonnet-4-5'), // the key from ANTHROPIC_API_KEY
+ *   tools: [getBuildStatus], // defineTool(...)
+ *   eventsEndpoint: {}, // live events for clients in other processes: worker.eventsUrl, worker.eventsToken
+ * });
+ * await worker.run(); // until worker.shutdown()
+ * ```
+ */
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const namespace = options.namespace ?? 'default';
   const dataConverter = options.payloadCodec ? { payloadCodecs: [options.payloadCodec] } : undefined;

@@ -20,11 +20,11 @@ import type {
 
 /** Tuning of a thread's slices; set by the client that starts threads, inherited by children. */
 export interface ThreadOptions {
-  /** Heartbeat timeout of a slice: how fast a dead worker is noticed (default 4 s). */
+  /** Heartbeat timeout of a slice: how fast a dead worker is noticed. @default 4000 (4 s) */
   sliceHeartbeatTimeoutMs?: number;
-  /** Upper bound of one slice (default 30 min). */
+  /** Upper bound of one slice. @default 1800000 (30 min) */
   sliceTimeoutMs?: number;
-  /** Attempts of one slice before the thread reports an error and waits for new input (default 10). */
+  /** Attempts of one slice before the thread reports an error and waits for new input. @default 10 */
   sliceMaxAttempts?: number;
   /**
    * Input and call ids a run hands to the next, for telling a second delivery from a first.
@@ -32,8 +32,9 @@ export interface ThreadOptions {
    */
   dedupWindow?: number;
   /**
-   * Keep the `AgentStatus` search attribute current (default true). Each change is a history event and a visibility
-   * write, two per tool round trip; turn it off when threads are never listed by status.
+   * Keep the `AgentStatus` search attribute current. Each change is a history event and a visibility write, two per
+   * tool round trip; turn it off when threads are never listed by status.
+   * @default true
    */
   statusSearchAttribute?: boolean;
   /**
