@@ -9,7 +9,7 @@
  * An agent calls `watch_webhook`; every JSON body POSTed to `/webhooks/<channel>` then reaches its thread as a
  * subscription event, until the agent cancels the subscription or its thread closes.
  */
-import { createRapToolServer, type RapSubscription, type RapToolServer } from '../src';
+import { createRapToolServer, type RapSubscription, type RapToolServer } from '../src/rap';
 
 export async function startWebhookToolServer(port = 0): Promise<RapToolServer> {
   const watchers = new Map<string, Set<RapSubscription>>();

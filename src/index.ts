@@ -1,6 +1,11 @@
 /**
  * infinity-temporal: LLM agents as stackless coroutines on Temporal.
  * This module is the public API and nothing else.
+ *
+ * Two subpaths hold parts of it, and are their preferred homes: `infinity-temporal/rap` (tools in other processes
+ * over RAP: the callback gateway, its tokens, RAP toolsets, the tool-server SDK, the wire types) and
+ * `infinity-temporal/testing` (`ScriptedModel`, `SimulatedModel`, `InMemoryConversationStore`). The root exports
+ * their names too, as it always has, so existing imports keep working; new code should import them from the subpath.
  */
 export type {
   AgentStatus,
@@ -50,8 +55,8 @@ export {
   type ModelProviderName,
 } from './model/registry';
 export { contextWindowOf } from './model/context-windows';
-export { ScriptedModel, turnToParts, type ScriptedTurn, type ScriptedReply, type ScriptFn } from './model/scripted';
-export { SimulatedModel, type SimulatedModelOptions } from './model/simulated';
+// Preferred home: `infinity-temporal/testing` (with `InMemoryConversationStore`).
+export * from './testing';
 export { aiSdkModel, type AiSdkModelOptions } from './model/ai-sdk';
 
 export {
@@ -153,30 +158,8 @@ export { eventsCapability, generateEventsToken } from './events/events-auth';
 export { remoteThreadEvents, EventStreamError, type LiveEvent, type RemoteEventsOptions } from './events/live-events';
 export { buildStatusDemoTool, type BuildStatusDemoOptions } from './tools/demo';
 export { type ToolLifecycle } from './tools/tool';
-export * from './rap/wire';
-export { CallbackTokens, newCallbackKey, type CallbackKeys, type TokenClaims, type TokenCheck } from './rap/tokens';
-export { startRapGateway, type RapGateway, type RapGatewayOptions } from './rap/gateway';
-export type { CallbackStateCheck } from './rap/callback-guard';
-export { callbackStateOf, type CallbackCheckOptions } from './client/callback-check';
-export type { CallbackState } from './core/callback-state';
-export {
-  loadRapToolsets,
-  rapRefusedText,
-  type RapServerConfig,
-  type RapToolsets,
-  type RapToolsetsOptions,
-  type RapToolsetLoadError,
-} from './rap/toolsets';
-export {
-  createRapToolServer,
-  RapCallbackError,
-  type RapCallContext,
-  type RapResult,
-  type RapSubscription,
-  type RapToolHandler,
-  type RapToolServer,
-  type RapToolServerOptions,
-} from './rap/tool-server';
+// Preferred home: `infinity-temporal/rap` (the gateway, tokens, toolsets, tool-server SDK, wire types, `callbackStateOf`).
+export * from './rap';
 export {
   startRemoteTools,
   callbackKeysFromEnv,

@@ -1,8 +1,9 @@
 /**
  * The npm package ships only itself, and works from it: `npm pack` (which builds) holds the compiled library, the
  * command, the docs and the licence, nothing of the tests, benchmark or CI; unpacked where Node resolves it as an
- * installed package, it runs a thread from plain ESM and from CommonJS against the suite's dev server, and its
- * command answers `--help`.
+ * installed package, it runs a thread from plain ESM and from CommonJS against the suite's dev server, its subpaths
+ * (`infinity-temporal/rap`, `infinity-temporal/testing`) load in both module systems and type-check, and its command
+ * answers `--help`.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,6 +50,9 @@ describe('the npm package', () => {
     files = packed.files;
     mkdirSync(installed, { recursive: true });
     await run('tar', ['-xzf', packed.tarball, '-C', installed, '--strip-components', '1']);
+    // A project of its own: without it the repository's package.json is the scripts' nearest, and Node resolves
+    // `infinity-temporal` there by self-reference, to the repository's dist/ instead of the unpacked package.
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'package-test', private: true }));
   }, 300_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -63,6 +67,10 @@ describe('the npm package', () => {
     for (const f of [
       'dist/src/index.js',
       'dist/src/index.d.ts',
+      'dist/src/rap/index.js',
+      'dist/src/rap/index.d.ts',
+      'dist/src/testing.js',
+      'dist/src/testing.d.ts',
       'dist/src/workflows/index.js',
       'dist/src/cli/main.js',
       'bin/infinity-temporal.cjs',
@@ -97,6 +105,57 @@ describe('the npm package', () => {
       ]);
     }
   }, 300_000);
+
+  it('serves its subpaths to CommonJS, ESM and TypeScript, with the same exports as the root', async () => {
+    // One name from each subpath, and the same name from the root (named ESM imports of the root's `export *`).
+    const report =
+      'console.log(JSON.stringify({ rap: typeof startRapGateway, testing: typeof ScriptedModel, ' +
+      'sameAsRoot: startRapGateway === root.startRapGateway && ScriptedModel === root.ScriptedModel }));';
+    writeFileSync(
+      join(dir, 'subpaths.cjs'),
+      [
+        "const { startRapGateway } = require('infinity-temporal/rap');",
+        "const { ScriptedModel } = require('infinity-temporal/testing');",
+        "const root = require('infinity-temporal');",
+        report,
+        "console.log(require.resolve('infinity-temporal/rap'));",
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'subpaths.mjs'),
+      [
+        "import { startRapGateway } from 'infinity-temporal/rap';",
+        "import { ScriptedModel } from 'infinity-temporal/testing';",
+        "import { startRapGateway as rootGateway, ScriptedModel as rootScripted } from 'infinity-temporal';",
+        'const root = { startRapGateway: rootGateway, ScriptedModel: rootScripted };',
+        report,
+      ].join('\n'),
+    );
+    for (const file of ['subpaths.cjs', 'subpaths.mjs']) {
+      const { stdout } = await run(process.execPath, [file], { cwd: dir, timeout: 60_000 });
+      const [reported, resolved] = stdout.trim().split('\n');
+      if (resolved !== undefined) expect(resolved).toBe(join(installed, 'dist', 'src', 'rap', 'index.js'));
+      expect({ file, ...JSON.parse(reported!) }).toEqual({
+        file,
+        rap: 'function',
+        testing: 'function',
+        sameAsRoot: true,
+      });
+    }
+    // The `types` conditions: a user's TypeScript (node16 resolution, ESM and CommonJS files) finds the declarations.
+    const typed = [
+      "import { startRapGateway, type RapGatewayOptions } from 'infinity-temporal/rap';",
+      "import { ScriptedModel, type ScriptedTurn } from 'infinity-temporal/testing';",
+      'const turn: ScriptedTurn = { text: "hi" };',
+      'export const model = new ScriptedModel(() => turn);',
+      'export const start: (o: RapGatewayOptions) => Promise<unknown> = startRapGateway;',
+    ].join('\n');
+    writeFileSync(join(dir, 'typed.mts'), typed);
+    writeFileSync(join(dir, 'typed.cts'), typed);
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const flags = '--noEmit --strict --target es2022 --module node16 --skipLibCheck --types node'.split(' ');
+    await run(process.execPath, [tsc, ...flags, 'typed.mts', 'typed.cts'], { cwd: dir, timeout: 120_000 });
+  }, 180_000);
 
   it('installs a working command', async () => {
     const { stdout } = await run(process.execPath, [join(installed, 'bin', 'infinity-temporal.cjs'), '--help'], {

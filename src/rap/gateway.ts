@@ -233,7 +233,7 @@ function allowedHostsOf(bindHost: string, options: RapGatewayOptions): readonly 
  *
  * @example
  * ```ts
- * import { CallbackTokens, callbackStateOf, loadRapToolsets, startRapGateway } from 'infinity-temporal';
+ * import { CallbackTokens, callbackStateOf, loadRapToolsets, startRapGateway } from 'infinity-temporal/rap';
  *
  * const key = Buffer.from(process.env.CALLBACK_KEY!, 'base64'); // 32 bytes or more (`newCallbackKey()`)
  * const tokens = new CallbackTokens({ current: 'k1', keys: { k1: key } });

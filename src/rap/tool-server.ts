@@ -130,7 +130,7 @@ const SAFE_THREAD_ID = /^(?!.*\.\.)[^/\\\0]{1,512}$/;
  *
  * @example
  * ```ts
- * import { createRapToolServer } from 'infinity-temporal';
+ * import { createRapToolServer } from 'infinity-temporal/rap';
  *
  * const server = await createRapToolServer({
  *   name: 'ci',
