@@ -43,7 +43,7 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'infinity-bench-'));
   const dbFile = join(work, 'temporal.sqlite');
   const storeFile = join(work, 'conversations.sqlite');
-  new SqliteConversationStore(storeFile).close();
+  await new SqliteConversationStore(storeFile).close(); // creates the store's file and schema
   const server = await startDevServer({ ui: false, dbFilename: dbFile });
   const bundlePath = await writeThreadBundle(work);
 

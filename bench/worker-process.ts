@@ -135,7 +135,8 @@ async function main() {
   }
   const running = worker.run();
   send({ k: 'ready' });
-  process.on('SIGTERM', () => worker.shutdown());
+  // Not awaited here: `await running` below sees the worker stop, and its failure if it fails.
+  process.on('SIGTERM', () => void worker.shutdown());
   await running;
   await close();
   await connection.close();

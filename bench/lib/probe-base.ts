@@ -23,7 +23,7 @@ export interface ProbeBase {
 export async function probeBase(name: string): Promise<ProbeBase> {
   const work = mkdtempSync(join(tmpdir(), `infinity-${name}-`));
   const storeFile = join(work, 'conversations.sqlite');
-  new SqliteConversationStore(storeFile).close();
+  await new SqliteConversationStore(storeFile).close(); // creates the store's file and schema
   const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
   const bundlePath = await writeThreadBundle(work);
   return {

@@ -103,7 +103,7 @@ function flag(name: string): string | undefined {
 async function measure(v: Variant, agents: number, work: string, bundlePath: string, round: number) {
   const tag = `${v.label.replace(/\W/g, '')}-${round}`;
   const storeFile = join(work, `${tag}.sqlite`);
-  new SqliteConversationStore(storeFile).close();
+  await new SqliteConversationStore(storeFile).close(); // creates the store's file and schema
   const server = await startDevServer({ ui: false, dbFilename: join(work, `${tag}-temporal.sqlite`) });
   const fleet = new Fleet({
     design: v.design,

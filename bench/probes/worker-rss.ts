@@ -40,7 +40,7 @@ async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const work = mkdtempSync(join(tmpdir(), 'infinity-worker-rss-'));
   const storePath = join(work, 'conversations.sqlite');
-  new SqliteConversationStore(storePath).close();
+  await new SqliteConversationStore(storePath).close(); // creates the store's file and schema
   const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
   const bundlePath = await writeThreadBundle(work);
   const env = { TEMPORAL_ADDRESS: server.address, STORE_PATH: storePath, BUNDLE_PATH: bundlePath };

@@ -73,7 +73,7 @@ it('waits for idle and delivers through a run of failed workflow tasks', async (
     expect(lines.filter((l) => l === 'user: first')).toHaveLength(1);
     expect(lines.filter((l) => l === 'user: second')).toHaveLength(1);
   } finally {
-    good.shutdown();
+    await good.shutdown();
     await goodRun;
   }
 });
