@@ -1,10 +1,21 @@
 // @ts-check
 import js from '@eslint/js';
+import { builtinModules } from 'node:module';
 import { fileURLToPath, URL } from 'node:url';
 import tseslint from 'typescript-eslint';
 
 /** The repository, where the TypeScript project service finds tsconfig.json. */
 const ROOT = fileURLToPath(new URL('.', import.meta.url));
+
+/**
+ * Node's built-in modules, as `node:<name>` or bare (`fs`, `fs/promises`, `crypto`, ...): src/core and src/workflows
+ * are bundled into Temporal's workflow sandbox, which has none of them (and where I/O would break determinism).
+ */
+const NO_NODE = {
+  regex: `^(node:|(${builtinModules.filter((m) => !m.includes('/')).join('|')})(/|$))`,
+  message:
+    "src/core and src/workflows run in Temporal's workflow sandbox, which has no Node built-in modules (and does no I/O).",
+};
 
 /** src/ never imports infra/, from any depth (`../infra`, `../../infra`, ...). */
 const NO_INFRA = {
@@ -91,7 +102,7 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['node:*', 'fs', 'path'], message: 'Workflow code does no I/O.' },
+            NO_NODE,
             { regex: '^\\.\\./(?!core/)', message: 'Workflow code imports only src/core (layers: README "Layout").' },
             NO_INFRA,
           ],
@@ -102,7 +113,7 @@ export default tseslint.config(
   // Imports flow one way: core <- workflows/store/model <- tools <- inbox/events/activities <- client <- rap/worker/cli.
   // http (the listeners' common guard) imports nothing of the project.
   // Each layer names the project folders it may import from; anything else is a back-edge or a sideways import.
-  ...layer('core', []),
+  ...layer('core', [], [NO_NODE]),
   ...layer('store', ['core']),
   ...layer('model', ['core']),
   ...layer('tools', ['core', 'model']),
@@ -149,13 +160,18 @@ export default tseslint.config(
   },
 );
 
-/** ESLint blocks that let the files of one src/ folder (and its subfolders) import only from the named sibling folders. */
-function layer(folder, allowed) {
+/**
+ * ESLint blocks that let the files of one src/ folder (and its subfolders) import only from the named sibling folders;
+ * `more`: further restricted patterns for that folder.
+ */
+function layer(folder, allowed, more = []) {
   const allow = allowed.length ? `(?!(${allowed.join('|')})(/|$))` : '';
   const message = `${folder} may import only from: ${allowed.join(', ') || 'nothing else in src'} (layers: README "Layout").`;
   const block = (files, up) => ({
     files: [files],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: `^${up}${allow}`, message }, NO_INFRA] }] },
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: `^${up}${allow}`, message }, NO_INFRA, ...more] }],
+    },
   });
   return [block(`src/${folder}/*.ts`, '\\.\\./'), block(`src/${folder}/*/**/*.ts`, '\\.\\./\\.\\./')];
 }
