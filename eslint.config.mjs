@@ -139,25 +139,6 @@ export default tseslint.config(
     'workflows',
     'codec',
   ]),
-  {
-    // The `infinity-temporal/rap` barrel also re-exports the gateway's companion `callbackStateOf` (client/), so a
-    // gateway needs one import; nothing else in rap/ imports the client.
-    files: ['src/rap/index.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: '^\\.\\./(?!(core|http|inbox|tools)(/|$)|client/callback-check$)',
-              message: 'the rap barrel may import only from: core, http, inbox, tools, client/callback-check.',
-            },
-            NO_INFRA,
-          ],
-        },
-      ],
-    },
-  },
 );
 
 /**

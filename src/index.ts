@@ -158,7 +158,7 @@ export { eventsCapability, generateEventsToken } from './events/events-auth';
 export { remoteThreadEvents, EventStreamError, type LiveEvent, type RemoteEventsOptions } from './events/live-events';
 export { buildStatusDemoTool, type BuildStatusDemoOptions } from './tools/demo';
 export { type ToolLifecycle } from './tools/tool';
-// Preferred home: `infinity-temporal/rap` (the gateway, tokens, toolsets, tool-server SDK, wire types, `callbackStateOf`).
+// Preferred home: `infinity-temporal/rap` (the gateway, tokens, toolsets, tool-server SDK, wire types).
 export * from './rap';
 export {
   startRemoteTools,

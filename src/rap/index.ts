@@ -1,7 +1,8 @@
 /**
  * `infinity-temporal/rap`: tools in other processes over the Reactive Agent Protocol (docs/tools.md). The callback
  * gateway and its signed tokens, the toolsets a worker loads from RAP servers, the SDK for writing a tool server, and
- * the protocol's wire types. The package root exports the same names; this subpath is their preferred home.
+ * the protocol's wire types. The package root exports the same names; this subpath is their preferred home. The
+ * gateway's `callbackState` check, `callbackStateOf`, asks the thread over Temporal and so lives with the client (root).
  *
  * @example
  * ```ts
@@ -14,8 +15,6 @@ export { startRapGateway, type RapGateway, type RapGatewayOptions } from './gate
 export type { ViewLimits } from './view-store';
 export type { CallbackStateCheck } from './callback-guard';
 export type { CallbackState } from '../core/callback-state';
-// The gateway's `callbackState`, asked of the thread over Temporal: the one client-side name of this subpath.
-export { callbackStateOf, type CallbackCheckOptions } from '../client/callback-check';
 export {
   loadRapToolsets,
   rapRefusedText,
