@@ -120,14 +120,18 @@ it("does not count the client's own resend as a dropped duplicate; another copy 
   expect((await thread.status()).dropped).toEqual({ duplicate: 1 });
 });
 
-it('answers an update Temporal delivers again to a later run as it answered it, not as a second delivery', async () => {
-  // A low run bound: the run continues-as-new within a few texts.
-  const client = new AgentClient({
+/** A client whose threads continue-as-new every `maxRunEvents` history events. */
+const lowRunBound = (maxRunEvents: number) =>
+  new AgentClient({
     client: sys.temporal,
     taskQueue: sys.taskQueue,
     store: sys.store,
-    threadOptions: { maxRunEvents: 30 },
+    threadOptions: { maxRunEvents },
   });
+
+it('answers an update Temporal delivers again to a later run as it answered it, not as a second delivery', async () => {
+  // A low run bound: the run continues-as-new within a few texts.
+  const client = lowRunBound(30);
   const thread = await client.startThread({ threadId: uid('ack-again') });
   const handle = sys.temporal.workflow.getHandle(thread.threadId);
   const first = userText(thread.threadId, 'first');
@@ -156,12 +160,7 @@ it('answers an update Temporal delivers again to a later run as it answered it, 
 
 it('keeps what a run hands to the next small, whatever update ids a sender chose', async () => {
   // A low run bound: the thread continues-as-new while the updates arrive, handing over the ones it answered.
-  const client = new AgentClient({
-    client: sys.temporal,
-    taskQueue: sys.taskQueue,
-    store: sys.store,
-    threadOptions: { maxRunEvents: 200 },
-  });
+  const client = lowRunBound(200);
   const thread = await client.startThread({ threadId: uid('ack-long-ids') });
   const handle = sys.temporal.workflow.getHandle(thread.threadId);
   // 300 deliveries, each under an update id of the server's maximum length (1,000 characters): 300 KB of ids.
@@ -211,6 +210,24 @@ it('keeps what a run hands to the next small, whatever update ids a sender chose
   expect(status.dropped).toEqual({});
   expect(status.runs).toBeGreaterThan(2);
   await checkReplay(thread, 'ack-long-ids');
+});
+
+it('takes a run whose hand-made carried state holds junk for handed-over deliveries', async () => {
+  // As a `temporal workflow start` user could send it: the run reads what it can and answers as a fresh thread.
+  const threadId = uid('ack-junk');
+  await sys.temporal.workflow.start('agentThread', {
+    workflowId: threadId,
+    taskQueue: sys.taskQueue,
+    args: [{ threadId, carried: { acks: 'junk' } }],
+  });
+  const thread = sys.client.thread(threadId);
+  expect(await thread.deliver(userText(threadId, 'hello'), { acknowledge: true })).toEqual({
+    delivered: true,
+    acknowledged: true,
+  });
+  const status = await thread.waitForIdle({ settled: true });
+  expect(status.lastError).toBeUndefined();
+  expect((await thread.history()).filter((h) => h.kind === 'user')).toEqual([{ kind: 'user', text: 'hello' }]);
 });
 
 it('waits for a free update slot when more acknowledged deliveries are in flight than the server allows', async () => {

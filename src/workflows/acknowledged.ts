@@ -48,7 +48,9 @@ export function installDeliverUpdate(
   // retries of a request land on the current run; temporalio/temporal issue 6375), seconds later and after any number
   // of other inputs: that update is answered as it was, not as a second delivery of its input. Kept for as long as the
   // input itself is remembered (the dedup window), which is as long as a second delivery is told from a first at all.
-  const deliveries = new Map<string, Delivery>(st.acks.map(([input, code]) => [input, decodeDelivery(code)]));
+  // Read totally: a run's arguments are whatever its starter sent (a hand-made `carried` must not fail every task).
+  const handed = Array.isArray(st.acks) ? st.acks.filter(isHandedOver) : [];
+  const deliveries = new Map<string, Delivery>(handed.map(([input, code]) => [input, decodeDelivery(code)]));
   st.acks = [];
   let open = [...deliveries.values()].filter((d) => d.ack === undefined).length;
   const answer = (d: Delivery, ack: DeliveryAck) => {
@@ -159,6 +161,9 @@ function encodeDelivery(d: Delivery): string {
   if (d.ack.accepted) return d.ack.deferred ? `${d.by} deferred` : d.by;
   return `${d.by} ${d.ack.reason}`;
 }
+
+const isHandedOver = (a: unknown): a is HandedOverAck =>
+  Array.isArray(a) && a.length === 2 && typeof a[0] === 'string' && typeof a[1] === 'string';
 
 function decodeDelivery(code: string): Delivery {
   const [by = '', answer] = code.split(' ');
