@@ -7,6 +7,7 @@ import type { Budget, BudgetRef, BudgetState, SpendAmount } from '../core/budget
 import type { CapacityGrant, CapacityRequest, ProviderLimits } from '../core/capacity';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
+import type { EvalRecords } from './eval-records';
 
 /** What the store knows of a thread besides its items: its place in the agent tree. */
 export interface ThreadRecord {
@@ -152,5 +153,7 @@ export interface ConversationStore {
   /** Releases connections and files; the store is unusable afterwards. */
   /** Provider limits shared by every worker on this store (issue 27 §2); the memory store's hold within its process. */
   readonly capacity: CapacityLedger;
+  /** Slices in commit order and outcome scores, for evals (issue 29 §1; `./eval-records`). */
+  readonly evals: EvalRecords;
   close(): Promise<void>;
 }

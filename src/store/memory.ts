@@ -1,6 +1,8 @@
 import { addSpend, type Budget, type BudgetRef, type BudgetState, type Spend, ZERO_SPEND } from '../core/budget';
 import type { SliceResult } from '../core/slice-protocol';
 import { MemoryCapacity } from './memory-capacity';
+import { MemoryEvals } from './memory-evals';
+import type { EvalRecords } from './eval-records';
 import type { HistoryItem, StagedRef, StoredItem } from '../core/types';
 import { newStagedRef } from './staged-blobs';
 import {
@@ -28,6 +30,8 @@ export class InMemoryConversationStore implements ConversationStore {
   private readonly waiting = new Map<string, Set<string>>();
   /** Provider limits' ledger (issue 27 §2), in this process. */
   readonly capacity: CapacityLedger = new MemoryCapacity();
+  /** Slices in commit order and outcome scores (issue 29 §1), in this process. */
+  readonly evals: EvalRecords = new MemoryEvals(this.slices);
 
   async ensureThread(record: NewThreadRecord): Promise<ThreadRecord> {
     const existing = this.threads.get(record.threadId);

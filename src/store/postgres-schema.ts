@@ -5,6 +5,7 @@
 import type { Pool } from 'pg';
 import { budgetMigration } from './postgres-budgets';
 import { capacityMigration } from './postgres-capacity';
+import { scoresMigration } from './postgres-evals';
 import { inTransaction } from './postgres-tx';
 
 /** A schema-qualified, quoted table name. */
@@ -88,6 +89,7 @@ export const MIGRATIONS: readonly ((t: TableName) => string)[] = [
   budgetMigration,
   forkBaseMigration,
   capacityMigration,
+  scoresMigration,
 ];
 
 /**

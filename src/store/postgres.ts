@@ -3,6 +3,8 @@
  * semantics as the SQLite store: conditional, idempotent, atomic commits; items returned exactly as committed.
  */
 import { PostgresCapacity } from './postgres-capacity';
+import { PostgresEvals } from './postgres-evals';
+import type { EvalRecords } from './eval-records';
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
@@ -102,6 +104,8 @@ export class PostgresConversationStore implements ConversationStore {
   private readonly ledger: PostgresBudgets;
   /** Provider limits' ledger (issue 27 §2), in the database. */
   readonly capacity: CapacityLedger;
+  /** Slices in commit order and outcome scores (issue 29 §1), in the database. */
+  readonly evals: EvalRecords;
   private ready?: Promise<number>;
   private ended = false;
 
@@ -121,6 +125,7 @@ export class PostgresConversationStore implements ConversationStore {
     this.staged = new PostgresStagedInputs(this.pool, this.t);
     this.ledger = new PostgresBudgets(this.pool, this.t);
     this.capacity = new PostgresCapacity(this.pool, this.t, () => this.migrate());
+    this.evals = new PostgresEvals(this.pool, this.t, () => this.migrate());
   }
 
   /**

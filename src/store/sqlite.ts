@@ -8,6 +8,8 @@ import { ItemPrefixCache } from './item-cache';
 import { SqliteStagedInputs, STAGED_INPUTS_MIGRATION } from './sqlite-staged';
 import { BUDGET_MIGRATION, SqliteBudgets } from './sqlite-budgets';
 import { CAPACITY_MIGRATION, SqliteCapacity } from './sqlite-capacity';
+import { SCORES_MIGRATION, SqliteEvals } from './sqlite-evals';
+import type { EvalRecords } from './eval-records';
 import type { Budget, BudgetRef, BudgetState } from '../core/budget';
 import {
   CommitConflictError,
@@ -80,6 +82,7 @@ const MIGRATIONS: readonly string[] = [
   BUDGET_MIGRATION,
   FORK_BASE_MIGRATION,
   CAPACITY_MIGRATION,
+  SCORES_MIGRATION,
 ];
 
 interface ThreadRow {
@@ -150,6 +153,8 @@ export class SqliteConversationStore implements ConversationStore {
   private readonly ledger: SqliteBudgets;
   /** Provider limits' ledger (issue 27 §2), in the store file. */
   readonly capacity: CapacityLedger;
+  /** Slices in commit order and outcome scores (issue 29 §1), in the store file. */
+  readonly evals: EvalRecords;
   /** Writable file stores only: a reader has no commits to lose. */
   private readonly guard?: StoreFileGuard;
 
@@ -175,6 +180,7 @@ export class SqliteConversationStore implements ConversationStore {
     this.staged = new SqliteStagedInputs(this.db);
     this.ledger = new SqliteBudgets(this.db);
     this.capacity = new SqliteCapacity(this.db, () => this.guard?.check());
+    this.evals = new SqliteEvals(this.db, () => this.guard?.check());
     this.stmts = {
       getThread: this.db.prepare<[string], ThreadRow>('SELECT * FROM threads WHERE thread_id = ?'),
       insertThread: this.db.prepare(
