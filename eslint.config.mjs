@@ -122,6 +122,8 @@ export default tseslint.config(
   ...layer('inbox', ['core', 'store', 'workflows']),
   ...layer('activities', ['core', 'model', 'store', 'tools']),
   ...layer('client', ['core', 'events', 'inbox', 'store', 'tools', 'workflows']),
+  // Replay-evals (issue 29): offline, over the store; they rebuild requests with the slice's own functions.
+  ...layer('evals', ['activities', 'core', 'model', 'store', 'tools']),
   ...layer('rap', ['core', 'http', 'inbox', 'tools']),
   ...layer('tracing', []),
   ...layer('worker', [

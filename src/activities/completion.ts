@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { addUsage, type HistoryItem, type ThreadEvent, type TokenUsage } from '../core/types';
 import type { BuiltinCallContext } from '../core/builtins';
 import { projectHistory } from '../model/projection';
-import type { ModelProvider, ModelStreamPart, ToolSpec } from '../model/provider';
+import type { ModelProvider, ModelRequest, ModelStreamPart, ToolSpec } from '../model/provider';
 import type { Tool, ToolContext } from '../tools/tool';
 import type { CapacityGate, CapacityLease } from './capacity-gate';
 import { classifyFailure, type CompletionPolicy, isRateLimit, StreamWatchdog } from './retry';
@@ -45,6 +45,20 @@ export interface CompletionOutput extends ToolCallOutcomes {
 }
 
 export { type CompletionPolicy, DEFAULT_COMPLETION_POLICY } from './retry';
+
+/**
+ * The request of one model round: the history so far (committed view, the slice's inputs, what earlier rounds flushed)
+ * projected for `model`. Evals rebuild recorded requests with it (src/evals), so they are the slice's own.
+ */
+export function modelRequest(
+  threadId: string,
+  system: string,
+  items: readonly HistoryItem[],
+  model: Pick<ModelProvider, 'supportsImages'>,
+  tools: ToolSpec[],
+): ModelRequest {
+  return { threadId, system, messages: projectHistory(items, { images: model.supportsImages !== false }), tools };
+}
 
 export async function runCompletion(input: CompletionInput): Promise<CompletionOutput> {
   const { policy } = input;
@@ -109,14 +123,13 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
     const attempt = new AbortController();
     const onAbort = () => attempt.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
-    const request = {
-      threadId: input.threadId,
-      system: input.system,
-      messages: projectHistory([...input.history, ...buffer.flushed.map((s) => s.item)], {
-        images: input.model.supportsImages !== false,
-      }),
-      tools: specs,
-    };
+    const request = modelRequest(
+      input.threadId,
+      input.system,
+      [...input.history, ...buffer.flushed.map((s) => s.item)],
+      input.model,
+      specs,
+    );
     let lease: CapacityLease | undefined;
     try {
       lease = await input.capacity?.acquire(request, round, signal);

@@ -8,7 +8,7 @@ import type { BudgetRef, SpendAmount } from '../core/budget';
 import type { BuiltinCallContext } from '../core/builtins';
 import { DEFAULT_PRIORITY_KEYS } from '../core/priority';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
-import { AUTO_COMPACTION_TRIGGERED, DEFAULT_SYSTEM_PROMPT, systemPromptSuffix } from '../core/texts';
+import { AUTO_COMPACTION_TRIGGERED, threadSystemPrompt } from '../core/texts';
 import type { HistoryItem, StoredItem, ThreadEvent } from '../core/types';
 import { CommitConflictError, type ConversationStore, type ThreadRecord } from '../store/conversation-store';
 import type { Tool } from '../tools/tool';
@@ -179,7 +179,7 @@ async function complete(
   const out = await runCompletion({
     threadId,
     sliceId,
-    system: (deps.systemPrompt ?? DEFAULT_SYSTEM_PROMPT) + systemPromptSuffix(threadId, record.rootThreadId),
+    system: threadSystemPrompt(deps.systemPrompt, threadId, record.rootThreadId),
     history: [...view, ...append.map((s) => s.item)],
     tools: loaded.tools,
     model: deps.model,

@@ -2,13 +2,13 @@
  * The scopes `budget` and `usage` name (a thread, an agent tree, a tenant: issue 27 §1), and how a scope's limits and
  * spend are shown.
  */
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { type Budget, type BudgetState, BUDGET_FIELDS } from '../core/budget';
 import type { BudgetTarget } from '../client/budgets';
 import type { Out } from './format';
-import { budgetsClient, storeOpen } from './lazy';
-import { CliError, storePathOf, type TargetFlags } from './target';
+import { budgetsClient } from './lazy';
+import { withCommandStore } from './store-of';
+import { CliError } from './target';
 
 export interface ScopeFlags {
   thread?: string;
@@ -57,16 +57,8 @@ export const showBudgets =
   (out: Out) =>
   async (flags: ScopeFlags & { json?: boolean }, cmd: Command): Promise<void> => {
     const targets = targetsOf(flags);
-    const path = storePathOf(cmd.optsWithGlobals<TargetFlags>());
-    if (path === undefined)
-      throw new CliError('no conversation store: pass --store (or set INFINITY_STORE), or run `infinity-temporal dev`');
-    const { isPostgresUrl, openConversationStore } = storeOpen();
-    if (!isPostgresUrl(path) && !existsSync(path)) throw new CliError(`no conversation store at ${path}`);
-    const store = openConversationStore(path, { readonly: true });
-    try {
+    await withCommandStore(cmd, async (store) => {
       for (const s of await budgetsClient().budgetStates(store, targets))
         out(flags.json ? JSON.stringify(s) : budgetLine(s));
-    } finally {
-      await store.close();
-    }
+    });
   };

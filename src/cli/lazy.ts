@@ -36,3 +36,5 @@ export const devAction = () => require('./actions/dev') as typeof import('./acti
 export const workerAction = () => require('./actions/worker') as typeof import('./actions/worker');
 export const gatewayAction = () => require('./actions/gateway') as typeof import('./actions/gateway');
 export const replayAction = () => require('./actions/replay') as typeof import('./actions/replay');
+/** Replay-evals, exports and outcome scores (`eval`, `export`, `score`, `scores`): the model providers and ajv. */
+export const evalAction = () => require('./actions/eval') as typeof import('./actions/eval');

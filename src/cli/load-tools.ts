@@ -35,12 +35,17 @@ function registerTypeScript(path: string, file: string): void {
   (require(api) as { register(): unknown }).register();
 }
 
-export function loadTools(path: string | undefined): Tool[] | undefined {
-  if (path === undefined) return undefined;
+/** A user's module (`--tools`, `eval --scorers`): JavaScript, or TypeScript compiled on load (see above). */
+export function loadUserModule(path: string): Record<string, unknown> {
   const file = resolve(path);
   if (TYPESCRIPT.test(file) && !requireKnowsTypeScript()) registerTypeScript(path, file);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const mod = require(file) as { tools?: unknown; default?: unknown };
+  return require(file) as Record<string, unknown>;
+}
+
+export function loadTools(path: string | undefined): Tool[] | undefined {
+  if (path === undefined) return undefined;
+  const mod = loadUserModule(path);
   const tools = mod.tools ?? mod.default;
   if (!Array.isArray(tools))
     throw new CliError(`${path} must export \`tools\`: an array of tools made with defineTool`);

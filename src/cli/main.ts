@@ -11,6 +11,8 @@ import {
   ThreadNotFoundError,
 } from '../inbox/errors';
 import { ModelConfigError } from '../model/config-error';
+import { EvalOptionError, MalformedExportError, UnknownSliceError, UnknownThreadError } from '../evals/errors';
+import { InvalidScoreError } from '../store/eval-records';
 import { redactSecrets } from '../store/redact';
 import { registerAnswer } from './commands/answer';
 import { registerBackup } from './commands/backup';
@@ -18,10 +20,14 @@ import { registerBudget } from './commands/budget';
 import { registerCompact } from './commands/compact';
 import { registerDeliver } from './commands/deliver';
 import { registerDev } from './commands/dev';
+import { registerEval } from './commands/eval';
+import { registerExport } from './commands/export';
 import { registerFork } from './commands/fork';
 import { registerGateway } from './commands/gateway';
 import { registerHistory } from './commands/history';
 import { registerReplay } from './commands/replay';
+import { registerScore } from './commands/score';
+import { registerScores } from './commands/scores';
 import { registerSend } from './commands/send';
 import { registerStart } from './commands/start';
 import { registerStatus } from './commands/status';
@@ -68,6 +74,11 @@ export function buildProgram(out: Out = (l) => process.stdout.write(`${l}\n`)): 
   registerBudget(program, out);
   registerUsage(program, out);
   registerReplay(program, out);
+  // Replay-evals and outcome scores (the store alone):
+  registerEval(program, out);
+  registerExport(program, out);
+  registerScore(program, out);
+  registerScores(program, out);
   // Following a thread as it runs:
   registerTail(program, (s) => process.stdout.write(s), out);
   return program;
@@ -81,6 +92,11 @@ const KNOWN_ERRORS = [
   InvalidInputError,
   PayloadTooLargeError,
   ModelConfigError,
+  UnknownThreadError,
+  UnknownSliceError,
+  MalformedExportError,
+  EvalOptionError,
+  InvalidScoreError,
 ];
 
 /** Help asked for (and `--version`) ends 0; anything else commander stops at is a usage error: 2. */

@@ -43,6 +43,11 @@ export const DEFAULT_SYSTEM_PROMPT =
   'You are Infinity, an agent that works through tools. Tools run asynchronously: after you call one, ' +
   'its result arrives later as the next message. Call at most one tool per turn.';
 
+/** The system prompt a thread's slices send: the worker's (default {@link DEFAULT_SYSTEM_PROMPT}) and the thread's ids. */
+export function threadSystemPrompt(systemPrompt: string | undefined, threadId: string, rootThreadId: string): string {
+  return (systemPrompt ?? DEFAULT_SYSTEM_PROMPT) + systemPromptSuffix(threadId, rootThreadId);
+}
+
 // ---- Compaction (docs/semantics.md §12) ----
 
 /** The synthetic call that opens a compaction thread. */

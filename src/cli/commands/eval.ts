@@ -1,0 +1,27 @@
+/** `eval --threads <ids|files> --model <spec>`: re-run recorded threads against a candidate model, offline (docs/evals.md). */
+import type { Command } from 'commander';
+import type { EvalFlags } from '../actions/eval';
+import type { Out } from '../format';
+import { evalAction } from '../lazy';
+
+export function registerEval(program: Command, out: Out): void {
+  program
+    .command('eval')
+    .description(
+      'replay recorded threads against a candidate model, offline: rebuilt requests, no tool runs, a report of ' +
+        'tool choices, text similarity, tokens, cost and latency per slice (reads the store: --store)',
+    )
+    .requiredOption('--threads <list>', 'comma-separated thread ids (in the store) and/or files written by `export`')
+    .requiredOption('--model <spec>', 'the candidate, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, simulated')
+    .option('--system <text>', "the system prompt the recorded worker used, or one to try (default: the runtime's)")
+    .option('--system-file <file>', 'the same, from a file')
+    .option('--tools <module>', "a module exporting the worker's `tools` (their specs are offered; none runs)")
+    .option('--scorers <module>', 'a module exporting `scorers` (functions) and optionally `onDivergence`')
+    .option('--from-slice <n>', 'the first slice the candidate answers; earlier ones are not called (default 0)')
+    .option('--on-divergence <what>', 'stop that thread, or continue with the recorded result (default continue)')
+    .option('--recorded-model <id>', "the recorded model's id, to price the recorded usage")
+    .option('--concurrency <n>', 'threads evaluated at once (default 4)')
+    .option('--json', 'the report as JSON')
+    .option('--markdown', 'the report as Markdown (the default)')
+    .action(async (flags: EvalFlags, cmd: Command) => evalAction().runEval(flags, cmd, out));
+}

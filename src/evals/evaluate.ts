@@ -1,0 +1,393 @@
+/**
+ * Replay-evals (issue 29 §1, docs/evals.md): recorded threads re-run offline against a candidate model. Each recorded
+ * model request is rebuilt exactly as its slice built it — the model view of the thread as it stood (`modelView` over
+ * the store cut at the slice's start), the slice's committed inputs, what earlier rounds of the slice flushed, projected
+ * by the slice's own `modelRequest` — and from `fromSlice` on the candidate answers it. Before `fromSlice` nothing is
+ * called; no tool ever runs; the store is only read.
+ */
+import { modelRequest } from '../activities/completion';
+import { modelView } from '../activities/history';
+import { toolSpecs } from '../activities/tool-calls';
+import { threadSystemPrompt } from '../core/texts';
+import { addUsage, type HistoryItem, type TokenUsage, type ToolResultContent } from '../core/types';
+import { type PriceTable, priceOf, spendOf, tokensOf } from '../model/prices';
+import type { ModelProvider, ToolSpec } from '../model/provider';
+import type { ConversationStore } from '../store/conversation-store';
+import type { OutcomeScore } from '../store/eval-records';
+import type { Tool } from '../tools/tool';
+import { storeAsOf } from './as-of';
+import { type CandidateTurn, runCandidate } from './candidate';
+import { decisionLines, lineDiff, sameToolChoice, textSimilarity } from './compare';
+import { EvalOptionError } from './errors';
+import { type RecordedRound, type RecordedSliceView, readRecordedThread, type ToolChoice } from './recorded';
+import type { RoundView, Scorer, ScoreValue } from './scorers';
+
+/** A round where the candidate chose another tool or arguments than the record (or failed to answer). */
+export type Divergence = RoundView;
+
+/**
+ * What happens after a divergence: `stop` the thread there; `continue` with the recorded result (teacher forcing: later
+ * requests are the recorded ones); or `{ result }`: the candidate's call stands, answered with this tool result, and
+ * later requests carry the candidate's turn and this result instead of the recorded ones.
+ */
+export type DivergenceAction = 'stop' | 'continue' | { result: string | ToolResultContent[] };
+
+export interface EvalOptions {
+  /** Thread ids in `store`. */
+  threads: readonly string[];
+  /** The candidate. */
+  model: ModelProvider;
+  /**
+   * The system prompt the recorded worker used (the record does not hold it), or the candidate prompt to try.
+   * @default DEFAULT_SYSTEM_PROMPT, as a worker without `systemPrompt` sends
+   */
+  system?: string;
+  /**
+   * The tools to offer, as the worker offered them (the built-in tools are always added, as a slice adds them).
+   * @default [] (built-ins only)
+   */
+  tools?: readonly Tool[];
+  /** The first slice number the candidate answers; earlier slices are skipped, nothing is called for them. @default 0 */
+  fromSlice?: number;
+  /** @default 'continue' */
+  onDivergence?: 'stop' | 'continue' | ((d: Divergence) => DivergenceAction | Promise<DivergenceAction>);
+  /** Run on every evaluated round, in order. @default [] */
+  scorers?: readonly Scorer[];
+  /** The recorded model's id, to price the recorded usage (the record keeps tokens, not the model). */
+  recordedModel?: string;
+  /** Prices before the shipped table (`model/prices.ts`). @default {} */
+  prices?: PriceTable;
+  /** Threads evaluated at once (the candidate's calls overlap). @default 4 */
+  concurrency?: number;
+  signal?: AbortSignal;
+}
+
+/** One evaluated model round. */
+export interface RoundEval {
+  round: number;
+  recorded: { text: string; toolCall?: ToolChoice };
+  candidate: { text: string; toolCall?: ToolChoice; error?: string };
+  toolMatch: boolean;
+  textSimilarity: number;
+  usage?: TokenUsage;
+  latencyMs: number;
+  diverged: boolean;
+  /** Recorded (`- `) against candidate (`+ `) decision lines; diverging rounds only. */
+  diff?: string[];
+  scores: ScoreValue[];
+}
+
+export interface SliceEval {
+  slice: number;
+  sliceId: string;
+  recorded: { usage?: TokenUsage; usd?: number; error?: string; interrupted: boolean };
+  candidate: { usage?: TokenUsage; usd?: number; latencyMs: number };
+  rounds: RoundEval[];
+  diverged: boolean;
+  /** After a divergence: what the eval did (`onDivergence`). */
+  resolution?: 'stopped' | 'teacher-forced' | 'supplied';
+}
+
+export interface ThreadEval {
+  threadId: string;
+  /** Committed slices in the record. */
+  recordedSlices: number;
+  /** The slices from `fromSlice` on that were evaluated. */
+  slices: SliceEval[];
+  /** Set when `onDivergence` stopped the thread. */
+  stoppedAt?: { slice: number; round: number };
+  /** Outcome scores stored with the thread or its slices (`score`), oldest first. */
+  scores: OutcomeScore[];
+}
+
+export interface EvalTotals {
+  threads: number;
+  recordedSlices: number;
+  evaluatedSlices: number;
+  evaluatedRounds: number;
+  divergedSlices: number;
+  stoppedThreads: number;
+  /** Rounds whose tool choice matched, of those evaluated (1 when none were). */
+  toolMatchRate: number;
+  meanTextSimilarity: number;
+  /** Calls made to the candidate: one per evaluated round, none for recorded slices. */
+  providerCalls: number;
+  candidateErrors: number;
+  candidateTokens: number;
+  /** Undefined when the candidate's id has no price. */
+  candidateUsd?: number;
+  /** Tokens the record shows for the evaluated slices. */
+  recordedTokens: number;
+  /** With `recordedModel` priced. */
+  recordedUsd?: number;
+  candidateLatencyMs: number;
+  /** Per scorer name: how many rounds it scored and their mean. */
+  scores: Record<string, { count: number; mean: number }>;
+}
+
+export interface EvalReport {
+  model: string;
+  recordedModel?: string;
+  fromSlice: number;
+  onDivergence: 'stop' | 'continue' | 'custom';
+  threads: ThreadEval[];
+  totals: EvalTotals;
+}
+
+/** A slice's recorded outputs replaced from a round on, by a `{ result }` divergence action. */
+interface Override {
+  /** Own positions `[from, to)` replaced. */
+  from: number;
+  to: number;
+  items: HistoryItem[];
+  /** Recorded calls of the replaced range: later results for them answer calls no longer in the history. */
+  droppedCalls: Set<string>;
+}
+
+interface ThreadRun {
+  store: ConversationStore;
+  opts: EvalOptions;
+  specs: ToolSpec[];
+  counters: { calls: number };
+}
+
+/**
+ * Evaluates `options.threads` of `store` against `options.model` (docs/evals.md).
+ * @throws UnknownThreadError for a thread the store does not have (before any model call)
+ * @example
+ * ```ts
+ * const report = await evaluateThreads(store, {
+ *   threads: ['support-1', 'support-2'],
+ *   model: modelFromSpec('anthropic:claude-sonnet-4-5'),
+ *   fromSlice: 1,
+ *   scorers: [exactToolMatch(), jsonSchemaCheck()],
+ * });
+ * console.log(evalMarkdown(report));
+ * ```
+ */
+export async function evaluateThreads(store: ConversationStore, options: EvalOptions): Promise<EvalReport> {
+  const fromSlice = options.fromSlice ?? 0;
+  if (!Number.isInteger(fromSlice) || fromSlice < 0)
+    throw new EvalOptionError(`fromSlice must be a whole number from 0, got ${fromSlice}`);
+  if (options.threads.length === 0) throw new EvalOptionError('name at least one thread to evaluate');
+  const concurrency = options.concurrency ?? 4;
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new EvalOptionError(`concurrency must be a whole number from 1, got ${concurrency}`);
+  // Every thread is read before the first model call: a typo fails at once, not after an hour of calls.
+  const recorded = await Promise.all(options.threads.map((id) => readRecordedThread(store, id)));
+  const run: ThreadRun = {
+    store,
+    opts: options,
+    specs: toolSpecs(new Map((options.tools ?? []).map((t) => [t.name, t])), true),
+    counters: { calls: 0 },
+  };
+  const threads: ThreadEval[] = new Array<ThreadEval>(recorded.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < recorded.length; i = next++) threads[i] = await evaluateThread(run, recorded[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, recorded.length) }, worker));
+  const onDivergence = options.onDivergence ?? 'continue';
+  return {
+    model: options.model.id,
+    ...(options.recordedModel !== undefined && { recordedModel: options.recordedModel }),
+    fromSlice,
+    onDivergence: typeof onDivergence === 'function' ? 'custom' : onDivergence,
+    threads,
+    totals: totalsOf(threads, run.counters.calls, options),
+  };
+}
+
+async function evaluateThread(
+  run: ThreadRun,
+  rec: Awaited<ReturnType<typeof readRecordedThread>>,
+): Promise<ThreadEval> {
+  const { store, opts } = run;
+  const threadId = rec.record.threadId;
+  const out: ThreadEval = { threadId, recordedSlices: rec.slices.length, slices: [], scores: [] };
+  const system = threadSystemPrompt(opts.system, threadId, rec.record.rootThreadId);
+  const overrides: Override[] = [];
+  for (const slice of rec.slices) {
+    if (slice.number < (opts.fromSlice ?? 0)) continue;
+    opts.signal?.throwIfAborted();
+    const history = await historyBefore(store, rec.chain, slice, overrides);
+    const dropped = (it: HistoryItem) => it.kind === 'tool_result' && overrides.some((o) => o.droppedCalls.has(it.id));
+    const inputs = slice.inputs.map((s) => s.item).filter((it) => !dropped(it));
+    const sliceEval = newSliceEval(slice, opts);
+    out.slices.push(sliceEval);
+    for (const [r, round] of slice.rounds.entries()) {
+      const outputsBefore = slice.outputs.slice(0, round.offset).map((s) => s.item);
+      const request = modelRequest(threadId, system, [...history, ...inputs, ...outputsBefore], opts.model, run.specs);
+      const candidate = await runCandidate(opts.model, request, opts.signal);
+      run.counters.calls++;
+      const view: RoundView = {
+        threadId,
+        sliceId: slice.sliceId,
+        slice: slice.number,
+        round: r,
+        request,
+        recorded: { text: round.text, ...(round.toolCall && { toolCall: choice(round.toolCall) }) },
+        candidate,
+      };
+      const roundEval = await scoreRound(view, opts.scorers ?? []);
+      sliceEval.rounds.push(roundEval);
+      addRound(sliceEval, candidate);
+      if (!roundEval.diverged) continue;
+      sliceEval.diverged = true;
+      const action = await decide(opts, view);
+      if (action === 'stop') {
+        sliceEval.resolution = 'stopped';
+        out.stoppedAt = { slice: slice.number, round: r };
+        break;
+      }
+      if (action === 'continue') {
+        sliceEval.resolution ??= 'teacher-forced';
+        continue;
+      }
+      sliceEval.resolution = 'supplied';
+      overrides.push(overrideOf(slice, round, candidate, action.result));
+      break; // the rest of the slice answered the recorded call, which is gone
+    }
+    priceSlice(sliceEval, opts);
+    if (out.stoppedAt) break;
+  }
+  out.scores = await store.evals.scores({ threadId });
+  return out;
+}
+
+/** The model view as the slice loaded it, with earlier `{ result }` overrides applied to the thread's own items. */
+async function historyBefore(
+  store: ConversationStore,
+  chain: Awaited<ReturnType<typeof readRecordedThread>>['chain'],
+  slice: RecordedSliceView,
+  overrides: readonly Override[],
+): Promise<HistoryItem[]> {
+  const threadId = chain[chain.length - 1]!.threadId;
+  const asOf = storeAsOf(store, threadId, slice.start);
+  const view = await modelView(asOf, chain);
+  if (overrides.length === 0) return view;
+  // The view ends with the thread's own items from its summary's end (or from 0): positions map onto its tail.
+  const ownStart = (await asOf.latestSummary(threadId))?.upTo ?? 0;
+  const tailStart = view.length - (slice.start - ownStart);
+  for (const o of [...overrides].sort((a, b) => b.from - a.from)) {
+    if (o.from < ownStart) continue; // inside a later summary: what the record summarized stands
+    view.splice(tailStart + (o.from - ownStart), o.to - o.from, ...o.items);
+  }
+  return view.filter((it) => !(it.kind === 'tool_result' && overrides.some((o) => o.droppedCalls.has(it.id))));
+}
+
+function overrideOf(
+  slice: RecordedSliceView,
+  round: RecordedRound,
+  candidate: CandidateTurn,
+  result: string | ToolResultContent[],
+): Override {
+  const from = slice.start + slice.inputs.length + round.offset;
+  const items: HistoryItem[] = [];
+  if (candidate.text !== '') items.push({ kind: 'assistant', text: candidate.text });
+  if (candidate.toolCall) {
+    const { id, name, args } = candidate.toolCall;
+    items.push({ kind: 'tool_call', id, name, args });
+    const content: ToolResultContent[] = typeof result === 'string' ? [{ type: 'text', text: result }] : result;
+    items.push({ kind: 'tool_result', id, content });
+  }
+  const droppedCalls = new Set<string>();
+  for (const s of slice.outputs.slice(round.offset)) if (s.item.kind === 'tool_call') droppedCalls.add(s.item.id);
+  return { from, to: slice.start + slice.inputs.length + slice.outputs.length, items, droppedCalls };
+}
+
+const choice = (c: ToolChoice): ToolChoice => ({ name: c.name, args: c.args });
+
+async function scoreRound(view: RoundView, scorers: readonly Scorer[]): Promise<RoundEval> {
+  const { recorded, candidate } = view;
+  const toolMatch = sameToolChoice(recorded.toolCall, candidate.toolCall);
+  const diverged = !toolMatch || candidate.error !== undefined;
+  const scores: ScoreValue[] = [];
+  for (const scorer of scorers) {
+    const s = await scorer(view);
+    if (s !== undefined) scores.push(...(Array.isArray(s) ? s : [s]));
+  }
+  return {
+    round: view.round,
+    recorded,
+    candidate: {
+      text: candidate.text,
+      ...(candidate.toolCall && { toolCall: choice(candidate.toolCall) }),
+      ...(candidate.error !== undefined && { error: candidate.error }),
+    },
+    toolMatch,
+    textSimilarity: textSimilarity(recorded.text, candidate.text),
+    ...(candidate.usage && { usage: candidate.usage }),
+    latencyMs: candidate.latencyMs,
+    diverged,
+    ...(diverged && { diff: lineDiff(decisionLines(recorded), decisionLines(candidate)) }),
+    scores,
+  };
+}
+
+async function decide(opts: EvalOptions, d: Divergence): Promise<DivergenceAction> {
+  const on = opts.onDivergence ?? 'continue';
+  return typeof on === 'function' ? on(d) : on;
+}
+
+function newSliceEval(slice: RecordedSliceView, opts: EvalOptions): SliceEval {
+  const { result } = slice;
+  const price = opts.recordedModel === undefined ? undefined : priceOf(opts.recordedModel, opts.prices);
+  return {
+    slice: slice.number,
+    sliceId: slice.sliceId,
+    recorded: {
+      ...(result.usage && { usage: result.usage }),
+      ...(result.error !== undefined && { error: result.error }),
+      interrupted: result.interrupted,
+      ...(price && { usd: spendOf(result.usage, price).usd }),
+    },
+    candidate: { latencyMs: 0 },
+    rounds: [],
+    diverged: false,
+  };
+}
+
+function addRound(s: SliceEval, c: CandidateTurn): void {
+  s.candidate.latencyMs += c.latencyMs;
+  const usage = addUsage(s.candidate.usage, c.usage);
+  if (usage) s.candidate.usage = usage;
+}
+
+function priceSlice(s: SliceEval, opts: EvalOptions): void {
+  const price = priceOf(opts.model.id, opts.prices);
+  if (price) s.candidate.usd = spendOf(s.candidate.usage, price).usd;
+}
+
+function totalsOf(threads: readonly ThreadEval[], providerCalls: number, opts: EvalOptions): EvalTotals {
+  const slices = threads.flatMap((t) => t.slices);
+  const rounds = slices.flatMap((s) => s.rounds);
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const tokens = (u: TokenUsage | undefined) => tokensOf(u).totalTokens;
+  const scores: Record<string, { count: number; mean: number }> = {};
+  for (const s of rounds.flatMap((r) => r.scores)) {
+    const e = (scores[s.name] ??= { count: 0, mean: 0 });
+    e.mean = (e.mean * e.count + s.value) / (e.count + 1);
+    e.count++;
+  }
+  const candidatePriced = priceOf(opts.model.id, opts.prices) !== undefined;
+  const recordedPriced = opts.recordedModel !== undefined && priceOf(opts.recordedModel, opts.prices) !== undefined;
+  return {
+    threads: threads.length,
+    recordedSlices: sum(threads.map((t) => t.recordedSlices)),
+    evaluatedSlices: slices.length,
+    evaluatedRounds: rounds.length,
+    divergedSlices: slices.filter((s) => s.diverged).length,
+    stoppedThreads: threads.filter((t) => t.stoppedAt).length,
+    toolMatchRate: rounds.length === 0 ? 1 : rounds.filter((r) => r.toolMatch).length / rounds.length,
+    meanTextSimilarity: rounds.length === 0 ? 1 : sum(rounds.map((r) => r.textSimilarity)) / rounds.length,
+    providerCalls,
+    candidateErrors: rounds.filter((r) => r.candidate.error !== undefined).length,
+    candidateTokens: sum(slices.map((s) => tokens(s.candidate.usage))),
+    ...(candidatePriced && { candidateUsd: sum(slices.map((s) => s.candidate.usd ?? 0)) }),
+    recordedTokens: sum(slices.map((s) => tokens(s.recorded.usage))),
+    ...(recordedPriced && { recordedUsd: sum(slices.map((s) => s.recorded.usd ?? 0)) }),
+    candidateLatencyMs: sum(slices.map((s) => s.candidate.latencyMs)),
+    scores,
+  };
+}
