@@ -63,6 +63,7 @@ export {
   CommitConflictError,
   type ConversationStore,
   type ThreadRecord,
+  type ArchivedRange,
   type NewThreadRecord,
   type CommitRequest,
   type Summary,
@@ -124,6 +125,8 @@ export {
   type ThreadSummary,
 } from './client/agent-client';
 export { ThreadHandle } from './client/thread-handle';
+export { FORKED_FROM, type ForkAt, type ForkThreadOptions } from './client/fork';
+export { type RewindResult, type RewindThreadOptions } from './client/rewind';
 export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './inbox/deliver';
 export { STAGE_THRESHOLD_BYTES, DEFAULT_MAX_STAGED_INPUT_BYTES, type InputLimits } from './inbox/staging';
 export {
@@ -180,5 +183,3 @@ export { startLocalSystem, type LocalSystem, type LocalSystemOptions } from './l
 export { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
 export { workerLogger } from './worker/logger';
 export { METRICS } from './core/metric-names';
-// Replay-evals and outcome scores (docs/evals.md).
-export * from './evals';

@@ -13,7 +13,8 @@ import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { inheritedHistory, modelView, threadChain } from '../src/activities/history';
 import { AgentClient } from '../src/client/agent-client';
-import { FORKED_FROM, pendingAt, resolveForkPoint } from '../src/client/fork';
+import { FORKED_FROM, resolveForkPoint } from '../src/client/fork';
+import { branchAt, pendingAt, rewindPointError } from '../src/store/chain';
 import { compactedSummary } from '../src/core/texts';
 import type { HistoryItem, StoredItem } from '../src/core/types';
 import { findTemporalCli } from '../src/devserver/cli';
@@ -35,6 +36,7 @@ async function commit(
   threadId: string,
   items: HistoryItem[],
   summary?: { upTo: number; text: string; from: string },
+  archive?: [number, number],
 ) {
   const length = await store.length(threadId);
   const sliceId = `${threadId}/slice-${length}`;
@@ -60,6 +62,7 @@ async function commit(
         upTo: summary.upTo,
       },
     }),
+    ...(archive && { archive }),
   });
   return sliceId;
 }
@@ -161,6 +164,65 @@ describe.each(makers)('a fork in the %s store', (_name, make) => {
   });
 });
 
+describe.each(makers)('a rewound thread in the %s store', (_name, make) => {
+  it('hides its archived ranges from its own view, and from children and forks made after the rewind only', async () => {
+    const store = await make();
+    opened.push(store);
+    await store.ensureThread({ threadId: 't', kind: 'root' });
+    await commit(store, 't', [user('m1'), said('ack m1')]);
+    // A summary of the first four items, which the rewind below archives half of.
+    await commit(store, 't', [user('m2'), said('ack m2')], { upTo: 4, text: 'm1 m2', from: 't' });
+    await store.ensureThread({ threadId: 'child-before', kind: 'child', parentThreadId: 't', spawnOrder: 4 });
+    await store.ensureThread({ threadId: 'fork-before', kind: 'root', base: { threadId: 't', upTo: 4 } });
+
+    // The rewind to item 2: its note at 4, the range [2, 4) archived with it; a repeated commit adds no second range.
+    const rewind: HistoryItem = { kind: 'rewind', to: 2, branch: 1 };
+    const sliceId = await commit(store, 't', [rewind], undefined, [2, 4]);
+    const again = await store.commit({
+      threadId: 't',
+      sliceId,
+      expectedLength: 4,
+      items: [{ messageId: 'x', item: rewind }],
+      result: { sliceId, length: 5, pendingCall: null, answeredCallIds: [], followUps: [], interrupted: false },
+      archive: [2, 4],
+    });
+    expect(again).toBe('duplicate');
+    expect((await store.getThread('t'))?.archived).toEqual([[2, 4]]);
+    expect(await store.length('t')).toBe(5);
+
+    const view = async (id: string) => texts(await modelView(store, await threadChain(store, id)));
+    // The summary covers archived items: ignored; the note stays in the view (the model's projection skips it).
+    expect(await view('t')).toEqual(['m1', 'ack m1', 'rewind']);
+    // Made before the rewind, at its end: they keep what they saw, the summary included.
+    expect(await view('child-before')).toEqual([compactedSummary('m1 m2')]);
+    expect(await view('fork-before')).toEqual([compactedSummary('m1 m2')]);
+    // Made after it (past the note): they see the thread rewound.
+    await store.ensureThread({ threadId: 'child-after', kind: 'child', parentThreadId: 't', spawnOrder: 5 });
+    await store.ensureThread({ threadId: 'fork-after', kind: 'root', base: { threadId: 't', upTo: 5 } });
+    expect(await view('child-after')).toEqual(['m1', 'ack m1', 'rewind']);
+    expect(await view('fork-after')).toEqual(['m1', 'ack m1', 'rewind']);
+    expect((await inheritedHistory(store, 'fork-after')).map((s) => s.item.kind)).toEqual([
+      'user',
+      'assistant',
+      'rewind',
+    ]);
+    // A fork at a point inside the range, or a rewind there, would end on an archived item.
+    const rec = (await store.getThread('t'))!;
+    expect([1, 2, 3, 4, 5].map((at) => branchAt(rec, at))).toEqual([0, 0, 1, 1, 0]);
+    expect(rewindPointError(rec, 3, 5)).toMatch(/inside branch 1/);
+    expect(rewindPointError(rec, 5, 5)).toMatch(/not before the end/);
+    expect(rewindPointError(rec, 2, 5)).toBeUndefined();
+    // The point's last visible item is what a fork there takes; the note is skipped.
+    expect(await pendingAt(store, rec, 5)).toBeUndefined();
+
+    // A summary made after the rewind covers the view, and is used.
+    await commit(store, 't', [user('m3')], { upTo: 6, text: 'm1 m3', from: 't' });
+    expect(await view('t')).toEqual([compactedSummary('m1 m3')]);
+    expect(await store.latestSummary('t', undefined, [[2, 4]])).toEqual({ summary: 'm1 m3', upTo: 6 });
+    expect(await store.latestSummary('t', 5, [[2, 4]])).toBeUndefined();
+  });
+});
+
 describe('databases made before forks', () => {
   it('SQLite: the migration adds the columns, old rows read as before', async () => {
     const file = join(inject('scratchDir'), `${uid('fork-migrate')}.sqlite`);
@@ -168,12 +230,15 @@ describe('databases made before forks', () => {
     await fresh.ensureThread({ threadId: 'old', kind: 'root' });
     await commit(fresh, 'old', [user('before forks')]);
     await fresh.close();
-    // Back to the schema before forks (migration 6): no base columns, nor the provider limits' tables of migration 7.
+    // Back to the schema before forks (migration 6): no base columns, nor what the migrations after it made (the
+    // provider limits' tables of 7, the scores of 8, the archived ranges of 9).
     const db = new Database(file);
     const version = db.pragma('user_version', { simple: true }) as number;
+    expect(version).toBe(9);
     db.exec('ALTER TABLE threads DROP COLUMN base_thread_id; ALTER TABLE threads DROP COLUMN base_up_to');
-    db.exec('DROP TABLE capacity_keys; DROP TABLE capacity_leases');
-    db.pragma(`user_version = ${version - 2}`);
+    db.exec('DROP TABLE capacity_keys; DROP TABLE capacity_leases; DROP TABLE scores');
+    db.exec('ALTER TABLE threads DROP COLUMN archived');
+    db.pragma(`user_version = ${version - 4}`);
     db.close();
 
     const store = new SqliteConversationStore(file);
@@ -188,8 +253,9 @@ describe('databases made before forks', () => {
     const url = await createTestDatabase('forkmigrate');
     const pool = new pg.Pool({ connectionString: url, max: 1 });
     try {
-      // The schema before forks (migration 3) and provider limits (migration 4).
-      expect(await migrateSchema(pool, 'before', MIGRATIONS.slice(0, -2))).toBe(MIGRATIONS.length - 2);
+      // The schema before forks (migration 3) and the migrations after it (provider limits, scores, archived ranges).
+      expect(MIGRATIONS).toHaveLength(6);
+      expect(await migrateSchema(pool, 'before', MIGRATIONS.slice(0, 2))).toBe(2);
       await pool.query(
         `INSERT INTO "before"."threads" (thread_id, kind, root_thread_id) VALUES ('old', 'root', 'old')`,
       );

@@ -158,6 +158,8 @@ export function render(items: readonly HistoryItem[]): string[] {
         return `result ${id(it.id)}: ${it.content.map((c) => (c.type === 'text' ? c.text : `[${c.mediaType}]`)).join(' ')}`;
       case 'subscription_event':
         return `event ${id(it.toolCallId)}: ${it.result.content.map((c) => (c.type === 'text' ? c.text : '')).join(' ')}`;
+      case 'rewind':
+        return `rewound to ${it.to} (branch ${it.branch})`;
     }
   });
 }

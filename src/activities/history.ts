@@ -5,7 +5,7 @@
  */
 import { compactedSummary, INJECTED_TOOL_NAME } from '../core/texts';
 import type { HistoryItem, StoredItem } from '../core/types';
-import { inheritedUpTo, viewChain } from '../store/chain';
+import { inheritedUpTo, loadVisible, viewChain, visibleRanges } from '../store/chain';
 import type { ConversationStore, ThreadRecord } from '../store/conversation-store';
 
 export { inheritedHistory, threadChain, viewChain } from '../store/chain';
@@ -23,24 +23,25 @@ export async function modelView(store: ConversationStore, ancestry: readonly Thr
   // A fork's source (and what the source inherited) comes before it exactly as a parent before its child.
   const chain = await viewChain(store, ancestry);
   const self = chain[chain.length - 1]!;
-  const mine = await store.latestSummary(self.threadId);
+  // Archived ranges (rewinds, issue 28 §2) are left out everywhere, and so are summaries of what they archived.
+  const mine = await store.latestSummary(self.threadId, undefined, visibleRanges(self));
   // Only what the model will see is read: after a compaction, the summary's tail.
-  if (mine) return [summaryItem(mine.summary), ...(await store.load(self.threadId, mine.upTo)).map((s) => s.item)];
+  if (mine) return [summaryItem(mine.summary), ...(await loadVisible(store, self, mine.upTo)).map((s) => s.item)];
   const out: HistoryItem[] = [];
   let start = 0;
   for (let i = chain.length - 2; i >= 0; i--) {
     const cutoff = inheritedUpTo(chain[i + 1]!);
-    const s = await store.latestSummary(chain[i]!.threadId, cutoff);
+    const s = await store.latestSummary(chain[i]!.threadId, cutoff, visibleRanges(chain[i]!, cutoff));
     if (s) {
-      out.push(summaryItem(s.summary), ...(await store.load(chain[i]!.threadId, s.upTo, cutoff)).map((x) => x.item));
+      out.push(summaryItem(s.summary), ...(await loadVisible(store, chain[i]!, s.upTo, cutoff)).map((x) => x.item));
       start = i + 1;
       break;
     }
   }
   for (let i = start; i < chain.length - 1; i++) {
-    out.push(...(await store.load(chain[i]!.threadId, 0, inheritedUpTo(chain[i + 1]!))).map((x) => x.item));
+    out.push(...(await loadVisible(store, chain[i]!, 0, inheritedUpTo(chain[i + 1]!))).map((x) => x.item));
   }
-  out.push(...(await store.load(self.threadId)).map((s) => s.item));
+  out.push(...(await loadVisible(store, self)).map((s) => s.item));
   return out;
 }
 

@@ -13,6 +13,7 @@ import type { SliceDependencies } from './slice-dependencies';
 import { sliceEntryPoints } from './slice-entry';
 import { type SliceControl, SliceJobs } from './slice-jobs';
 import type { ToolCallKind } from './slice-metrics';
+import { createRewind } from './rewind';
 
 /**
  * The slice activities of one worker (slice-entry.ts), over its store, model and tools. Checks once what every slice
@@ -72,6 +73,10 @@ export function createSliceActivities(deps: SliceDependencies) {
       heartbeatIntervalMs: deps.heartbeatIntervalMs,
     }),
     peekSlice,
+    // A rewind (issue 28 §2) tells the archived pending call's tool, as an interrupting user text does.
+    rewindThread: createRewind(deps.store, (threadId, callId) =>
+      runtime.io.notify((l) => l.callCancelled?.(threadId, callId)),
+    ),
   };
 }
 

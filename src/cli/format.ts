@@ -40,6 +40,8 @@ export function historyLine(item: HistoryItem, full = false): string {
       return `${colour.green('result')} ${colour.dim(`(${item.id})`)}: ${cut(firstText(item.content))}`;
     case 'subscription_event':
       return `${colour.yellow('event')} ${colour.dim(`(for ${item.toolCallId})`)}: ${cut(firstText(item.result.content))}`;
+    case 'rewind':
+      return colour.dim(`rewound to item ${item.to} (what came after it: history --branch ${item.branch})`);
   }
 }
 

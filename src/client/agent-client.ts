@@ -20,6 +20,7 @@ import { typedUnavailable } from '../inbox/unavailable';
 import { sendWhileBusy } from '../inbox/busy';
 import { listThreads, type ThreadFilter, type ThreadSummary } from './listing';
 import { forkThread, type ForkThreadOptions } from './fork';
+import { rewindThread, type RewindResult, type RewindThreadOptions } from './rewind';
 import { ThreadHandle } from './thread-handle';
 import { type BudgetTarget, budgetStates, setBudget, type SetBudgetResult } from './budgets';
 import type { Budget, BudgetState } from '../core/budget';
@@ -332,6 +333,27 @@ export class AgentClient {
       source,
       options,
     );
+  }
+
+  /**
+   * Rewinds a thread (issue 28 §2): it continues from its first `options.to` own items as if what came after never
+   * happened for the model. Nothing is deleted: the items after the point stay readable as an archived branch
+   * (`thread.history({ branch })`). The calls made after the point are forgotten: the pending one is cancelled (its tool
+   * told), their subscriptions end, their children are cancelled, and inputs that arrive for them later are dropped as
+   * `rewound`. Taken at the thread's next pause between slices: a running slice commits first (and is archived too);
+   * inputs that arrive meanwhile are kept and taken after the rewind. Needs `store` and every worker on release 0.8 or
+   * later. Throws {@link ThreadNotFoundError}, {@link InvalidInputError} (a point outside `0..length-1` or inside an
+   * archived branch), {@link ThreadClosedError}.
+   *
+   * @example
+   * ```ts
+   * const { branch } = await client.rewindThread('demo', { to: 'slice-1' });
+   * await client.thread('demo').sendUserText('Let us try that again, differently');
+   * const archived = await client.thread('demo').history({ branch }); // what the rewind took back
+   * ```
+   */
+  rewindThread(threadId: string, options: RewindThreadOptions): Promise<RewindResult> {
+    return rewindThread(this, this.options.store, threadId, options);
   }
 
   /**

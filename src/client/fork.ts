@@ -18,15 +18,15 @@ import {
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import { defineSearchAttributeKey, type SearchAttributePair, SearchAttributeType } from '@temporalio/common';
-import { BUILTIN_TOOLS } from '../core/builtins';
 import { messageIds } from '../core/ids';
 import type { ThreadPriority } from '../core/priority';
 import { INTERRUPTED_RESULT } from '../core/texts';
-import type { ForkPoint, HistoryItem, PendingCall, StoredItem } from '../core/types';
+import type { ForkPoint, PendingCall, StoredItem } from '../core/types';
 import { InvalidInputError, ThreadNotFoundError } from '../inbox/errors';
 import { discardPrepared, type InputLimits } from '../inbox/staging';
 import { prepareInput } from '../inbox/deliver';
 import { typedUnavailable } from '../inbox/unavailable';
+import { branchAt, pendingAt } from '../store/chain';
 import type { ConversationStore, ThreadRecord } from '../store/conversation-store';
 import { userText } from '../tools/messages';
 import { THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
@@ -106,37 +106,6 @@ export async function resolveForkPoint(store: ConversationStore, source: string,
   return slice.length;
 }
 
-/** The last item of what a record's first `upTo` own items stand for, inherited ones included (none: undefined). */
-async function lastItemBefore(
-  store: ConversationStore,
-  record: ThreadRecord,
-  upTo: number,
-): Promise<HistoryItem | undefined> {
-  let rec: ThreadRecord | undefined = record;
-  let n = upTo;
-  for (let hops = 0; rec && hops < 1000; hops++) {
-    if (n > 0) return (await store.load(rec.threadId, n - 1, n))[0]?.item;
-    const from: string | undefined = rec.parentThreadId ?? rec.base?.threadId;
-    n = rec.spawnOrder ?? rec.base?.upTo ?? 0;
-    rec = from === undefined ? undefined : await store.getThread(from);
-  }
-  return undefined;
-}
-
-const passiveTools = new Set(BUILTIN_TOOLS.filter((t) => t.passive).map((t) => t.name));
-
-/** The call pending at the fork point: the prefix's last item, when it is a tool call (nothing answers it there). */
-export async function pendingAt(
-  store: ConversationStore,
-  record: ThreadRecord,
-  at: number,
-): Promise<PendingCall | undefined> {
-  const last = await lastItemBefore(store, record, at);
-  if (last?.kind !== 'tool_call') return undefined;
-  // Of the runtime's own tools the store knows which wait passively; a custom tool's flag lives in the worker.
-  return { id: last.id, name: last.name, passive: passiveTools.has(last.name) };
-}
-
 /** The fork's first run: the pending call, or its interrupted answer, and the caller's first input. */
 function forkSeed(pending: PendingCall | undefined, keep: boolean, input: ThreadSeed['inbox']): ThreadSeed {
   const prefix: StoredItem[] =
@@ -197,6 +166,11 @@ export async function forkThread(deps: ForkDeps, source: string, options: ForkTh
   const record = await store.getThread(source);
   if (!record) throw new ThreadNotFoundError(source);
   const at = await resolveForkPoint(store, source, options.at);
+  const inside = branchAt(record, at);
+  if (inside > 0)
+    throw new InvalidInputError(
+      `fork point ${at} lies inside branch ${inside} of thread ${source}, which a rewind archived`,
+    );
   const point: ForkPoint = { threadId: source, at };
   const forkId = options.threadId ?? randomUUID();
   if (forkId === source) throw new InvalidInputError('a fork needs a thread id of its own');

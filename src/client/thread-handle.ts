@@ -14,7 +14,7 @@ import { typedUnavailable } from '../inbox/unavailable';
 import { type LiveEvent, mergedThreadEvents } from '../events/live-events';
 import { statusOrFailed } from './stuck';
 import { type AnswerChoiceOptions, choiceOriginsFromEnv, choiceUrlRefusal } from './choice-url';
-import { inheritedHistory } from '../store/chain';
+import { inheritedHistory, loadVisible } from '../store/chain';
 import type {
   AgentClient,
   AgentClientOptions,
@@ -151,20 +151,32 @@ export class ThreadHandle {
   }
 
   /**
-   * The committed history, read from the conversation store (needs the client's `store`). `inherited`: a fork's or a
-   * child's history from its source's (its root's) first item, as it was inherited.
+   * The committed history, read from the conversation store (needs the client's `store`), without the items rewinds
+   * archived (a `rewind` item marks where each took effect). `inherited`: a fork's or a child's history from its
+   * source's (its root's) first item, as it was inherited. `branch`: the items the thread's `branch`-th rewind archived
+   * (1 for the first; {@link AgentClient.rewindThread}).
    *
    * @example
    * ```ts
    * for (const item of await thread.history()) console.log(item.kind); // 'user', 'assistant', 'tool_call', ...
    * ```
    */
-  async history(options: { inherited?: boolean } = {}): Promise<HistoryItem[]> {
+  async history(options: { inherited?: boolean; branch?: number } = {}): Promise<HistoryItem[]> {
     const store = this.options.store;
     if (!store) throw new Error('history() needs the conversation store: pass `store` to AgentClient');
     // `inherited`: a fork's history from its source's first item (a child's from its root's), as it was forked.
     if (options.inherited) return (await inheritedHistory(store, this.threadId)).map((s) => s.item);
-    return (await store.load(this.threadId)).map((s) => s.item);
+    const record = await store.getThread(this.threadId);
+    if (options.branch !== undefined) {
+      const range = record?.archived?.[options.branch - 1];
+      if (!Number.isSafeInteger(options.branch) || !range)
+        throw new InvalidInputError(
+          `thread ${this.threadId} has no archived branch ${options.branch} (it has ${record?.archived?.length ?? 0})`,
+        );
+      return (await store.load(this.threadId, range[0], range[1])).map((s) => s.item);
+    }
+    // Without the ranges rewinds archived (a thread the store has no record of has none).
+    return (record ? await loadVisible(store, record) : await store.load(this.threadId)).map((s) => s.item);
   }
 
   /**

@@ -49,3 +49,8 @@ export function compactionCompleteInput(id: string, threadId: string, text: stri
     synthetic: { type: 'compaction_complete' },
   };
 }
+
+/** Rewinds a thread to its first `to` own items (issue 28 §2); from `thread.rewind()`. */
+export function rewindInput(id: string, threadId: string, to: number): InputMessage {
+  return { id, threadId, content: { type: 'text', text: '' }, synthetic: { type: 'rewind', to } };
+}

@@ -22,6 +22,11 @@ export interface PrepareState {
   /** Events and reports held back while a non-passive call is pending (docs/semantics.md §8). */
   deferred: InputMessage[];
   metadata?: Record<string, unknown>;
+  /**
+   * Calls a rewind archived (issue 28 §2): a late result for one, an event of its subscription or a report of its
+   * child is dropped as `rewound`. Empty in every thread that was never rewound.
+   */
+  rewound?: Set<string>;
 }
 
 /** A non-associative subscription event: processed by a temporary child thread, not inline. */
@@ -97,6 +102,7 @@ function prepareOne(
     // Compaction and prompts are the workflow's own control inputs (workflows/control-inputs.ts); none reaches here.
     if (!('toolCallId' in syn) || syn.type === 'prompt' || input.content.type !== 'tool_result') return 'malformed';
     const callId = syn.toolCallId;
+    if (state.rewound?.has(callId)) return 'rewound';
     if (syn.type === 'subscription_event') {
       // Events of unknown or cancelled subscriptions are discarded (RAP); `final` ends the subscription.
       if (!state.subscriptions.has(callId)) return 'unknown_subscription';
@@ -123,6 +129,7 @@ function prepareOne(
 
   if (input.content.type === 'tool_result') {
     const callId = input.content.toolCallId;
+    if (state.rewound?.has(callId)) return 'rewound';
     if (state.processedToolCalls.has(callId)) {
       // Recorded, so a redelivery of this same message is recognised as a plain duplicate.
       state.processedInputIds.add(input.id);

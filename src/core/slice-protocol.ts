@@ -117,3 +117,28 @@ export interface SliceResult {
  * or on a timer for provider capacity (`details[0]`: a `ThrottledSlice`).
  */
 export const SLICE_REFUSED = { overBudget: 'OverBudget', throttled: 'Throttled' } as const;
+
+/** The `rewindThread` activity's input (issue 28 §2): rewind `threadId`, now `expectedLength` items long, to its first `to` own items. */
+export interface RewindInput {
+  threadId: string;
+  /** The slice id the rewind commits under (the thread's next slice). */
+  sliceId: string;
+  to: number;
+  expectedLength: number;
+  /** The calls the workflow's state tracks (pending call, subscriptions, children, timers, prompts). */
+  calls: string[];
+  /** The pending call: its tool is told it was cancelled when the range archives it (RAP `/cancel_tool_call`). */
+  pendingCall?: string;
+}
+
+export interface RewindOutcome {
+  /** Committed length after the rewind's slice. */
+  length: number;
+  /** The range's branch number (1 for the thread's first rewind). */
+  branch: number;
+  /** Those of `calls` the range archived. */
+  archivedCalls: string[];
+}
+
+/** `ApplicationFailure.type` of a rewind the store refuses (a point outside the history or inside an archived range). */
+export const REWIND_REFUSED = 'RewindRefused';

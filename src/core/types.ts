@@ -39,6 +39,11 @@ export type SyntheticKind =
   | { type: 'parent_message'; toolCallId: string }
   | { type: 'compaction' }
   | { type: 'compaction_complete' }
+  /**
+   * Rewind the thread to its first `to` own items (issue 28 §2): what came after is archived, hidden from the model,
+   * and the state it created is dropped. A control input, taken at the next pause between slices.
+   */
+  | { type: 'rewind'; to: number }
   /** A tool asks the user something about its pending call (RAP `oauth` / `user_choice`); shown, never in history. */
   | { type: 'prompt'; toolCallId: string; prompt: PendingPrompt };
 
@@ -83,7 +88,12 @@ export type HistoryItem =
       childThreadId?: string;
       invocation: { id: string; name: 'receive_event__injected'; args: unknown };
       result: { id: string; content: ToolResultContent[] };
-    };
+    }
+  /**
+   * Where a rewind took effect (issue 28 §2): the thread went back to its first `to` own items here, and the items from
+   * `to` to just before this one are archived (`branch`, counted from 1). Never shown to the model.
+   */
+  | { kind: 'rewind'; to: number; branch: number };
 
 /** A history item with the message id that makes its commit idempotent (docs/semantics.md §13). */
 export interface StoredItem {
@@ -150,7 +160,15 @@ export function contextTokens(u: TokenUsage): number | undefined {
 
 /** Why an input was dropped without reaching history. */
 export type DropReason =
-  'closed' | 'duplicate' | 'already_processed' | 'wrong_call' | 'malformed' | 'unknown_subscription' | 'unknown_call';
+  | 'closed'
+  | 'duplicate'
+  | 'already_processed'
+  | 'wrong_call'
+  | 'malformed'
+  | 'unknown_subscription'
+  | 'unknown_call'
+  /** For a call a rewind archived: its late result, its subscription's events, its child's reports (issue 28 §2). */
+  | 'rewound';
 
 /** One input a thread dropped: its id (when it had one), the reason, and what it was, in a few words. */
 export interface DroppedInput {

@@ -75,6 +75,11 @@ function validateSyntheticKind(v: unknown): string | undefined {
     case 'compaction':
     case 'compaction_complete':
       return undefined;
+    case 'rewind':
+      // Release 0.8: older code drops it as an unknown type (malformed), which is why a rewind needs every worker on 0.8.
+      return Number.isSafeInteger(v.to) && (v.to as number) >= 0
+        ? undefined
+        : 'synthetic rewind needs `to`, a non-negative integer';
     case 'prompt':
       return isNonEmptyString(v.toolCallId) &&
         isObject(v.prompt) &&
@@ -183,6 +188,8 @@ function syntheticError(s: Record<string, unknown>, contentType: unknown): strin
     case 'compaction':
     case 'compaction_complete':
       return closed(s, ['type'], at);
+    case 'rewind':
+      return closed(s, ['type', 'to'], at);
     default:
       // prompt (the released checks allow no other type)
       return promptError(s.prompt as Record<string, unknown>) ?? closed(s, ['type', 'toolCallId', 'prompt'], at);

@@ -48,6 +48,9 @@ export function projectHistory(items: readonly HistoryItem[], options: { images?
           content: shown(item.result.content),
         });
         break;
+      case 'rewind':
+        // A note for readers of the history: for the model, what the rewind archived never happened.
+        break;
     }
   }
   return out;

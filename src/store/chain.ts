@@ -3,8 +3,9 @@
  * the root, and for a fork (issue 28 §1) its source's chain before it. Store reads only, so the client (a fork's
  * inherited history) and the slice (the model view, `activities/history.ts`) share it.
  */
-import type { StoredItem } from '../core/types';
-import type { ConversationStore, ThreadRecord } from './conversation-store';
+import { BUILTIN_TOOLS } from '../core/builtins';
+import type { HistoryItem, PendingCall, StoredItem } from '../core/types';
+import type { ArchivedRange, ConversationStore, ThreadRecord } from './conversation-store';
 
 /** The records from the root down to `threadId`. */
 export async function threadChain(store: ConversationStore, threadId: string): Promise<ThreadRecord[]> {
@@ -44,15 +45,118 @@ export async function viewChain(store: ConversationStore, chain: readonly Thread
 }
 
 /**
+ * The archived ranges of `rec` that a view of its first `upTo` own items leaves out (`upTo` undefined: the thread's own
+ * view, every range). A rewind commits its `rewind` item at its range's end, so a child or a fork made after the
+ * rewind takes more than the range (`to < upTo`) and sees the thread as rewound; one made before took at most up to
+ * the range's end and keeps seeing what it saw.
+ */
+export function visibleRanges(rec: ThreadRecord, upTo?: number): ArchivedRange[] {
+  const all = rec.archived ?? [];
+  return upTo === undefined ? all : all.filter(([, to]) => to < upTo);
+}
+
+/**
+ * The archived branch (1-based) whose items a point of `rec`'s own history falls among, or 0: a point `at` (the first
+ * `at` items) inside `(from, to]` would end on an archived item.
+ */
+export function branchAt(rec: ThreadRecord, at: number): number {
+  return (rec.archived ?? []).findIndex(([from, to]) => at > from && at <= to) + 1;
+}
+
+/** Why `to` is no rewind point of a thread `length` items long with these archived ranges, or undefined. */
+export function rewindPointError(record: ThreadRecord, to: number, length: number): string | undefined {
+  if (!Number.isSafeInteger(to) || to < 0 || to >= length)
+    return `rewind point ${to} is not before the end of thread ${record.threadId} (0..${length - 1})`;
+  const inside = branchAt(record, to);
+  if (inside > 0) return `rewind point ${to} lies inside branch ${inside} of thread ${record.threadId}, archived`;
+  return undefined;
+}
+
+const hiddenBy = (ranges: readonly ArchivedRange[], position: number): ArchivedRange | undefined =>
+  ranges.find(([from, to]) => position >= from && position < to);
+
+/** Own items `[from, to)` of `rec` (default: all) without those its archived ranges hide from that view. */
+export async function loadVisible(
+  store: ConversationStore,
+  rec: ThreadRecord,
+  from = 0,
+  to?: number,
+): Promise<StoredItem[]> {
+  const items = await store.load(rec.threadId, from, to);
+  const ranges = visibleRanges(rec, to);
+  return ranges.length === 0 ? items : items.filter((_, i) => hiddenBy(ranges, from + i) === undefined);
+}
+
+/**
+ * The last item the model would see among `rec`'s first `upTo` own items (archived ones and `rewind` notes skipped),
+ * or undefined when there is none there (the caller looks further up the chain).
+ */
+export async function lastVisibleItem(
+  store: ConversationStore,
+  rec: ThreadRecord,
+  upTo: number,
+): Promise<HistoryItem | undefined> {
+  const ranges = visibleRanges(rec, upTo);
+  for (let p = upTo - 1; p >= 0; p--) {
+    const range = hiddenBy(ranges, p);
+    if (range) {
+      p = range[0];
+      continue;
+    }
+    const item = (await store.load(rec.threadId, p, p + 1))[0]?.item;
+    if (item && item.kind !== 'rewind') return item;
+  }
+  return undefined;
+}
+
+/**
  * Every item a thread's history holds, inherited ones first (a child's from its ancestors, a fork's from its source),
- * summaries ignored: what `history` of the thread shows when asked for what it inherited too.
+ * summaries ignored, archived ranges left out: what `history` of the thread shows when asked for what it inherited too.
  */
 export async function inheritedHistory(store: ConversationStore, threadId: string): Promise<StoredItem[]> {
   const chain = await viewChain(store, await threadChain(store, threadId));
   const out: StoredItem[] = [];
   for (let i = 0; i < chain.length; i++) {
     const to = i < chain.length - 1 ? inheritedUpTo(chain[i + 1]!) : undefined;
-    out.push(...(await store.load(chain[i]!.threadId, 0, to)));
+    out.push(...(await loadVisible(store, chain[i]!, 0, to)));
   }
   return out;
+}
+
+/**
+ * The last item of what a record's first `upTo` own items stand for, inherited ones included, as the model sees them
+ * (archived items and rewind notes skipped; none: undefined).
+ */
+async function lastItemBefore(
+  store: ConversationStore,
+  record: ThreadRecord,
+  upTo: number,
+): Promise<HistoryItem | undefined> {
+  let rec: ThreadRecord | undefined = record;
+  let n = upTo;
+  for (let hops = 0; rec && hops < 1000; hops++) {
+    const last = n > 0 ? await lastVisibleItem(store, rec, n) : undefined;
+    if (last) return last;
+    const from: string | undefined = rec.parentThreadId ?? rec.base?.threadId;
+    n = rec.spawnOrder ?? rec.base?.upTo ?? 0;
+    rec = from === undefined ? undefined : await store.getThread(from);
+  }
+  return undefined;
+}
+
+const passiveTools = new Set(BUILTIN_TOOLS.filter((t) => t.passive).map((t) => t.name));
+
+/**
+ * The call pending at a point of a thread's history (a fork's, a rewind's): the last item the model sees there, when it
+ * is a tool call (nothing answers it there).
+ */
+export async function pendingAt(
+  store: ConversationStore,
+  record: ThreadRecord,
+  at: number,
+): Promise<PendingCall | undefined> {
+  const last = await lastItemBefore(store, record, at);
+  if (last?.kind !== 'tool_call') return undefined;
+  // Of the runtime's own tools the store knows which wait passively; a custom tool's flag lives in the worker.
+  return { id: last.id, name: last.name, passive: passiveTools.has(last.name) };
 }

@@ -25,8 +25,19 @@ export interface ThreadRecord {
    * has no `parentThreadId`.
    */
   base?: ForkBase;
+  /**
+   * Ranges of the thread's own items that rewinds archived (issue 28 §2), oldest first: branch k is the k-th. Hidden
+   * from the thread's view, never moved or deleted (see {@link visibleRanges} for who else they hide from).
+   */
+  archived?: ArchivedRange[];
   closed: boolean;
 }
+
+/**
+ * Own items `[from, to)` of a thread that a rewind archived. The rewind commits a `rewind` item at `to`, so every view
+ * or summary made after it reaches past `to`, and everything made before it stops at `to` or earlier.
+ */
+export type ArchivedRange = [from: number, to: number];
 
 /** Where a fork's history comes from: the first `upTo` own items of `threadId` (see {@link ThreadRecord.base}). */
 export interface ForkBase {
@@ -53,6 +64,8 @@ export interface CommitRequest {
    * commit adds nothing, so a retried slice is billed once. Also ends the thread's wait for budget, if it waited.
    */
   spend?: { refs: BudgetRef[]; amount: SpendAmount };
+  /** A rewind (issue 28 §2): appended to the thread's archived ranges in the same transaction. */
+  archive?: ArchivedRange;
 }
 
 /** A compaction summary of a thread's own items `[0, upTo)` (docs/semantics.md §12). */
@@ -128,8 +141,11 @@ export interface ConversationStore {
     callId: string,
     before?: number,
   ): Promise<Extract<HistoryItem, { kind: 'tool_call' }> | undefined>;
-  /** The most recently saved summary of the thread, optionally only among those with `upTo <= maxUpTo`. */
-  latestSummary(threadId: string, maxUpTo?: number): Promise<Summary | undefined>;
+  /**
+   * The most recently saved summary of the thread, optionally only among those with `upTo <= maxUpTo`, and none whose
+   * `upTo` lies in `(from, to]` of a range of `hidden` (it summarizes items a rewind archived).
+   */
+  latestSummary(threadId: string, maxUpTo?: number, hidden?: readonly ArchivedRange[]): Promise<Summary | undefined>;
   /**
    * Keeps the bytes of a large input until the slice that commits it (`core/staged.ts`): Temporal payloads carry
    * only the returned reference.

@@ -8,6 +8,7 @@ import { newStagedRef } from './staged-blobs';
 import {
   CommitConflictError,
   type CapacityLedger,
+  type ArchivedRange,
   type CommitRequest,
   type ConversationStore,
   type NewThreadRecord,
@@ -74,6 +75,8 @@ export class InMemoryConversationStore implements ConversationStore {
     this.items.set(req.threadId, list);
     this.slices.set(key, structuredClone(req.result));
     for (const id of req.consumedStaged ?? []) this.staged.delete(id);
+    const rec = this.threads.get(req.threadId);
+    if (req.archive && rec) rec.archived = [...(rec.archived ?? []), [...req.archive]];
     if (req.spend) {
       for (const ref of req.spend.refs) {
         const k = refKey(ref);
@@ -103,8 +106,14 @@ export class InMemoryConversationStore implements ConversationStore {
     return found?.kind === 'tool_call' ? structuredClone(found) : undefined;
   }
 
-  async latestSummary(threadId: string, maxUpTo = Number.MAX_SAFE_INTEGER): Promise<Summary | undefined> {
-    const found = (this.summaries.get(threadId) ?? []).filter((s) => s.upTo <= maxUpTo).pop();
+  async latestSummary(
+    threadId: string,
+    maxUpTo = Number.MAX_SAFE_INTEGER,
+    hidden: readonly ArchivedRange[] = [],
+  ): Promise<Summary | undefined> {
+    const found = (this.summaries.get(threadId) ?? [])
+      .filter((s) => s.upTo <= maxUpTo && !hidden.some(([from, to]) => s.upTo > from && s.upTo <= to))
+      .pop();
     return found && { summary: found.summary, upTo: found.upTo };
   }
 

@@ -90,7 +90,16 @@ export const MIGRATIONS: readonly ((t: TableName) => string)[] = [
   forkBaseMigration,
   capacityMigration,
   scoresMigration,
+  archivedMigration,
 ];
+
+/**
+ * Rewinds (issue 28 §2): the ranges of a thread's own items they archived, as JSON text (`[[from, to], ...]`), read and
+ * written whole with the record. Nullable, no default: added without rewriting the table.
+ */
+function archivedMigration(t: TableName): string {
+  return `ALTER TABLE ${t('threads')} ADD COLUMN archived text;`;
+}
 
 /**
  * Forks (issue 28 §1): a thread record may name the thread and point its history starts from. Nullable columns with no

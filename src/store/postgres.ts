@@ -10,6 +10,7 @@ import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
 import {
   CommitConflictError,
+  type ArchivedRange,
   type CapacityLedger,
   type CommitRequest,
   type ConversationStore,
@@ -61,6 +62,8 @@ interface ThreadRow {
   /** Forks only (`forkBaseMigration`). */
   base_thread_id: string | null;
   base_up_to: number | null;
+  /** Rewound threads only (`archivedMigration`). */
+  archived: string | null;
   closed: boolean;
 }
 
@@ -75,6 +78,7 @@ function toRecord(row: ThreadRow): ThreadRecord {
   if (row.spawn_order !== null) r.spawnOrder = row.spawn_order;
   if (row.spawn_tool_call_id !== null) r.spawnToolCallId = row.spawn_tool_call_id;
   if (row.base_thread_id !== null) r.base = { threadId: row.base_thread_id, upTo: row.base_up_to ?? 0 };
+  if (row.archived !== null) r.archived = JSON.parse(row.archived) as ArchivedRange[];
   return r;
 }
 
@@ -172,7 +176,7 @@ export class PostgresConversationStore implements ConversationStore {
 
   async getThread(threadId: string): Promise<ThreadRecord | undefined> {
     const [row] = await this.query<ThreadRow>(
-      `SELECT thread_id, kind, parent_thread_id, root_thread_id, spawn_order, spawn_tool_call_id, base_thread_id, base_up_to, closed FROM ${this.t('threads')} WHERE thread_id = $1`,
+      `SELECT thread_id, kind, parent_thread_id, root_thread_id, spawn_order, spawn_tool_call_id, base_thread_id, base_up_to, archived, closed FROM ${this.t('threads')} WHERE thread_id = $1`,
       [threadId],
     );
     return row && toRecord(row);
@@ -266,6 +270,18 @@ export class PostgresConversationStore implements ConversationStore {
         JSON.stringify(req.result),
       ]);
       if (req.summary) await this.saveSummary(c, req.summary);
+      if (req.archive) {
+        // Under the thread's lock, so two rewinds' ranges are appended in commit order.
+        const { rows } = await c.query<{ archived: string | null }>(
+          `SELECT archived FROM ${this.t('threads')} WHERE thread_id = $1`,
+          [req.threadId],
+        );
+        const ranges = rows[0]?.archived ? (JSON.parse(rows[0].archived) as ArchivedRange[]) : [];
+        await c.query(`UPDATE ${this.t('threads')} SET archived = $2 WHERE thread_id = $1`, [
+          req.threadId,
+          JSON.stringify([...ranges, req.archive]),
+        ]);
+      }
       if (req.consumedStaged) await this.staged.remove(req.consumedStaged, c);
       if (req.spend) await this.ledger.add(c, req.threadId, req.spend.refs, req.spend.amount);
       return 'committed';
@@ -302,10 +318,15 @@ export class PostgresConversationStore implements ConversationStore {
     return row && (JSON.parse(row.item) as Extract<HistoryItem, { kind: 'tool_call' }>);
   }
 
-  async latestSummary(threadId: string, maxUpTo = ALL): Promise<Summary | undefined> {
+  async latestSummary(
+    threadId: string,
+    maxUpTo = ALL,
+    hidden: readonly ArchivedRange[] = [],
+  ): Promise<Summary | undefined> {
+    const skip = hidden.map((_, i) => ` AND NOT (up_to > $${3 + 2 * i} AND up_to <= $${4 + 2 * i})`).join('');
     const [row] = await this.query<{ summary: string; up_to: number }>(
-      `SELECT summary, up_to FROM ${this.t('summaries')} WHERE thread_id = $1 AND up_to <= $2::bigint ORDER BY seq DESC LIMIT 1`,
-      [threadId, maxUpTo],
+      `SELECT summary, up_to FROM ${this.t('summaries')} WHERE thread_id = $1 AND up_to <= $2::bigint${skip} ORDER BY seq DESC LIMIT 1`,
+      [threadId, maxUpTo, ...hidden.flat()],
     );
     return row && { summary: row.summary, upTo: row.up_to };
   }

@@ -16,6 +16,7 @@ import {
   type CapacityLedger,
   type CommitRequest,
   type ConversationStore,
+  type ArchivedRange,
   type NewThreadRecord,
   type Summary,
   type ThreadRecord,
@@ -27,6 +28,9 @@ import {
  */
 const FORK_BASE_MIGRATION = `ALTER TABLE threads ADD COLUMN base_thread_id TEXT;
    ALTER TABLE threads ADD COLUMN base_up_to INTEGER;`;
+
+/** Rewinds (issue 28 §2): the ranges of a thread's own items they archived, as JSON (`[[from, to], ...]`). */
+const ARCHIVED_MIGRATION = 'ALTER TABLE threads ADD COLUMN archived TEXT;';
 
 /** Schema migrations, applied in order; `PRAGMA user_version` records how many ran. Append only. */
 const MIGRATIONS: readonly string[] = [
@@ -83,6 +87,7 @@ const MIGRATIONS: readonly string[] = [
   FORK_BASE_MIGRATION,
   CAPACITY_MIGRATION,
   SCORES_MIGRATION,
+  ARCHIVED_MIGRATION,
 ];
 
 interface ThreadRow {
@@ -95,6 +100,8 @@ interface ThreadRow {
   /** Forks only (FORK_BASE_MIGRATION). */
   base_thread_id: string | null;
   base_up_to: number | null;
+  /** Rewound threads only (ARCHIVED_MIGRATION); absent in a file opened read-only before it. */
+  archived?: string | null;
   closed: number;
 }
 
@@ -109,6 +116,7 @@ function toRecord(row: ThreadRow): ThreadRecord {
   if (row.spawn_order !== null) r.spawnOrder = row.spawn_order;
   if (row.spawn_tool_call_id !== null) r.spawnToolCallId = row.spawn_tool_call_id;
   if (row.base_thread_id !== null) r.base = { threadId: row.base_thread_id, upTo: row.base_up_to ?? 0 };
+  if (typeof row.archived === 'string') r.archived = JSON.parse(row.archived) as ArchivedRange[];
   return r;
 }
 
@@ -294,6 +302,13 @@ export class SqliteConversationStore implements ConversationStore {
         );
         this.stmts.insertSlice.run(req.threadId, req.sliceId, JSON.stringify(req.result), Date.now());
         if (req.summary) this.stmts.saveSummary.run(req.summary);
+        if (req.archive) {
+          const row = this.stmts.getThread.get(req.threadId);
+          const ranges = row?.archived ? (JSON.parse(row.archived) as ArchivedRange[]) : [];
+          this.db
+            .prepare('UPDATE threads SET archived = ? WHERE thread_id = ?')
+            .run(JSON.stringify([...ranges, req.archive]), req.threadId);
+        }
         if (req.consumedStaged) this.staged.remove(req.consumedStaged);
         if (req.spend) this.ledger.add(req.threadId, req.spend.refs, req.spend.amount);
         return 'committed';
@@ -317,8 +332,20 @@ export class SqliteConversationStore implements ConversationStore {
     return row && (JSON.parse(row.item) as Extract<HistoryItem, { kind: 'tool_call' }>);
   }
 
-  async latestSummary(threadId: string, maxUpTo = Number.MAX_SAFE_INTEGER): Promise<Summary | undefined> {
-    const row = this.stmts.latestSummary.get(threadId, maxUpTo);
+  async latestSummary(
+    threadId: string,
+    maxUpTo = Number.MAX_SAFE_INTEGER,
+    hidden: readonly ArchivedRange[] = [],
+  ): Promise<Summary | undefined> {
+    const row =
+      hidden.length === 0
+        ? this.stmts.latestSummary.get(threadId, maxUpTo)
+        : (this.db
+            .prepare(
+              `SELECT summary, up_to FROM summaries WHERE thread_id = ? AND up_to <= ?
+                 ${hidden.map(() => 'AND NOT (up_to > ? AND up_to <= ?)').join(' ')} ORDER BY rowid DESC LIMIT 1`,
+            )
+            .get(threadId, maxUpTo, ...hidden.flat()) as { summary: string; up_to: number } | undefined);
     return row && { summary: row.summary, upTo: row.up_to };
   }
 

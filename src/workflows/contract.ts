@@ -121,10 +121,10 @@ export interface SleepTimer {
 
 /**
  * Version of {@link CarriedState} written by this code. 1 (absent): release 0.1. 2: adds `blocked`, `failed` and
- * `setAside`. 3: adds `recentDrops`. 4: adds `overBudget` and `budgetUpdates`. Readers accept every version up to theirs and ignore fields they do not know, so a run continued by
+ * `setAside`. 3: adds `recentDrops`. 4: adds `overBudget` and `budgetUpdates`. 5: adds `rewound`. Readers accept every version up to theirs and ignore fields they do not know, so a run continued by
  * older code during a rolling deploy loses only what that code cannot show (docs/upgrading.md).
  */
-export const CARRIED_STATE_VERSION = 4;
+export const CARRIED_STATE_VERSION = 5;
 
 /** Everything a new run needs from the previous one: small, no conversation text except queued inputs. */
 export interface CarriedState {
@@ -167,6 +167,8 @@ export interface CarriedState {
   budgetUpdates?: BudgetUpdate[];
   /** 0.7, only when set: acknowledged deliveries Temporal may hand the next run again (see {@link HandedOverAck}). */
   acks?: HandedOverAck[];
+  /** v5, only when set: calls a rewind archived, whose late inputs are dropped as `rewound` (issue 28 §2). */
+  rewound?: string[];
 }
 
 /**

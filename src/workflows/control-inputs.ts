@@ -1,5 +1,5 @@
 /**
- * Control inputs: compaction and tool prompts. Compaction, the workflow's half (docs/semantics.md §12): a `compaction`
+ * Control inputs: compaction, tool prompts and rewinds (rewind.ts). Compaction, the workflow's half (docs/semantics.md §12): a `compaction`
  * input starts a compaction child that inherits the history up to the safe spawn point and summarizes it; its closing
  * slice saves the summary in the store (which every later load of this thread applies), and its `compaction_complete`
  * input ends the round here. No completion runs in this thread for either input.
@@ -10,10 +10,15 @@ import { COMPACTION_TOOL_NAME, compactionInstructions } from '../core/texts';
 import type { InputMessage } from '../core/types';
 import { startThread, type ActionContext } from './runtime-actions';
 import type { ThreadSeed } from './contract';
+import { v08 } from './patches';
+import { rewindTo } from './rewind';
 
 /** Inputs the workflow handles itself: no history, no completion. */
 export const isControlInput = (m: InputMessage): boolean =>
-  m.synthetic?.type === 'compaction' || m.synthetic?.type === 'compaction_complete' || m.synthetic?.type === 'prompt';
+  m.synthetic?.type === 'compaction' ||
+  m.synthetic?.type === 'compaction_complete' ||
+  m.synthetic?.type === 'prompt' ||
+  m.synthetic?.type === 'rewind';
 
 async function startCompaction(ctx: ActionContext, safePoint: number): Promise<void> {
   const childId = uuid4();
@@ -50,7 +55,7 @@ export async function handleControlInputs(
   ctx: ActionContext,
   batch: InputMessage[],
   safePoint: number,
-  drop: (reason: 'duplicate' | 'closed' | 'wrong_call', m: InputMessage) => void,
+  drop: (reason: 'duplicate' | 'closed' | 'wrong_call' | 'malformed', m: InputMessage) => void,
 ): Promise<InputMessage[]> {
   const rest: InputMessage[] = [];
   for (const m of batch) {
@@ -68,6 +73,9 @@ export async function handleControlInputs(
         p.kind === syn.prompt.kind &&
         (p.kind !== 'user_choice' || (syn.prompt.kind === 'user_choice' && p.id === syn.prompt.id));
       ctx.st.prompts = [...ctx.st.prompts.filter((p) => !same(p)), { ...syn.prompt, toolCallId: syn.toolCallId }];
+    } else if (syn?.type === 'rewind') {
+      // 0.8 (issue 28 §2); release 0.7 and before dropped it as malformed, and still do on their histories' replay.
+      if (!v08() || (await rewindTo(ctx, syn.to)) !== undefined) drop('malformed', m);
     } else if (syn?.type === 'compaction') {
       if (ctx.st.compaction.running) drop('duplicate', m);
       else await startCompaction(ctx, safePoint);

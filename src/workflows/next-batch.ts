@@ -54,6 +54,9 @@ export function nextBatch(st: ThreadState, loop: LoopState, local: boolean): Tak
   // 0.2: a bounded batch, so a flood never builds an activity input Temporal refuses; what waits stays first.
   const bounded = v02();
   let batch = bounded ? takeBatch(st.inbox) : st.inbox.splice(0);
+  // A rewind queued (issue 28 §2) keeps the queue's order: a user text behind it, which interrupted the running slice,
+  // is taken after the rewind, not ahead of it as an interrupting text would be.
+  if (loop.interruptNext && batch.some(isRewind)) loop.interruptNext = false;
   if (loop.interruptNext) {
     const split = splitInterruptBatch(batch);
     batch = split.batch;
@@ -61,6 +64,10 @@ export function nextBatch(st: ThreadState, loop: LoopState, local: boolean): Tak
     else st.inbox.push(...split.rest);
     loop.interruptNext = false;
   }
+  // A rewind (issue 28 §2) is a batch of its own: what came before it is committed first, what comes after is taken
+  // once the history is rewound (its safe point, for children and compaction, is the rewound one).
+  const rewind = batch.findIndex(isRewind);
+  if (rewind >= 0) st.inbox.unshift(...batch.splice(rewind === 0 ? 1 : rewind));
   // 0.3 (decision 50): a local slice takes the queue's first input only, the same in every attempt of its task. 0.6
   // (decision 67): every input a retry of this task is sure to find in the same place — all but those a `deliver`
   // update admitted in this very task, which are in no history until the task completes (a retry may see them
@@ -84,6 +91,8 @@ export function nextBatch(st: ThreadState, loop: LoopState, local: boolean): Tak
     st.prep.pendingCall && !st.prep.processedToolCalls.has(st.prep.pendingCall.id) ? st.length - 1 : st.length;
   return { batch, safePoint, ...(several && { several }), ...(remote && { remote }) };
 }
+
+const isRewind = (m: InputMessage): boolean => m.synthetic?.type === 'rewind';
 
 /** An input a `deliver` update admitted in this workflow task (decision 67). */
 const admittedNow = (loop: LoopState, m: InputMessage): boolean =>

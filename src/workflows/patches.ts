@@ -84,3 +84,12 @@ export const v06 = (): boolean => patched(V06);
 export const V07 = 'infinity-v0.7';
 
 export const v07 = (): boolean => patched(V07);
+
+/**
+ * Release 0.8, asked only on the path it changes: a `rewind` control input (issue 28 §2), which 0.7 dropped as
+ * malformed, runs the `rewindThread` activity and drops the state the rewind archived. A thread that is never rewound
+ * records no marker.
+ */
+export const V08 = 'infinity-v0.8';
+
+export const v08 = (): boolean => patched(V08);

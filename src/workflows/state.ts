@@ -93,6 +93,8 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
       eventTargets: new Map(c?.eventTargets ?? seed?.eventTargets),
       deferred: c?.deferred ?? [],
       metadata: c ? c.metadata : args.metadata,
+      // Read totally: a hand-made start's junk here means no rewound calls, not a wedged thread.
+      rewound: new Set(Array.isArray(c?.rewound) ? c.rewound.filter((x) => typeof x === 'string') : []),
     },
     length: c?.length ?? 0,
     slices: c?.slices ?? 0,
@@ -163,5 +165,6 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     ...(s.overBudget && { overBudget: s.overBudget }),
     ...(s.budgetUpdates.length > 0 && { budgetUpdates: s.budgetUpdates }),
     ...(s.acks.length > 0 && { acks: s.acks }),
+    ...(s.prep.rewound && s.prep.rewound.size > 0 && { rewound: lastN(s.prep.rewound, dedupWindow) }),
   };
 }

@@ -99,6 +99,8 @@ export function itemLine(item: HistoryItem, toolName: (callId: string) => string
       );
     case 'tool_call':
       return short(`call ${asText(item.name)}`, 300);
+    case 'rewind':
+      return `rewound to item ${item.to} (branch ${item.branch} archived)`;
     default:
       return short(`${item.kind}: ${asText(item.text)}`, 300);
   }
