@@ -15,7 +15,7 @@ import { PostgresConversationStore } from '../src/store/postgres';
 import { subscriptionEvent, toolResult } from '../src/tools/messages';
 import type { ToolContext } from '../src/tools/tool';
 import { seededWith, selfOf, textOf } from './model-requests';
-import { eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
 import { createTestDatabase } from './postgres';
 
 /** Roots obey their user (`job`, `watch`, `spawn`, `slow …`); children wait on `child_wait`. */
@@ -40,7 +40,7 @@ const stores: [string, () => Promise<ConversationStore | undefined>][] = [
   ['PostgreSQL', async () => new PostgresConversationStore({ connectionString: await createTestDatabase('rewind') })],
 ];
 
-describe.each(stores)('rewind on %s', (_name, makeStore) => {
+describe.each(stores)('rewind on %s', (storeName, makeStore) => {
   let sys: TestSystem;
   let model: ScriptedModel;
   const jobs: ToolContext[] = [];
@@ -69,6 +69,10 @@ describe.each(stores)('rewind on %s', (_name, makeStore) => {
   };
   const history = async (threadId: string, options: { branch?: number; inherited?: boolean } = {}) =>
     render(await sys.client.thread(threadId).history(options));
+  /** The replay gate's recorded histories (issue 28 §2): one store's runs are enough, the workflow is the same. */
+  const replays = async (threadId: string, name: string) => {
+    if (storeName === 'SQLite') await checkReplay(sys.client.thread(threadId), name);
+  };
   const dropsOf = async (threadId: string) => (await sys.client.thread(threadId).status()).dropped;
 
   it('goes back to a slice: the model sees the prefix, the rest is a readable branch, the thread goes on', async () => {
@@ -123,6 +127,7 @@ describe.each(stores)('rewind on %s', (_name, makeStore) => {
     expect((await dropsOf(id)).rewound).toBe(1);
     expect(await history(id)).toEqual(['user: a', 'assistant: ack a', 'rewound to 2 (branch 1)']);
     expect(await history(id, { branch: 1 })).toEqual(['user: job', `call #1 job {}`]);
+    await replays(id, 'rewind-pending-call');
   });
 
   it('to a point between a call and its result: the call is answered as interrupted, as a fork there would', async () => {
@@ -194,6 +199,7 @@ describe.each(stores)('rewind on %s', (_name, makeStore) => {
     expect(await history(id)).toEqual(['user: a', 'assistant: ack a', 'rewound to 2 (branch 1)']);
     await say(id, 'b');
     expect(requestsOf(id).at(-1)!.messages.map(textOf)).toEqual(['a', 'ack a', 'b']);
+    await replays(id, 'rewind-subscription-child');
   });
 
   it('while a slice runs: the slice commits and is archived too; a user text sent after the rewind is kept', async () => {
@@ -219,6 +225,7 @@ describe.each(stores)('rewind on %s', (_name, makeStore) => {
     // The user text interrupted the slow slice, which committed what it had streamed, if anything: archived with it.
     expect((await history(id, { branch: 1 }))[0]).toBe('user: slow one');
     expect(r.archived[1]).toBeGreaterThanOrEqual(3);
+    await replays(id, 'rewind-mid-slice');
   });
 
   it('racing a tool result: the result is archived or dropped as rewound, never lost silently nor seen', async () => {
@@ -239,6 +246,7 @@ describe.each(stores)('rewind on %s', (_name, makeStore) => {
     expect((await history(id)).join('\n')).not.toContain('raced');
     await say(id, 'b');
     expect(requestsOf(id).at(-1)!.messages.map(textOf)).toEqual(['a', 'ack a', 'b']);
+    await replays(id, 'rewind-racing-result');
   });
 
   it('refuses a point outside the history or inside a branch, an unknown thread, and "now"', async () => {
@@ -262,6 +270,7 @@ describe.each(stores)('rewind on %s', (_name, makeStore) => {
     expect(bad).toEqual({ delivered: false, reason: 'malformed' });
     await say(id, 'c');
     expect(requestsOf(id).at(-1)!.messages.map(textOf)).toEqual(['a', 'c']);
+    await replays(id, 'rewind-refused');
   });
 
   it('forks: one made before the rewind keeps what it saw, one made after sees the thread rewound', async () => {

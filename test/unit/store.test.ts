@@ -97,7 +97,7 @@ it('sqlite: upgrades a store written by an older schema without losing items', a
   expect((await s.load('t', 2)).map((x) => x.item)).toEqual([{ kind: 'user', text: 'after' }]);
   await s.close();
   const check = new Database(file, { readonly: true });
-  expect(check.pragma('user_version', { simple: true })).toBe(8);
+  expect(check.pragma('user_version', { simple: true })).toBe(9);
   expect(check.prepare("SELECT sql FROM sqlite_master WHERE name = 'items'").pluck().get()).not.toMatch(
     /WITHOUT ROWID/,
   );
