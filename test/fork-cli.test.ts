@@ -1,7 +1,7 @@
 /**
  * `infinity-temporal fork` as a real process against the suite's dev server and a worker process (issue 28 §1): fork
  * at now with --as and --send, the fork's status naming its source and point, its own history, the source untouched;
- * a slice as the point; usage errors.
+ * a slice as the point; usage errors. `rewind` and `history --branch` (issue 28 §2) likewise.
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -58,4 +58,39 @@ it('forks a thread at now, with a first text, and at a slice; usage errors exit 
   const outside = await cli('fork', source, '--at', '999');
   expect(outside.code).toBe(2);
   expect(outside.stderr).toContain('not an item count');
+});
+
+it('rewinds a thread to a slice; history shows the visible items and --branch the archived ones; usage errors exit 2', async () => {
+  const id = `rw-${randomUUID().slice(0, 8)}`;
+  expect((await cli('start', 'first question', '--thread-id', id)).code).toBe(0);
+  expect((await cli('tail', id, '--until-idle')).code).toBe(0);
+  const first = jsonLines<HistoryItem>((await cli('history', id, '--json')).stdout);
+  expect((await cli('send', id, 'second question')).code).toBe(0);
+  expect((await cli('tail', id, '--until-idle')).code).toBe(0);
+  const before = jsonLines<HistoryItem>((await cli('history', id, '--json')).stdout);
+  expect(before.length).toBeGreaterThan(first.length);
+
+  const rewound = await cli('rewind', id, '--to', 'slice-0', '--json');
+  expect(rewound.stderr).toBe('');
+  expect(JSON.parse(rewound.stdout)).toEqual({
+    threadId: id,
+    to: first.length,
+    branch: 1,
+    archived: [first.length, before.length],
+  });
+  expect(jsonLines<HistoryItem>((await cli('history', id, '--json')).stdout)).toEqual([
+    ...first,
+    { kind: 'rewind', to: first.length, branch: 1 },
+  ]);
+  expect(jsonLines<HistoryItem>((await cli('history', id, '--branch', '1', '--json')).stdout)).toEqual(
+    before.slice(first.length),
+  );
+  expect((await cli('history', id)).stdout).toContain(`rewound to item ${first.length}`);
+
+  expect((await cli('rewind', id)).code).toBe(2);
+  const inside = await cli('rewind', id, '--to', String(first.length + 1));
+  expect(inside.code).toBe(2);
+  expect(inside.stderr).toContain('inside branch 1');
+  expect((await cli('history', id, '--branch', '2')).code).toBe(2);
+  expect((await cli('history', id, '--branch', 'x')).code).toBe(2);
 });

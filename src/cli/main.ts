@@ -23,6 +23,7 @@ import { registerDev } from './commands/dev';
 import { registerEval } from './commands/eval';
 import { registerExport } from './commands/export';
 import { registerFork } from './commands/fork';
+import { registerRewind } from './commands/rewind';
 import { registerGateway } from './commands/gateway';
 import { registerHistory } from './commands/history';
 import { registerReplay } from './commands/replay';
@@ -69,6 +70,7 @@ export function buildProgram(out: Out = (l) => process.stdout.write(`${l}\n`)): 
   registerAnswer(program, out);
   registerCompact(program, out);
   registerFork(program, out);
+  registerRewind(program, out);
   // The conversation store, budgets, the replay gate:
   registerBackup(program, out);
   registerBudget(program, out);

@@ -12,11 +12,15 @@ export function registerHistory(program: Command, out: Out): void {
     .argument('<thread>', 'thread id')
     .option('--json', 'one JSON item per line')
     .option('--full', 'do not shorten long texts')
-    .action(async (threadId: string, opts: { json?: boolean; full?: boolean }, cmd: Command) => {
+    .option('--branch <k>', 'the items the k-th rewind of the thread archived (1 for the first)')
+    .action(async (threadId: string, opts: { json?: boolean; full?: boolean; branch?: string }, cmd: Command) => {
+      const branch = opts.branch === undefined ? undefined : Number(opts.branch);
+      if (branch !== undefined && !(Number.isSafeInteger(branch) && branch >= 1))
+        throw new CliError(`--branch needs a branch number (1, 2, ...), got '${opts.branch}'`);
       await withClient(cmd, async (client, target) => {
         if (!target.store)
           throw new CliError('history reads the conversation store: pass --store <sqlite file> (or run next to `dev`)');
-        const items = await client.thread(threadId).history();
+        const items = await client.thread(threadId).history(branch === undefined ? {} : { branch });
         if (items.length === 0)
           throw new CliError(
             `thread ${threadId} has no committed history in ${storeOpen().describeStore(target.store)}`,
