@@ -18,6 +18,7 @@ const VALUES = {
     'continue-as-new with staged queue',
     'flood 3000',
     'worker killed mid-slice',
+    'rewind with a call pending',
   ],
   signalNames: ['input', 'by-kind'],
   store: ['memory', 'sqlite', 'postgres'],

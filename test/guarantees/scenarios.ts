@@ -192,6 +192,48 @@ export async function continueAsNewScenario(sys: GuaranteeSystem, cell: MatrixCe
   expect(status.runs, 'the run continued as new').toBeGreaterThanOrEqual(2);
 }
 
+/**
+ * A rewind with a call pending (issue 28 §2): the call is archived, its late result is dropped as `rewound` (counted,
+ * not lost silently), and what arrives after the rewind — a user text, then the next call's result by the cell's
+ * delivery — reaches history exactly once, in order; the model never sees the archived call again.
+ */
+export async function rewindScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const { thread, threadId, client } = await startThread(sys, cell, 'rewind');
+  const first = callText('wait', { bytes: 1, ...slowArg(cell) });
+  await thread.sendUserText(first);
+  const archived = (await thread.waitForIdle({ timeoutMs: 60_000 })).pendingCall!;
+  const r = await client.rewindThread(threadId, { to: 1 });
+  expect(r).toEqual({ threadId, to: 1, branch: 1, archived: [1, 2] });
+  const late = await client.deliver(toolResult({ threadId, toolCallId: archived.id }, 'too late'), {
+    acknowledge: true,
+  });
+  expect(late, "the archived call's result").toEqual({ delivered: false, reason: 'rewound' });
+
+  const second = callText('wait', { bytes: 2 });
+  await thread.sendUserText(second);
+  const status = await thread.waitForIdle({ timeoutMs: 60_000 });
+  const content = toolContent(1024);
+  await sys.deliver(cell.delivery, toolResult({ threadId, toolCallId: status.pendingCall!.id }, content));
+  await eventually(async () => (await thread.history()).length >= 6, 40_000, 'the result after the rewind');
+  const settled = await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
+  expect(settled.dropped, "only the archived call's result dropped").toEqual({ rewound: 1 });
+  const history = await thread.history();
+  const call = history[3] as Extract<HistoryItem, { kind: 'tool_call' }>;
+  expect(history).toEqual([
+    { kind: 'user', text: first },
+    { kind: 'rewind', to: 1, branch: 1 },
+    { kind: 'user', text: second },
+    { kind: 'tool_call', id: call.id, name: 'wait', args: { bytes: 2 } },
+    { kind: 'tool_result', id: call.id, content },
+    { kind: 'assistant', text: 'answered tool_result wait' },
+  ]);
+  expect(await thread.history({ branch: 1 })).toEqual([
+    { kind: 'tool_call', id: archived.id, name: 'wait', args: { bytes: 1, ...slowArg(cell) } },
+  ]);
+  expect(sys.modelSaw(content), 'the model was shown the result after the rewind').toBe(true);
+  await expectPath(thread, cell.slicePath);
+}
+
 export const SCENARIOS: Partial<
   Record<MatrixCell['scenario'], (sys: GuaranteeSystem, cell: MatrixCell) => Promise<void>>
 > = {
@@ -205,4 +247,5 @@ export const SCENARIOS: Partial<
   'continue-as-new with staged queue': continueAsNewScenario,
   'flood 3000': floodScenario,
   'worker killed mid-slice': workerKilledScenario,
+  'rewind with a call pending': rewindScenario,
 };

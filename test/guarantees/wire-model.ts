@@ -56,7 +56,11 @@ export async function startWireModel(): Promise<WireModel> {
         firstUser,
         last.role === 'tool'
           ? { role: 'tool_result', name: callName(last.tool_call_id) }
-          : { role: last.role, text: textOf(last.content) },
+          : // Consecutive user texts (one after a rewind's note) arrive merged as parts: the last one is the newest.
+            {
+              role: last.role,
+              text: Array.isArray(last.content) ? textOf(last.content.slice(-1)) : textOf(last.content),
+            },
       );
       const turn =
         step.kind === 'call'
