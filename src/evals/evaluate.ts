@@ -12,10 +12,11 @@ import { threadSystemPrompt } from '../core/texts';
 import { addUsage, type HistoryItem, type TokenUsage, type ToolResultContent } from '../core/types';
 import { type PriceTable, priceOf, spendOf, tokensOf } from '../model/prices';
 import type { ModelProvider, ToolSpec } from '../model/provider';
+import { visibleRanges } from '../store/chain';
 import type { ConversationStore } from '../store/conversation-store';
 import type { OutcomeScore } from '../store/eval-records';
 import type { Tool } from '../tools/tool';
-import { storeAsOf } from './as-of';
+import { recordAsOf, storeAsOf } from './as-of';
 import { type CandidateTurn, runCandidate } from './candidate';
 import { decisionLines, lineDiff, sameToolChoice, textSimilarity } from './compare';
 import { EvalOptionError } from './errors';
@@ -208,7 +209,7 @@ async function evaluateThread(
   const system = threadSystemPrompt(opts.system, threadId, rec.record.rootThreadId);
   const overrides: Override[] = [];
   for (const slice of rec.slices) {
-    if (slice.number < (opts.fromSlice ?? 0)) continue;
+    if (slice.number < (opts.fromSlice ?? 0) || slice.rounds.length === 0) continue;
     opts.signal?.throwIfAborted();
     const history = await historyBefore(store, rec.chain, slice, overrides);
     const dropped = (it: HistoryItem) => it.kind === 'tool_result' && overrides.some((o) => o.droppedCalls.has(it.id));
@@ -264,14 +265,24 @@ async function historyBefore(
 ): Promise<HistoryItem[]> {
   const threadId = chain[chain.length - 1]!.threadId;
   const asOf = storeAsOf(store, threadId, slice.start);
-  const view = await modelView(asOf, chain);
+  const self = recordAsOf(chain[chain.length - 1]!, slice.start);
+  const view = await modelView(asOf, [...chain.slice(0, -1), self]);
   if (overrides.length === 0) return view;
-  // The view ends with the thread's own items from its summary's end (or from 0): positions map onto its tail.
-  const ownStart = (await asOf.latestSummary(threadId))?.upTo ?? 0;
-  const tailStart = view.length - (slice.start - ownStart);
+  // The view ends with the thread's own items from its summary's end (or from 0), less what rewinds archived:
+  // positions map onto its tail.
+  const hidden = visibleRanges(self);
+  const ownStart = (await asOf.latestSummary(threadId, undefined, hidden))?.upTo ?? 0;
+  const isHidden = (p: number) => hidden.some(([from, to]) => p >= from && p < to);
+  const shown = (from: number, to: number) => {
+    let n = 0;
+    for (let p = from; p < to; p++) if (!isHidden(p)) n++;
+    return n;
+  };
+  const tailStart = view.length - shown(ownStart, slice.start);
   for (const o of [...overrides].sort((a, b) => b.from - a.from)) {
-    if (o.from < ownStart) continue; // inside a later summary: what the record summarized stands
-    view.splice(tailStart + (o.from - ownStart), o.to - o.from, ...o.items);
+    // Inside a later summary, or archived by a later rewind: what the record shows there stands.
+    if (o.from < ownStart || isHidden(o.from)) continue;
+    view.splice(tailStart + shown(ownStart, o.from), shown(o.from, o.to), ...o.items);
   }
   return view.filter((it) => !(it.kind === 'tool_result' && overrides.some((o) => o.droppedCalls.has(it.id))));
 }

@@ -43,6 +43,7 @@ export interface RecordedSliceView {
   inputs: StoredItem[];
   /** Everything its completion committed after the inputs. */
   outputs: StoredItem[];
+  /** Its model rounds; none for a rewind's slice, which called no model. */
   rounds: RecordedRound[];
 }
 
@@ -85,7 +86,8 @@ export async function readRecordedThread(store: ConversationStore, threadId: str
       start,
       inputs: own.slice(0, appended),
       outputs,
-      rounds: splitRounds(outputs, isModel),
+      // A rewind's slice (issue 28 §2) commits its `rewind` note and no completion: nothing to evaluate.
+      rounds: own.some((x) => x.item.kind === 'rewind') ? [] : splitRounds(outputs, isModel),
     });
     start = end;
   }
