@@ -124,6 +124,8 @@ export default tseslint.config(
   ...layer('client', ['core', 'events', 'inbox', 'store', 'tools', 'workflows']),
   // Replay-evals (issue 29): offline, over the store; they rebuild requests with the slice's own functions.
   ...layer('evals', ['activities', 'core', 'model', 'store', 'tools']),
+  // Interleaving experiments (issue 29 §2): forks and inputs through the client; decisions compared as evals do.
+  ...layer('experiments', ['client', 'core', 'evals', 'tools']),
   ...layer('rap', ['core', 'http', 'inbox', 'tools']),
   ...layer('tracing', []),
   ...layer('worker', [

@@ -183,3 +183,7 @@ export { startLocalSystem, type LocalSystem, type LocalSystemOptions } from './l
 export { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
 export { workerLogger } from './worker/logger';
 export { METRICS } from './core/metric-names';
+// Replay-evals and outcome scores (docs/evals.md).
+export * from './evals';
+// Interleaving experiments (docs/experiments.md).
+export * from './experiments';

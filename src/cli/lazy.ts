@@ -38,3 +38,5 @@ export const gatewayAction = () => require('./actions/gateway') as typeof import
 export const replayAction = () => require('./actions/replay') as typeof import('./actions/replay');
 /** Replay-evals, exports and outcome scores (`eval`, `export`, `score`, `scores`): the model providers and ajv. */
 export const evalAction = () => require('./actions/eval') as typeof import('./actions/eval');
+/** Interleaving experiments (`experiment run`): the worker, a dev server, the model providers. */
+export const experimentAction = () => require('./actions/experiment') as typeof import('./actions/experiment');

@@ -13,6 +13,7 @@ import {
 import { ModelConfigError } from '../model/config-error';
 import { EvalOptionError, MalformedExportError, UnknownSliceError, UnknownThreadError } from '../evals/errors';
 import { InvalidScoreError } from '../store/eval-records';
+import { ExperimentFileError } from '../experiments/errors';
 import { redactSecrets } from '../store/redact';
 import { registerAnswer } from './commands/answer';
 import { registerBackup } from './commands/backup';
@@ -21,6 +22,7 @@ import { registerCompact } from './commands/compact';
 import { registerDeliver } from './commands/deliver';
 import { registerDev } from './commands/dev';
 import { registerEval } from './commands/eval';
+import { registerExperiment } from './commands/experiment';
 import { registerExport } from './commands/export';
 import { registerFork } from './commands/fork';
 import { registerRewind } from './commands/rewind';
@@ -81,6 +83,7 @@ export function buildProgram(out: Out = (l) => process.stdout.write(`${l}\n`)): 
   registerExport(program, out);
   registerScore(program, out);
   registerScores(program, out);
+  registerExperiment(program, out);
   // Following a thread as it runs:
   registerTail(program, (s) => process.stdout.write(s), out);
   return program;
@@ -99,6 +102,7 @@ const KNOWN_ERRORS = [
   MalformedExportError,
   EvalOptionError,
   InvalidScoreError,
+  ExperimentFileError,
 ];
 
 /** Help asked for (and `--version`) ends 0; anything else commander stops at is a usage error: 2. */

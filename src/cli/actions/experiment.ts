@@ -1,0 +1,101 @@
+/**
+ * What `experiment run` does (issue 29 §2, docs/experiments.md): a worker with the experiment's tools and the given
+ * model, on a Temporal server (`--address`, or a dev server started for the run) and a new SQLite store, then every
+ * variant, then the table. Loaded when it runs: it brings the worker and the model providers (see lazy.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import type { DevServer } from '../../devserver/server';
+import {
+  ExperimentFileError,
+  experimentMarkdown,
+  experimentTools,
+  parseExperiment,
+  runExperiment,
+  type ExperimentFile,
+} from '../../experiments';
+import { startLocalSystem } from '../../local-system';
+import { colour, type Out } from '../format';
+import { modelRegistry } from '../lazy';
+import { CliError, type TargetFlags } from '../target';
+
+export interface ExperimentFlags {
+  model: string;
+  repeat?: string;
+  json?: boolean;
+}
+
+function readExperiment(file: string): ExperimentFile {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new CliError(`cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  try {
+    return parseExperiment(JSON.parse(text), file);
+  } catch (e) {
+    if (e instanceof SyntaxError) throw new ExperimentFileError(`${file}: not JSON (${e.message})`);
+    throw e;
+  }
+}
+
+/** A server someone else runs: the system uses it and leaves it running. */
+const runningServer = (address: string, namespace: string): DevServer => ({
+  address,
+  namespace,
+  dbFilename: '',
+  pid: 0,
+  workflowUrl: () => undefined,
+  stop: async () => undefined,
+});
+
+export async function runExperimentCommand(
+  file: string,
+  flags: ExperimentFlags,
+  cmd: Command,
+  out: Out,
+): Promise<void> {
+  const exp = readExperiment(file);
+  if (flags.repeat !== undefined && !/^[1-9]\d*$/.test(flags.repeat))
+    throw new CliError('--repeat must be a whole number from 1');
+  const repeat = Number(flags.repeat ?? 1);
+  const model = modelRegistry().modelFromSpec(flags.model);
+  const globals = cmd.optsWithGlobals<TargetFlags>();
+  const address = globals.address ?? process.env.TEMPORAL_ADDRESS;
+  // Its own store and task queue: the runs' threads stay apart from any other work on the server.
+  const dataDir = resolve(globals.dataDir ?? mkdtempSync(join(tmpdir(), `experiment-${exp.name}-`)));
+  const system = await startLocalSystem({
+    model,
+    tools: experimentTools(exp),
+    dataDir,
+    taskQueue: `experiment-${randomUUID()}`,
+    ...(address !== undefined && {
+      devServer: runningServer(address, globals.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default'),
+    }),
+  });
+  try {
+    const result = await runExperiment(system.client, exp, {
+      repeat,
+      onVariant: (v) =>
+        process.stderr.write(
+          colour.dim(
+            `${v.threadId}: ${v.variant.order.slice(0, v.variant.count).join(' → ')} ` +
+              `${v.variant.timing} ${v.variant.mode} → ${v.decision.label}\n`,
+          ),
+        ),
+    });
+    out(
+      flags.json
+        ? JSON.stringify({ model: model.id, store: system.storePath, ...result }, null, 2)
+        : experimentMarkdown(result, model.id).trimEnd(),
+    );
+    if (!flags.json)
+      out(`\nThe runs' threads are in ${system.storePath ?? dataDir}: \`eval\` and \`history\` read them there.`);
+  } finally {
+    await system.shutdown();
+  }
+}

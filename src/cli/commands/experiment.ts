@@ -1,0 +1,24 @@
+/** `experiment run <file> --model <spec>`: an interleaving experiment on a real runtime (docs/experiments.md). */
+import type { Command } from 'commander';
+import type { ExperimentFlags } from '../actions/experiment';
+import type { Out } from '../format';
+import { experimentAction } from '../lazy';
+
+export function registerExperiment(program: Command, out: Out): void {
+  const experiment = program
+    .command('experiment')
+    .description('interleaving experiments: how the order, timing, count and mode of events change decisions');
+  experiment
+    .command('run')
+    .description(
+      'fork the base thread once per variant and repetition, run each on a worker with the given model, and ' +
+        'tabulate the decisions per factor level (a dev server is started unless --address names one)',
+    )
+    .argument('<file>', 'an experiment file (JSON), e.g. docs/experiments/ci-events-race-question.json')
+    .requiredOption('--model <spec>', 'the model, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, simulated')
+    .option('--repeat <n>', 'runs of each variant (default 1)')
+    .option('--json', 'the runs and the table as JSON')
+    .action(async (file: string, flags: ExperimentFlags, cmd: Command) =>
+      experimentAction().runExperimentCommand(file, flags, cmd, out),
+    );
+}
