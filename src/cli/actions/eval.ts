@@ -23,6 +23,7 @@ import type { ConversationStore } from '../../store/conversation-store';
 import type { OutcomeScore } from '../../store/eval-records';
 import type { Out } from '../format';
 import { modelRegistry } from '../lazy';
+import { readJsonFile } from '../json-file';
 import { loadTools, loadUserModule } from '../load-tools';
 import { withCommandStore } from '../store-of';
 import { CliError } from '../target';
@@ -51,21 +52,11 @@ const wholeNumber = (flag: string, value: string | undefined, min: number): numb
 /** An entry of `--threads` names an export file when it ends in .json or is an existing file; else a thread id. */
 const isExportFile = (entry: string) => entry.endsWith('.json') || existsSync(entry);
 
-function readExport(file: string): ThreadExport {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new CliError(`cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (e) {
-    throw new MalformedExportError(`${file}: not JSON (${e instanceof Error ? e.message : String(e)})`);
-  }
-  return parseThreadExport(parsed, file);
-}
+const readExport = (file: string): ThreadExport =>
+  parseThreadExport(
+    readJsonFile(file, (m) => new MalformedExportError(m)),
+    file,
+  );
 
 /** `--scorers <module>`: its `scorers` (an array of functions) and, optionally, its `onDivergence` function. */
 function userScorers(path: string | undefined): { scorers: Scorer[]; onDivergence?: EvalOptions['onDivergence'] } {

@@ -4,7 +4,7 @@
  * variant, then the table. Loaded when it runs: it brings the worker and the model providers (see lazy.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -19,6 +19,7 @@ import {
 } from '../../experiments';
 import { startLocalSystem } from '../../local-system';
 import { colour, type Out } from '../format';
+import { readJsonFile } from '../json-file';
 import { modelRegistry } from '../lazy';
 import { CliError, type TargetFlags } from '../target';
 
@@ -28,20 +29,11 @@ export interface ExperimentFlags {
   json?: boolean;
 }
 
-function readExperiment(file: string): ExperimentFile {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new CliError(`cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  try {
-    return parseExperiment(JSON.parse(text), file);
-  } catch (e) {
-    if (e instanceof SyntaxError) throw new ExperimentFileError(`${file}: not JSON (${e.message})`);
-    throw e;
-  }
-}
+const readExperiment = (file: string): ExperimentFile =>
+  parseExperiment(
+    readJsonFile(file, (m) => new ExperimentFileError(m)),
+    file,
+  );
 
 /** A server someone else runs: the system uses it and leaves it running. */
 const runningServer = (address: string, namespace: string): DevServer => ({
