@@ -4,7 +4,7 @@
  * by kind with the readable part of their payload first, its slice summaries name the call with its arguments, the
  * result and the reply before, its current details the last reply and where the history is, and a child is shown by
  * its task. RECORD_SCREENSHOT=1 also writes docs/ui-list.png, ui-thread.png, ui-details.png, ui-child.png and
- * ui-signal.png for the README.
+ * ui-signal.png for the README, and ui-rewind.png (a rewound thread's event history) for docs/fork.md.
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -171,6 +171,37 @@ describe('Temporal UI', () => {
     expect(child).toContain(`child thread of ${threadId}`);
     expect(child).toContain('last reply: Reported.');
     await shot(page, 'ui-child.png');
+    await page.close();
+  });
+
+  it('shows a rewind as a step of its own, and the child it archived as canceled (issue 28 §2)', async () => {
+    const threadId = `rewind-42-${Date.now()}`;
+    const thread = system.client.thread(threadId);
+    await system.client.sendUserText(threadId, QUESTION);
+    await thread.waitForIdle({ settled: true });
+    const to = (await thread.history()).length;
+    await thread.sendUserText('Find the flaky tests of build 42');
+    await until(
+      async () => (await thread.history()).some((i) => i.kind === 'assistant' && i.text.endsWith(REPORT)),
+      'the report',
+    );
+    await thread.waitForIdle({ settled: true });
+    const [childId] = (await thread.status()).children;
+    const rewound = await system.client.rewindThread(threadId, { to });
+    expect(rewound.branch).toBe(1);
+
+    const page = await browser.newPage({ viewport: { width: 1800, height: 1000 } });
+    await page.goto(system.threadUrl(threadId)!);
+    await page.getByRole('tab', { name: /Event History/ }).click();
+    await page.getByText(`rewind to item ${to}`).first().waitFor({ timeout: 30_000 });
+    const events = await page.innerText('body');
+    expect(events).toContain('rewindThread');
+    expect(events).toMatch(/Request\s*Cancel\s*External/i);
+    await page.getByText(`rewind to item ${to}`).first().scrollIntoViewIfNeeded();
+    await shot(page, 'ui-rewind.png');
+
+    await page.goto(system.threadUrl(childId!)!);
+    await page.getByText('Canceled').first().waitFor({ timeout: 30_000 });
     await page.close();
   });
 });
