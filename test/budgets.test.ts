@@ -92,6 +92,8 @@ function threadScenario(name: string, open: () => Promise<TestSystem>) {
       expect(waiting.status).toBe('over_budget');
       expect(waiting.dropped).toEqual({});
       expect(requestsOf(model, id)).toBe(2);
+      // A rewind would wait for the raise too: refused at once instead of a call that hangs (issue 28 §2).
+      await expect(sys.client.rewindThread(id, { to: 2 })).rejects.toThrow(/waits for a budget raise/);
       const [state] = await sys.client.budgets({ thread: id });
       expect(state!.spend).toMatchObject({ totalTokens: 40, slices: 2 });
 

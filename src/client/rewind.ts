@@ -51,6 +51,11 @@ export async function rewindThread(
   // checks again against its length when it takes the rewind).
   const error = rewindPointError(record, to, (await store.length(threadId)) + 1);
   if (error) throw new InvalidInputError(error);
+  // A thread waiting for a budget raise takes no input until then: its rewind would wait as long, and so would this call.
+  if ((await client.thread(threadId).status()).status === 'over_budget')
+    throw new InvalidInputError(
+      `thread ${threadId} waits for a budget raise and takes no input until then: raise its budget, then rewind`,
+    );
   const r = await client.deliver(rewindInput(options.id ?? randomUUID(), threadId, to), { acknowledge: true });
   if (!r.delivered) {
     if (r.reason === 'closed') throw new ThreadClosedError(threadId);
