@@ -1,7 +1,7 @@
 /**
  * Replay-evals (issue 29 §1) over threads recorded by the real runtime (dev server, SQLite store): every rebuilt
- * request equals the one the slice sent, item for item (a thread with a multi-round slice and a pending call, and a
- * fork of it); divergences stop, teacher-force or take a supplied result; no provider call for a recorded slice;
+ * request equals the one the slice sent, item for item (a thread with a multi-round slice and a pending call, a fork
+ * of it, a thread across a compaction, a child and its parent); divergences stop, teacher-force or take a supplied result; no provider call for a recorded slice;
  * scorers; outcome scores across a reopening; exports; and the CLI.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -43,6 +43,8 @@ const script =
       if (last.text === 'lookup') return { toolCall: { name: 'lookup', args: lookupArgs } };
       if (last.text === 'job') return { toolCall: { name: 'job', args: { n: 1 } } };
       if (last.text === 'bye') return { text: bye };
+      if (last.text === 'spawn')
+        return { toolCall: { name: 'spawn_thread', args: { instructions: 'say hi', child_of: [selfOf(req)] } } };
       return { text: `ack ${last.text}` };
     }
     return { text: `got ${textOf(last)}` };
@@ -120,6 +122,45 @@ describe('rebuilt requests', () => {
       { text: '', toolCall: { name: 'lookup', args: { q: 'x' } } },
       { text: 'got forty-two' },
     ]);
+  });
+
+  it('after a compaction: later slices see the summary, as they did; earlier ones what came before it', async () => {
+    const C = uid('compacted');
+    const t = sys.client.thread(C);
+    for (const text of ['one', 'two']) {
+      await t.sendUserText(text);
+      await t.waitForIdle();
+    }
+    await t.compact();
+    await eventually(async () => ((await t.status()).compaction.completed === 1 ? true : undefined));
+    await t.sendUserText('three');
+    await t.waitForIdle();
+    const recorded = requestsOf(recording, C);
+    expect(recorded).toHaveLength(3);
+    // The summary took effect: the last request starts with it instead of the first four items.
+    expect(recorded[2]!.messages.map(textOf)[0]).toMatch(/^\[Compacted conversation summary\]/);
+    expect(recorded[2]!.messages).toHaveLength(2);
+    const candidate = new ScriptedModel(script());
+    const report = await evaluateThreads(sys.store, { threads: [C], model: candidate, tools });
+    expect(requestsOf(candidate, C)).toEqual(recorded);
+    expect(report.totals.divergedSlices).toBe(0);
+  });
+
+  it('a child: its requests carry what it inherited from its parent, as they did', async () => {
+    const P = uid('parent');
+    const t = sys.client.thread(P);
+    await t.sendUserText('spawn');
+    const child = await eventually(async () => (await t.status()).children[0]);
+    await sys.client.thread(child).waitForIdle();
+    await t.waitForIdle();
+    const recorded = requestsOf(recording, child);
+    expect(recorded.length).toBeGreaterThan(0);
+    // It inherited the parent's user text and spawn call.
+    expect(recorded[0]!.messages[0]).toEqual({ role: 'user', text: 'spawn' });
+    const candidate = new ScriptedModel(script());
+    await evaluateThreads(sys.store, { threads: [P, child], model: candidate, tools });
+    expect(requestsOf(candidate, child)).toEqual(recorded);
+    expect(requestsOf(candidate, P)).toEqual(requestsOf(recording, P));
   });
 
   it('refuses an unknown thread before calling the model, and bad options', async () => {
