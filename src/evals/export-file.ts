@@ -61,7 +61,11 @@ export async function exportThread(store: ConversationStore, threadId: string): 
 const KINDS: readonly ThreadKind[] = ['root', 'child', 'event', 'compaction'];
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
-/** Checks a parsed file is an export this version reads; `source` names it in the error. */
+/**
+ * Checks a parsed file is an export this version reads; `source` names it in the error.
+ * @throws MalformedExportError
+ * @example const exported = parseThreadExport(JSON.parse(readFileSync(file, 'utf8')), file)
+ */
 export function parseThreadExport(value: unknown, source: string): ThreadExport {
   const bad = (what: string) => new MalformedExportError(`${source}: not a thread export (${what})`);
   if (!isObject(value)) throw bad('not a JSON object');
@@ -106,6 +110,11 @@ const SUMMARY_CARRIER = '\u0000import-summaries';
 /**
  * An in-memory store holding the exports' threads, as their stores held them (threads in several exports once).
  * @throws MalformedExportError when two exports disagree on a thread's items
+ * @example
+ * ```ts
+ * const store = await importThreadExports([parseThreadExport(JSON.parse(text), 'support-7.json')]);
+ * const report = await evaluateThreads(store, { threads: ['support-7'], model });
+ * ```
  */
 export async function importThreadExports(exports: readonly ThreadExport[]): Promise<InMemoryConversationStore> {
   const store = new InMemoryConversationStore();

@@ -18,7 +18,10 @@ const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 const usd = (x: number | undefined) => (x === undefined ? 'unpriced' : `$${x.toFixed(4)}`);
 const scoresCell = (r: RoundEval) => r.scores.map((s) => `${s.name}=${s.value}`).join(', ') || '—';
 
-/** The report as Markdown: a summary, a table of every evaluated round, then each divergence's diff. */
+/**
+ * The report as Markdown: a summary, a table of every evaluated round, each divergence's diff, the outcome scores.
+ * @example writeFileSync('eval.md', evalMarkdown(await evaluateThreads(store, { threads, model })))
+ */
 export function evalMarkdown(report: EvalReport): string {
   const t = report.totals;
   const lines = [

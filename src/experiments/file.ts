@@ -80,7 +80,11 @@ function checkStep(s: unknown, at: string): ExperimentStep {
 const wholeNumbers = (x: unknown, min: number): x is number[] =>
   Array.isArray(x) && x.length > 0 && x.every((n) => Number.isInteger(n) && (n as number) >= min);
 
-/** Checks a parsed experiment file; `source` names it in errors. */
+/**
+ * Checks a parsed experiment file; `source` names it in errors.
+ * @throws ExperimentFileError naming the field that is wrong
+ * @example const exp = parseExperiment(JSON.parse(readFileSync(file, 'utf8')), file)
+ */
 export function parseExperiment(value: unknown, source: string): ExperimentFile {
   const bad = (why: string) => new ExperimentFileError(`${source}: ${why}`);
   if (!isObject(value)) throw bad('not a JSON object');

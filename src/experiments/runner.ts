@@ -64,7 +64,17 @@ export function decisionOf(items: readonly HistoryItem[], classes: Record<string
   return { label: 'none' };
 }
 
-/** Runs every variant `repeat` times; the table counts decisions per factor level. */
+/**
+ * Runs every variant `repeat` times on `client`'s worker (which must offer `experimentTools(exp)`); the table counts
+ * decisions per factor level.
+ * @example
+ * ```ts
+ * const exp = parseExperiment(JSON.parse(readFileSync(file, 'utf8')), file);
+ * const system = await startLocalSystem({ model, tools: experimentTools(exp) });
+ * const result = await runExperiment(system.client, exp, { repeat: 5 });
+ * console.log(experimentMarkdown(result, model.id));
+ * ```
+ */
 export async function runExperiment(
   client: AgentClient,
   exp: ExperimentFile,

@@ -36,7 +36,10 @@ export function tabulate(results: readonly VariantResult[]): DecisionTable {
 
 const escape = (s: string) => s.replace(/\|/g, '\\|');
 
-/** The table as Markdown: one section per factor, a row per level, a column per decision (count and rate). */
+/**
+ * The table as Markdown: one section per factor, a row per level, a column per decision (count and rate).
+ * @example console.log(experimentMarkdown(await runExperiment(client, exp), 'anthropic:claude-sonnet-4-5'))
+ */
 export function experimentMarkdown(result: ExperimentResult, model?: string): string {
   const { table } = result;
   const runs = result.variants.length;
