@@ -5,6 +5,7 @@
  * children are at rest after every step, and reads the decision the thread ended with.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AgentClient } from '../client/agent-client';
 import type { HistoryItem, ThreadStatus } from '../core/types';
@@ -196,6 +197,8 @@ class Run {
       const seen = await this.rest(threadId);
       if (seen === last) return;
       last = seen;
+      // A report a child sent as it came to rest reaches its parent a moment later: give it that moment.
+      await sleep(25);
     }
     throw new Error(`thread ${threadId} and its children did not come to rest`);
   }
