@@ -1,10 +1,13 @@
 /**
- * What every store's records for evals owe (`ConversationStore.evals`, issue 29 §1): slices in commit order, scores
- * stored, filtered and refused alike, and kept across a reopening of the store. Run for each store by
- * `test/eval-store.test.ts`.
+ * What every store's records for evals owe (`ConversationStore.evals`, issue 29 §1): slices in commit order (an eval
+ * reads a thread from the store), scores stored, filtered and refused alike, and kept across a reopening of the store.
+ * Run for each store by `test/eval-store.test.ts`.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConversationStore } from '../src/store/conversation-store';
+import type { StoredItem } from '../src/core/types';
+import { evaluateThreads } from '../src/evals';
+import { ScriptedModel } from '../src/model/scripted';
 import { InvalidScoreError } from '../src/store/eval-records';
 import { commitN } from './store-contract';
 
@@ -63,6 +66,69 @@ export function evalRecordsContract(
         ['t/slice-11', 4],
       ]);
       expect(await s.evals.slices('nobody')).toEqual([]);
+    });
+
+    it('evaluateThreads reads a thread from it: the rebuilt requests, the recorded tool call, the thread’s scores', async () => {
+      const s = await make();
+      await s.ensureThread({ threadId: 'e', kind: 'root' });
+      const slice = (n: number, from: number, items: StoredItem[], appended: number) =>
+        s.commit({
+          threadId: 'e',
+          sliceId: `e/slice-${n}`,
+          expectedLength: from,
+          items,
+          result: {
+            sliceId: `e/slice-${n}`,
+            length: from + items.length,
+            pendingCall: null,
+            answeredCallIds: [],
+            followUps: [],
+            interrupted: false,
+            appended,
+          },
+        });
+      await slice(
+        0,
+        0,
+        [
+          { messageId: 'u0', item: { kind: 'user', text: 'check 42' } },
+          {
+            messageId: 'e/slice-0-completion-0',
+            item: { kind: 'tool_call', id: 'c1', name: 'status', args: { id: 42 } },
+          },
+        ],
+        1,
+      );
+      await slice(
+        1,
+        2,
+        [
+          {
+            messageId: 'c1-result',
+            item: { kind: 'tool_result', id: 'c1', content: [{ type: 'text', text: 'green' }] },
+          },
+          { messageId: 'e/slice-1-completion-0', item: { kind: 'assistant', text: 'It is green.' } },
+        ],
+        1,
+      );
+      await s.evals.addScore({ threadId: 'e', name: 'merged', value: 1 });
+      const model = new ScriptedModel((req) =>
+        req.messages.at(-1)?.role === 'user'
+          ? { toolCall: { name: 'status', args: { id: 42 } } }
+          : { text: 'It is green.' },
+      );
+      const report = await evaluateThreads(s, { threads: ['e'], model });
+      expect(model.requests.map((r) => r.messages.map((m) => m.role))).toEqual([
+        ['user'],
+        ['user', 'tool_call', 'tool_result'],
+      ]);
+      expect(report.totals).toMatchObject({
+        evaluatedSlices: 2,
+        toolMatchRate: 1,
+        meanTextSimilarity: 1,
+        divergedSlices: 0,
+      });
+      expect(report.threads[0]!.scores.map((x) => [x.name, x.value])).toEqual([['merged', 1]]);
     });
 
     it('stores scores of a thread and of a slice, lists them oldest first and filters by thread, slice and name', async () => {

@@ -429,6 +429,39 @@ describe('CLI', () => {
     expect(fromFile.code).toBe(0);
     expect((JSON.parse(fromFile.stdout) as EvalReport).threads.map((t) => t.threadId)).toEqual([T, F]);
 
+    // A user's modules: the worker's tools (offered, never run), scorers and what to do on a divergence.
+    writeFileSync(
+      join(dir, 'tools.js'),
+      `exports.tools = [{ name: 'lookup', description: 'look up', parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } }];`,
+    );
+    writeFileSync(
+      join(dir, 'scorers.js'),
+      'exports.scorers = [(r) => ({ name: "offered", value: ' +
+        'r.request.tools.some((t) => t.name === "lookup") && r.request.system.startsWith("You are the candidate prompt.") ? 1 : 0 })];\n' +
+        `exports.onDivergence = () => 'stop';`,
+    );
+    writeFileSync(join(dir, 'system.txt'), 'You are the candidate prompt.');
+    const withModules = await cli(
+      'eval',
+      '--threads',
+      T,
+      '--model',
+      'simulated',
+      '--json',
+      '--tools',
+      join(dir, 'tools.js'),
+      '--scorers',
+      join(dir, 'scorers.js'),
+      '--system-file',
+      join(dir, 'system.txt'),
+    );
+    expect(withModules.stderr).toBe('');
+    const r2 = JSON.parse(withModules.stdout) as EvalReport;
+    // The simulated model calls the first tool it is offered after a user text: lookup, where the record has none.
+    expect(r2.threads[0]!.slices[0]!.rounds[0]!.candidate.toolCall?.name).toBe('lookup');
+    expect([r2.onDivergence, r2.threads[0]!.stoppedAt]).toEqual(['custom', { slice: 0, round: 0 }]);
+    expect(r2.totals.scores.offered).toEqual({ count: 1, mean: 1 });
+
     const scored = await cli('score', F, 'merged', 'true', '--slice', '0', '--note', 'by hand');
     expect(scored.code).toBe(0);
     expect(scored.stdout).toMatch(new RegExp(`^scored ${F} ${F}/slice-0: merged = 1 \\(`));
