@@ -9,7 +9,7 @@ import type { StoredItem } from '../src/core/types';
 import { evaluateThreads } from '../src/evals';
 import { ScriptedModel } from '../src/model/scripted';
 import { InvalidScoreError } from '../src/store/eval-records';
-import { commitN } from './store-contract';
+import { commitN, result } from './store-contract';
 
 /**
  * `open(name)` opens the store called `name`: the same name twice is the same store (a file, a schema) opened again, so
@@ -46,14 +46,7 @@ export function evalRecordsContract(
           sliceId: `t/slice-${seq}`,
           expectedLength: from,
           items: [{ messageId: `m${seq}`, item: { kind: 'user', text: `${seq}` } }],
-          result: {
-            sliceId: `t/slice-${seq}`,
-            length: from + 1,
-            pendingCall: null,
-            answeredCallIds: [],
-            followUps: [],
-            interrupted: false,
-          },
+          result: result(`t/slice-${seq}`, from + 1),
         });
         if (seq === 2) await commitN(s, 't', 1, 1); // another slice id scheme in between
       }
@@ -77,15 +70,7 @@ export function evalRecordsContract(
           sliceId: `e/slice-${n}`,
           expectedLength: from,
           items,
-          result: {
-            sliceId: `e/slice-${n}`,
-            length: from + items.length,
-            pendingCall: null,
-            answeredCallIds: [],
-            followUps: [],
-            interrupted: false,
-            appended,
-          },
+          result: { ...result(`e/slice-${n}`, from + items.length), appended },
         });
       await slice(
         0,
