@@ -59,11 +59,14 @@ describe('signals by kind', () => {
         (await thread.history()).some((i) => i.kind === 'assistant' && i.text === 'noted: build 43 started'),
       );
       await thread.sendUserText('spawn report:Collect the flaky tests');
+      // Two reports: the child's, then its closing one. Waiting for the thread to be idle after the first is not
+      // enough: the child may still be closing (seen once under load, the second report not yet sent).
       await eventually(
         async () =>
-          (await thread.history()).some((i) => i.kind === 'subscription_event' && i.childThreadId !== undefined),
+          (await thread.history()).filter((i) => i.kind === 'subscription_event' && i.childThreadId !== undefined)
+            .length >= 2,
         60_000,
-        'the report',
+        'both reports',
       );
       await thread.waitForIdle({ settled: true });
 
