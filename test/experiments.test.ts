@@ -146,20 +146,21 @@ describe('shipped experiments on the scripted model', () => {
     expect(fork.forkedFrom?.threadId).toBe(result.baseThreadId);
   });
 
-  it('a child report arriving while a call is pending: 12 variants × 2 repetitions, the exact table', async () => {
-    const result = await runExperiment(sys.client, CHILD, { repeat: 2 });
-    expect(result.variants).toHaveLength(24);
+  it('a child report arriving while a call is pending: 12 variants, the exact table', async () => {
+    // One repetition: the scripted model decides alike every time (the CLI test below runs repetitions).
+    const result = await runExperiment(sys.client, CHILD);
+    expect(result.variants).toHaveLength(12);
     expect(result.variants.flatMap((v) => v.notes)).toEqual([]);
     expect(rows(result)).toEqual([
-      'order notes-ok → security-finding: 12 hold=6 notes-ok=4 window=2',
-      'order security-finding → notes-ok: 12 hold=8 notes-ok=4 window=0',
-      'timing before: 8 hold=6 notes-ok=0 window=2',
-      'timing during: 8 hold=4 notes-ok=4 window=0',
-      'timing after: 8 hold=4 notes-ok=4 window=0',
-      'count 1: 12 hold=6 notes-ok=4 window=2',
-      'count 2: 12 hold=8 notes-ok=4 window=0',
-      'mode associative: 24 hold=14 notes-ok=8 window=2',
-      'all all: 24 hold=14 notes-ok=8 window=2',
+      'order notes-ok → security-finding: 6 hold=3 notes-ok=2 window=1',
+      'order security-finding → notes-ok: 6 hold=4 notes-ok=2 window=0',
+      'timing before: 4 hold=3 notes-ok=0 window=1',
+      'timing during: 4 hold=2 notes-ok=2 window=0',
+      'timing after: 4 hold=2 notes-ok=2 window=0',
+      'count 1: 6 hold=3 notes-ok=2 window=1',
+      'count 2: 6 hold=4 notes-ok=2 window=0',
+      'mode associative: 12 hold=7 notes-ok=4 window=1',
+      'all all: 12 hold=7 notes-ok=4 window=1',
     ]);
   });
 });
