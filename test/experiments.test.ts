@@ -238,6 +238,7 @@ describe('CLI', () => {
     for (const [args, message] of [
       [['experiment', 'run', bad, '--model', 'simulated'], /bad\.json: not JSON/],
       [['experiment', 'run', file, '--model', 'simulated', '--repeat', '0'], /--repeat must be/],
+      [['experiment', 'run', file, '--model', 'simulated', '--concurrency', 'x'], /--concurrency must be/],
       [['experiment', 'run', join(dir, 'none.json'), '--model', 'simulated'], /cannot read/],
     ] as const) {
       const r = await cli.run(...args);

@@ -49,6 +49,12 @@ export interface ExperimentRunOptions {
   onVariant?(result: VariantResult): void;
   /** How long one wait for rest may take. @default 60000 */
   timeoutMs?: number;
+  /**
+   * Variant runs at once. Each is a thread of its own, so the table does not depend on it; a real model sees this many
+   * conversations in flight.
+   * @default 4
+   */
+  concurrency?: number;
 }
 
 /** The decision of a history: its last model item (a tool call, or a text classed by `classes`). */
@@ -84,14 +90,21 @@ export async function runExperiment(
   const repeat = options.repeat ?? 1;
   const run = new Run(client, exp, options.timeoutMs ?? 60_000);
   const baseThreadId = await run.base();
-  const results: VariantResult[] = [];
   const variants = variantsOf(exp);
-  for (let r = 0; r < repeat; r++)
-    for (const [i, variant] of variants.entries()) {
+  const runs = Array.from({ length: repeat }, (_, r) => variants.map((variant, i) => ({ variant, i, r }))).flat();
+  // In run order whatever order they finish in: repetition by repetition, variants in file order.
+  const results = new Array<VariantResult>(runs.length);
+  let next = 0;
+  const worker = async () => {
+    for (let k = next++; k < runs.length; k = next++) {
+      const { variant, i, r } = runs[k]!;
       const result = await run.variant(baseThreadId, variant, i, r);
-      results.push(result);
+      results[k] = result;
       options.onVariant?.(result);
     }
+  };
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? 4));
+  await Promise.all(Array.from({ length: Math.min(concurrency, runs.length) }, worker));
   return { experiment: exp.name, baseThreadId, repeat, variants: results, table: tabulate(results) };
 }
 

@@ -26,6 +26,7 @@ import { CliError, type TargetFlags } from '../target';
 export interface ExperimentFlags {
   model: string;
   repeat?: string;
+  concurrency?: string;
   json?: boolean;
 }
 
@@ -55,6 +56,8 @@ export async function runExperimentCommand(
   if (flags.repeat !== undefined && !/^[1-9]\d*$/.test(flags.repeat))
     throw new CliError('--repeat must be a whole number from 1');
   const repeat = Number(flags.repeat ?? 1);
+  if (flags.concurrency !== undefined && !/^[1-9]\d*$/.test(flags.concurrency))
+    throw new CliError('--concurrency must be a whole number from 1');
   const model = modelRegistry().modelFromSpec(flags.model);
   const globals = cmd.optsWithGlobals<TargetFlags>();
   const address = globals.address ?? process.env.TEMPORAL_ADDRESS;
@@ -72,6 +75,7 @@ export async function runExperimentCommand(
   try {
     const result = await runExperiment(system.client, exp, {
       repeat,
+      ...(flags.concurrency !== undefined && { concurrency: Number(flags.concurrency) }),
       onVariant: (v) =>
         process.stderr.write(
           colour.dim(

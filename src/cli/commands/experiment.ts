@@ -17,6 +17,7 @@ export function registerExperiment(program: Command, out: Out): void {
     .argument('<file>', 'an experiment file (JSON), e.g. docs/experiments/ci-events-race-question.json')
     .requiredOption('--model <spec>', 'the model, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, simulated')
     .option('--repeat <n>', 'runs of each variant (default 1)')
+    .option('--concurrency <n>', 'variant runs at once (default 4)')
     .option('--json', 'the runs and the table as JSON')
     .action(async (file: string, flags: ExperimentFlags, cmd: Command) =>
       experimentAction().runExperimentCommand(file, flags, cmd, out),
