@@ -1,8 +1,9 @@
 /**
  * The recorded history sets (`test/fixtures/histories/<release>/`), for the replays that check something besides the
- * replay gate itself (the UI texts, the tracing interceptors). `npm test` replays a sample of each release's set —
- * every fourth history, so every release and most scenarios are met — and the soak tier (`RECORDED_HISTORIES=all`)
- * every history; the replay gate (`test/replay.test.ts`) always replays them all.
+ * replay gate itself (the UI texts, the tracing interceptors). The UI-text replay takes every history (one replay
+ * worker per release is fast); the tracing replay, in `npm test`, a sample of each release's set — every fourth
+ * history, so every release and most scenarios are met — and in the soak tier (`RECORDED_HISTORIES=all`) every
+ * history; the replay gate (`test/replay.test.ts`) always replays them all.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

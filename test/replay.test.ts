@@ -7,6 +7,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import webpack from 'webpack';
 import { threadWorkflowsPath } from '../src/worker/create-worker';
@@ -30,13 +31,43 @@ it('has the v0.1 release set and recorded histories in every set', () => {
   expect(cases.filter((c) => c.release === 'v0.1').length).toBeGreaterThanOrEqual(24);
 });
 
-it.each(cases)('replays $name', async ({ release, file, name }) => {
-  const history: unknown = JSON.parse(readFileSync(join(root, release, file), 'utf8'));
-  await Worker.runReplayHistory(
-    { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: name },
-    history,
-    workflowIdOfHistory(history),
+/** Replays `set` in one replay worker (`runReplayHistories`); the histories that did not replay, each with its error. */
+async function replaySet(
+  bundle: { codePath: string } | { code: string },
+  set: readonly { release: string; file: string; name: string }[],
+  replayName: string,
+): Promise<{ file: string; name: string; error: Error }[]> {
+  const byId = new Map<string, (typeof set)[number]>();
+  const histories = set.map((c) => {
+    const json: unknown = JSON.parse(readFileSync(join(root, c.release, c.file), 'utf8'));
+    const workflowId = workflowIdOfHistory(json) ?? c.name;
+    expect(byId.has(workflowId), `${c.name}: a workflow id another history of the set has`).toBe(false);
+    byId.set(workflowId, c);
+    return { workflowId, history: historyFromJSON(json) };
+  });
+  const failed: { file: string; name: string; error: Error }[] = [];
+  let replayed = 0;
+  for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, replayName }, histories)) {
+    replayed += 1;
+    const c = byId.get(r.workflowId)!;
+    if (r.error) failed.push({ file: c.file, name: c.name, error: r.error });
+  }
+  expect(replayed).toBe(set.length);
+  return failed;
+}
+
+/**
+ * One replay worker per release set: the same check as one worker per history (each history under the workflow id its
+ * start event names), in a fraction of the time (298 histories in ~7 s instead of ~50 s). A failure names every
+ * history that did not replay and why.
+ */
+it.each(releases)('replays every recorded history of %s', async (release) => {
+  const failed = await replaySet(
+    { codePath: inject('workflowBundlePath') },
+    cases.filter((c) => c.release === release),
+    release,
   );
+  expect(failed.map((f) => `${f.name}: ${f.error.message}`)).toEqual([]);
 });
 
 /**
@@ -59,20 +90,13 @@ it('catches the 0.2 changes made without patched() on the 0.1 histories', async 
       return config;
     },
   });
-  const failures: string[] = [];
-  for (const c of cases.filter((c) => c.release === 'v0.1')) {
-    const history: unknown = JSON.parse(readFileSync(join(root, c.release, c.file), 'utf8'));
-    try {
-      await Worker.runReplayHistory(
-        { workflowBundle: { code }, replayName: c.name },
-        history,
-        workflowIdOfHistory(history),
-      );
-    } catch (e) {
-      expect((e as Error).name).toBe('DeterminismViolationError');
-      failures.push(c.file);
-    }
-  }
+  const failed = await replaySet(
+    { code },
+    cases.filter((c) => c.release === 'v0.1'),
+    'v0.1 unpatched',
+  );
+  for (const f of failed) expect(f.error.name, f.name).toBe('DeterminismViolationError');
+  const failures = failed.map((f) => f.file);
   // Continue-as-new while busy changes the flood's commands; the poison history fails the same way under 0.2 rules.
   expect(failures).toContain('flood-busy-thread.json');
 }, 120_000);
