@@ -76,6 +76,16 @@ async function allText(page: Page): Promise<string> {
 const showing = (page: Page, text: string) =>
   until(async () => (await allText(page)).includes(text) && (await allText(page)), `the UI to show "${text}"`);
 
+/** Asks the thread for the flaky tests and waits until its helper child's report is answered and all is settled. */
+async function askForTheReport(thread: ReturnType<LocalSystem['client']['thread']>): Promise<void> {
+  await thread.sendUserText('Find the flaky tests of build 42');
+  await until(
+    async () => (await thread.history()).some((i) => i.kind === 'assistant' && i.text.endsWith(REPORT)),
+    'the report',
+  );
+  await thread.waitForIdle({ settled: true });
+}
+
 const shot = async (page: Page, name: string) => {
   if (process.env.RECORD_SCREENSHOT === '1') await page.screenshot({ path: join(DOCS, name) });
 };
@@ -86,12 +96,7 @@ describe('Temporal UI', () => {
     await system.client.sendUserText(threadId, QUESTION);
     const thread = system.client.thread(threadId);
     await thread.waitForIdle({ settled: true });
-    await thread.sendUserText('Find the flaky tests of build 42');
-    await until(
-      async () => (await thread.history()).some((i) => i.kind === 'assistant' && i.text.endsWith(REPORT)),
-      'the report',
-    );
-    await thread.waitForIdle({ settled: true });
+    await askForTheReport(thread);
     const [childId] = (await thread.status()).children;
     await system.client.thread(childId!).waitForIdle({ settled: true });
     const page = await browser.newPage({ viewport: { width: 1800, height: 1000 } });
@@ -180,12 +185,7 @@ describe('Temporal UI', () => {
     await system.client.sendUserText(threadId, QUESTION);
     await thread.waitForIdle({ settled: true });
     const to = (await thread.history()).length;
-    await thread.sendUserText('Find the flaky tests of build 42');
-    await until(
-      async () => (await thread.history()).some((i) => i.kind === 'assistant' && i.text.endsWith(REPORT)),
-      'the report',
-    );
-    await thread.waitForIdle({ settled: true });
+    await askForTheReport(thread);
     const [childId] = (await thread.status()).children;
     const rewound = await system.client.rewindThread(threadId, { to });
     expect(rewound.branch).toBe(1);
