@@ -10,7 +10,7 @@ import { KIND_SIGNAL_NAMES } from '../core/readable-input';
 import type { DropReason, DroppedInputs, HistoryItem, InputMessage } from '../core/types';
 import { inputLimitViolation, validateInputMessage, validateKindSignal, type Validation } from '../core/validate';
 import { dropsQuery, HANDLER_DOCS, inputSignal, kindSignals, transcriptQuery } from './definitions';
-import { v02, v06 } from './patches';
+import { v02, v06, v08 } from './patches';
 import type { ThreadState } from './state';
 import { inputLine, itemLine } from './ui-text';
 
@@ -56,6 +56,14 @@ export function installInbox(
    */
   const refusedByCompleteChecks = (v: Validation<InputMessage>): v is { ok: false; error: string } => !v.ok && v06();
 
+  /**
+   * 0.8 (issue 28 §2): a `rewind` control input. Release 0.7's checks refused its synthetic type at the signal, so it
+   * never reached the queue; a history where a signal brought one replays with it dropped here, as it ran, and the
+   * queue, its batches and its interrupts stay as they were. Asked last and only for a rewind: a live run takes it.
+   * (An update brought none into such a history: its validator refused the type, and a refused update leaves no trace.)
+   */
+  const refusedAsRewind = (m: InputMessage): boolean => m.synthetic?.type === 'rewind' && !v08();
+
   setHandler(
     inputSignal,
     (raw: unknown) => {
@@ -75,6 +83,10 @@ export function installInbox(
       }
       if (refusedByCompleteChecks(v)) {
         drop('malformed', asIdOnly(raw), `input signal: ${v.error}`);
+        return;
+      }
+      if (refusedAsRewind(m)) {
+        drop('malformed', asIdOnly(raw), 'input signal: a rewind, which release 0.7 does not take');
         return;
       }
       enqueue(m);
@@ -108,6 +120,10 @@ export function installInbox(
         }
         if (refusedByCompleteChecks(v)) {
           drop('malformed', asIdOnly(raw), `${name} signal: ${v.error}`);
+          return;
+        }
+        if (refusedAsRewind(m)) {
+          drop('malformed', asIdOnly(raw), `${name} signal: a rewind, which release 0.7 does not take`);
           return;
         }
         enqueue(m);
