@@ -245,6 +245,8 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       store,
       events,
       signalNames,
+      // Its worker shares the connection: new threads' first tasks skip the task queue (decision 72).
+      eagerStart: true,
       ...(threadOptions && { threadOptions }),
     });
     if (options.stopOnSignal !== false) {

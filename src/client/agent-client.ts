@@ -2,7 +2,7 @@
  * `AgentClient`: start threads and send them input; a `ThreadHandle` (thread-handle.ts) watches and inspects one.
  */
 import { randomUUID } from 'node:crypto';
-import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { type Client, InternalConnectionLikeSymbol, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { InputMessage } from '../core/types';
 import type { ConversationStore } from '../store/conversation-store';
 import { userText } from '../tools/messages';
@@ -79,7 +79,21 @@ export interface AgentClientOptions {
    * @default 'input'
    */
   signalNames?: 'input' | 'by-kind';
+  /**
+   * Start new threads eagerly (decision 72): the first user text goes in the start request instead of a signal with
+   * it, and the server hands the thread's first workflow task straight back to a worker in this process, skipping the
+   * task queue (its priority and fairness included). Needs a Temporal client on the same `NativeConnection` as a
+   * worker of {@link AgentClientOptions.taskQueue}; `startLocalSystem` and `infinity-temporal dev` turn it on. When no
+   * workflow slot is free there, the server queues the task as usual. A text to a thread this client has not seen
+   * costs one start request first; to one that exists, that request fails and the text is signalled as without the
+   * option. Every worker of the task queue must run release 0.9 or later: older code ignores the start's input.
+   * @default false
+   */
+  eagerStart?: boolean;
 }
+
+/** Thread ids an eager-starting client remembers as existing: beyond them, a text tries a start first. */
+const KNOWN_THREADS = 10_000;
 
 /** Options of {@link AgentClient.sendUserText} and {@link ThreadHandle.sendUserText}. */
 export interface SendUserTextOptions {
@@ -172,10 +186,48 @@ export class AgentClient {
   readonly taskQueue: string;
   private readonly options: AgentClientOptions;
 
+  /** Threads known to exist (eager start only): a text to one of them is signalled without trying a start. */
+  private readonly known = new Set<string>();
+
   constructor(options: AgentClientOptions) {
     this.options = options;
     this.temporal = options.client;
     this.taskQueue = options.taskQueue;
+    const connection = options.client.connection as {
+      [InternalConnectionLikeSymbol]?: { supportsEagerStart?: boolean };
+    };
+    if (options.eagerStart && !connection[InternalConnectionLikeSymbol]?.supportsEagerStart)
+      throw new TypeError(
+        "eagerStart needs a Temporal client on a worker's NativeConnection (new Client({ connection: nativeConnection }))",
+      );
+  }
+
+  private remember(threadId: string): void {
+    this.known.add(threadId);
+    if (this.known.size > KNOWN_THREADS) this.known.delete(this.known.values().next().value!);
+  }
+
+  /**
+   * Starts a thread with `message` in its arguments, asking the server for eager start; false when the thread exists,
+   * running or closed (the caller then signals it, which tells the two apart).
+   */
+  private async startWithInput(start: ReturnType<AgentClient['startOptions']>, message: InputMessage) {
+    try {
+      await typedUnavailable(() =>
+        this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
+          ...start,
+          args: [{ ...start.args[0], firstInput: message }],
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          requestEagerStart: true,
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (e instanceof WorkflowExecutionAlreadyStartedError) return false;
+      throw e;
+    } finally {
+      this.remember(start.workflowId);
+    }
   }
 
   /**
@@ -269,8 +321,13 @@ export class AgentClient {
     if (options.budget) await this.setBudget({ thread: threadId }, options.budget);
     if (options.treeBudget) await this.setBudget({ tree: threadId }, options.treeBudget);
     await typedUnavailable(() =>
-      this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' }),
+      this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
+        ...start,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        ...(this.options.eagerStart && { requestEagerStart: true }),
+      }),
     );
+    if (this.options.eagerStart) this.remember(threadId);
     return this.thread(threadId);
   }
 
@@ -416,6 +473,8 @@ export class AgentClient {
     const prepared = await prepareInput(userText(threadId, text, id), this.limits);
     const { signal, payload } = signalFor(prepared.message, { signalNames: this.options.signalNames ?? 'input' });
     try {
+      if (this.options.eagerStart && !this.known.has(threadId) && (await this.startWithInput(start, prepared.message)))
+        return id;
       await sendWhileBusy(threadId, () =>
         typedUnavailable(() =>
           this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {

@@ -37,9 +37,14 @@ export function continueAsNewDecision(
   return rules02 ? 'now' : 'after-handlers';
 }
 
-/** The next run's arguments: this run's, without the seed (used up), with the state it carries. */
+/** The next run's arguments: this run's, without the seed and first input (used up), with the state it carries. */
 export function nextRunArgs(args: ThreadWorkflowArgs, st: ThreadState): ThreadWorkflowArgs {
-  return { ...args, seed: undefined, carried: carryState(st, args.options?.dedupWindow ?? DEDUP_WINDOW) };
+  return {
+    ...args,
+    seed: undefined,
+    firstInput: undefined,
+    carried: carryState(st, args.options?.dedupWindow ?? DEDUP_WINDOW),
+  };
 }
 
 /** The input ids the next run remembers (its dedup window). */

@@ -108,6 +108,12 @@ export interface ThreadWorkflowArgs {
   metadata?: Record<string, unknown>;
   /** The tree's tenant, for budgets (issue 27 §1): set at the root's start, handed down to children. */
   tenant?: string;
+  /**
+   * The input a client started this thread with instead of signalling it (eager start, decision 72): the thread takes
+   * it as the `input` signal would, with the same checks, at the point where the first task takes a signal sent with
+   * the start. First run only.
+   */
+  firstInput?: unknown;
   /** Set by continue-as-new only. */
   carried?: CarriedState;
 }

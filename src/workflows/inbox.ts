@@ -23,6 +23,11 @@ export interface Inbox {
   drop(reason: DropReason, m?: InputMessage | { id?: unknown }, what?: string): void;
   /** Adds conversation lines to the `transcript` query. */
   note(items: readonly HistoryItem[], lines?: readonly string[]): void;
+  /**
+   * Takes a raw input exactly as the `input` signal does (its checks, its drops; `via` names it in a drop's record):
+   * the input a thread was started with (`ThreadWorkflowArgs.firstInput`, decision 72) comes in here.
+   */
+  take(raw: unknown, via: string): void;
 }
 
 export function installInbox(
@@ -64,35 +69,32 @@ export function installInbox(
    */
   const refusedAsRewind = (m: InputMessage): boolean => m.synthetic?.type === 'rewind' && !v08();
 
-  setHandler(
-    inputSignal,
-    (raw: unknown) => {
-      const v = validateInputMessage(raw);
-      const m = v.ok ? v.value : v.lenient;
-      if (m === undefined || m.threadId !== threadId) {
-        drop('malformed', asIdOnly(raw), `input signal: ${m === undefined ? errorOf(v) : namesThread(m)}`);
-        return;
-      }
-      // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
-      // Asked only here, after the checks above, as before: a patch asked at another point would record its marker
-      // at another point of the history.
-      const limit = v02() ? inputLimitViolation(raw) : undefined;
-      if (limit !== undefined) {
-        drop('malformed', asIdOnly(raw), `input signal: ${limit}`);
-        return;
-      }
-      if (refusedByCompleteChecks(v)) {
-        drop('malformed', asIdOnly(raw), `input signal: ${v.error}`);
-        return;
-      }
-      if (refusedAsRewind(m)) {
-        drop('malformed', asIdOnly(raw), 'input signal: a rewind, which release 0.7 does not take');
-        return;
-      }
-      enqueue(m);
-    },
-    { description: HANDLER_DOCS.input },
-  );
+  const take = (raw: unknown, via = 'input signal'): void => {
+    const v = validateInputMessage(raw);
+    const m = v.ok ? v.value : v.lenient;
+    if (m === undefined || m.threadId !== threadId) {
+      drop('malformed', asIdOnly(raw), `${via}: ${m === undefined ? errorOf(v) : namesThread(m)}`);
+      return;
+    }
+    // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
+    // Asked only here, after the checks above, as before: a patch asked at another point would record its marker
+    // at another point of the history.
+    const limit = v02() ? inputLimitViolation(raw) : undefined;
+    if (limit !== undefined) {
+      drop('malformed', asIdOnly(raw), `${via}: ${limit}`);
+      return;
+    }
+    if (refusedByCompleteChecks(v)) {
+      drop('malformed', asIdOnly(raw), `${via}: ${v.error}`);
+      return;
+    }
+    if (refusedAsRewind(m)) {
+      drop('malformed', asIdOnly(raw), `${via}: a rewind, which release 0.7 does not take`);
+      return;
+    }
+    enqueue(m);
+  };
+  setHandler(inputSignal, (raw: unknown) => take(raw), { description: HANDLER_DOCS.input });
   /**
    * 0.6 (issue 30): a signal by kind may leave out `threadId` (this thread) and `id` (a new one, from the workflow's
    * deterministic uuid4), so a hand-written `temporal workflow signal --name user_text --input '{"text": "hi"}'` works.
@@ -138,6 +140,7 @@ export function installInbox(
 
   return {
     drop,
+    take,
     note(items, lines = []) {
       transcript.push(...items.map((i) => itemLine(i, toolName)), ...lines);
       if (transcript.length > TRANSCRIPT_KEPT) transcript.splice(0, transcript.length - TRANSCRIPT_KEPT);

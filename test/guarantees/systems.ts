@@ -246,6 +246,8 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
       address: string;
       taskQueue: string;
       threadOptions?: ThreadOptions;
+      /** As the system's own client starts threads (startLocalSystem's: eagerly, on its worker's connection). */
+      eagerStart?: boolean;
     };
     if (cell.defaults === 'startLocalSystem') {
       const local = await startLocalSystem({
@@ -268,6 +270,7 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
         address: local.devServer.address,
         taskQueue: local.client.taskQueue,
         threadOptions: { titleSearchAttribute: true },
+        eagerStart: true,
       };
     } else {
       // The README's setup: a worker and a client, with no option beyond the documented ones.
@@ -312,6 +315,7 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
         store,
         signalNames: cell.signalNames,
         threadOptions: { ...base.threadOptions, ...threadOptions },
+        ...(base.eagerStart && { eagerStart: true }),
       });
     const view = () => ({
       client: base.client,
