@@ -6,7 +6,10 @@
  * ours' conversation store, a SQLite file or a `postgres://` URL; several such processes may share one task queue.
  */
 import { join } from 'node:path';
+import { Client } from '@temporalio/client';
 import { DefaultLogger, type InjectedSinks, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { AgentClient } from '../src/client/agent-client';
+import type { ThreadOptions } from '../src/workflows/contract';
 import { SimulatedModel } from '../src/model/simulated';
 import { openConversationStore } from '../src/store/open';
 import { PostgresConversationStore } from '../src/store/postgres';
@@ -39,8 +42,15 @@ async function main() {
   const maxCached = Number(env.MAX_CACHED ?? 100);
   const model = new SimulatedModel({ toolName: 'bench_tool', completionBytes: 1200, chunkBytes: 60 });
   const waiting = new Map<string, (result: string) => void>();
+  // `START_IN_WORKER`: the driver asks this process to start its agents, with a client on the worker's connection.
+  let startHere: ((id: string, text: string, msgId: string) => Promise<unknown>) | undefined;
   process.on('message', (m: DriverToWorker) => {
-    if (m.k === 'gc') {
+    if (m.k === 'send') {
+      startHere!(m.id, m.text, m.msgId).then(
+        () => send({ k: 'sent', id: m.id }),
+        (e: unknown) => send({ k: 'sent', id: m.id, error: e instanceof Error ? e.message : String(e) }),
+      );
+    } else if (m.k === 'gc') {
       (globalThis as { gc?: () => void }).gc?.();
       send({ k: 'gc-done' });
     } else if (m.k === 'result') {
@@ -88,6 +98,16 @@ async function main() {
       },
     });
     worker = agent;
+    if (env.START_IN_WORKER) {
+      const client = new AgentClient({
+        client: new Client({ connection }),
+        taskQueue: env.TASK_QUEUE!,
+        store,
+        eagerStart: true,
+        ...(env.THREAD_OPTIONS && { threadOptions: JSON.parse(env.THREAD_OPTIONS) as ThreadOptions }),
+      });
+      startHere = (id, text, msgId) => client.sendUserText(id, text, msgId);
+    }
   } else {
     const slots = Number(env.ACTIVITY_SLOTS ?? 200);
     const drain = async (threadId: string, transcriptBytes: number) => {
@@ -132,6 +152,17 @@ async function main() {
         bench: { parked: { fn: (_info, threadId) => send({ k: 'tool', id: threadId, call: `${threadId}-parked` }) } },
       } satisfies InjectedSinks<BenchSinks>,
     });
+  }
+  if (env.START_IN_WORKER && design === 'bare') {
+    // Plain bare agents (no part of ours' start), started eagerly: the floor eager start reaches on this server.
+    const client = new Client({ connection });
+    startHere = (id) =>
+      client.workflow.start('bareAgent', {
+        workflowId: id,
+        taskQueue: env.TASK_QUEUE!,
+        args: [id, {}],
+        requestEagerStart: true,
+      });
   }
   const running = worker.run();
   send({ k: 'ready' });

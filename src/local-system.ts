@@ -114,7 +114,10 @@ function definedOf<T extends object, K extends keyof T>(options: T, keys: readon
 /** What {@link startLocalSystem} started: a dev server, a store, a worker and a client; `shutdown()` stops them. */
 export interface LocalSystem {
   devServer: DevServer;
-  /** A client of the worker's task queue, with the store and the worker's live events (`thread.events()`). */
+  /**
+   * A client of the worker's task queue, with the store and the worker's live events (`thread.events()`). It shares the
+   * worker's connection and starts new threads eagerly (`AgentClientOptions.eagerStart`).
+   */
   client: AgentClient;
   worker: AgentWorker;
   store: ConversationStore;

@@ -68,6 +68,12 @@ export interface FleetOptions {
   itemCacheBytes?: number;
   /** `bare` only: which parts of ours' start it adds. @default none (it only parks) */
   bare?: BareStart;
+  /**
+   * Who starts an agent with its first text: the driver (a client in another process, as users are), or the worker
+   * process's own client on the worker's connection, asking for eager start (decision 72; `ours` and plain `bare`).
+   * @default 'driver'
+   */
+  startIn?: 'driver' | 'worker';
 }
 
 /**
@@ -110,6 +116,8 @@ export class Fleet {
   /** When the last turn of any agent ended (epoch ms, the worker's clock), 0 before the first. */
   lastEndAt = 0;
   errors: string[] = [];
+  /** Starts sent through a worker process, by agent id, until it says they were sent. */
+  private readonly sending = new Map<string, (error?: string) => void>();
 
   constructor(readonly opts: FleetOptions) {
     this.taskQueue = `bench-${opts.design}-${Date.now()}`;
@@ -147,12 +155,19 @@ export class Fleet {
       ...(this.opts.workflowSlots !== undefined && { WORKFLOW_SLOTS: String(this.opts.workflowSlots) }),
       ...(this.opts.cpuTarget !== undefined && { CPU_TARGET: String(this.opts.cpuTarget) }),
       ...(this.opts.itemCacheBytes !== undefined && { ITEM_CACHE_BYTES: String(this.opts.itemCacheBytes) }),
+      ...(this.opts.startIn === 'worker' && { START_IN_WORKER: '1' }),
+      ...(this.opts.threadOptions && { THREAD_OPTIONS: JSON.stringify(this.opts.threadOptions) }),
     });
   }
 
   /** A batch's message from any of the worker processes (`ready` and `gc-done` are theirs to handle). */
   private onMessage(m: WorkerToDriver): void {
     if (m.k === 'ready' || m.k === 'gc-done') return;
+    if (m.k === 'sent') {
+      this.sending.get(m.id)?.(m.error);
+      this.sending.delete(m.id);
+      return;
+    }
     const a = this.agents.get(m.id);
     if (!a) return;
     if (m.k === 'start') {
@@ -184,7 +199,13 @@ export class Fleet {
   private async sendUser(a: AgentState): Promise<void> {
     const text = `Turn ${a.turn}: is build ${a.turn + 1} green?`;
     try {
-      if (this.opts.design === 'ours') {
+      if (this.opts.startIn === 'worker' && a.turn === 0) {
+        const error = await new Promise<string | undefined>((resolve) => {
+          this.sending.set(a.id, resolve);
+          this.processes.sendFirst({ k: 'send', id: a.id, text, msgId: `${a.id}-u0` });
+        });
+        if (error !== undefined) throw new Error(error);
+      } else if (this.opts.design === 'ours') {
         await this.agentClient.sendUserText(a.id, text, {
           id: `${a.id}-u${a.turn}`,
           ...(a.priority && { priority: a.priority }),

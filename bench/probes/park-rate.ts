@@ -9,6 +9,8 @@
  * that parks on a signal: no activity, no marker, no search attribute, plain start) and `waterfall`: `bare`, then the
  * parts of ours' start added one at a time (signal-with-start, each search attribute, memo and static metadata,
  * priority, the first task's local slice, its status upsert, the patch marker), then `ours` and `ours-ask`.
+ * `ours-eager` and `bare-eager`: the same, started by a client in the worker's process on its connection with eager
+ * workflow start (decision 72), as `startLocalSystem`'s client starts threads; the driver only asks for each start.
  * `--rounds n` runs the whole list n times in order (the machine is shared: a ratio within one round is the figure,
  * its median over rounds the summary). `--out name` writes bench/results/<name>-<time>.{json,md}.
  */
@@ -31,6 +33,8 @@ interface Variant {
   design: Design;
   threadOptions?: ThreadOptions;
   bare?: BareStart;
+  /** Who starts the agents (the fleet's `startIn`). @default the driver */
+  startIn?: 'worker';
   /** What this row adds to the one before it (waterfall) or what it is. */
   note: string;
 }
@@ -42,6 +46,13 @@ const ours: Variant = {
   note: "the runtime, baseRelease '0.5'",
 };
 const oursAsk: Variant = { label: 'ours-ask', design: 'ours', note: 'the runtime asking patched() (no option)' };
+/** Started by a client on the worker's connection, eagerly (decision 72), as startLocalSystem's client does. */
+const oursEager: Variant = {
+  ...ours,
+  label: 'ours-eager',
+  startIn: 'worker',
+  note: 'ours, started eagerly in the worker',
+};
 
 /** The waterfall: each row adds one part of ours' start to the row before. */
 function waterfall(): Variant[] {
@@ -69,8 +80,15 @@ function variants(spec: string): Variant[] {
     if (name === 'ours') return [ours];
     if (name === 'ours-ask') return [oursAsk];
     if (name === 'bare') return [waterfall()[0]!];
+    if (name === 'ours-eager') return [oursEager];
+    if (name === 'bare-eager')
+      return [
+        { ...waterfall()[0]!, label: 'bare-eager', startIn: 'worker', note: 'bare, started eagerly in the worker' },
+      ];
     if (name === 'v01' || name === 'ceiling') return [{ label: name, design: name, note: 'empty-bodied baseline' }];
-    throw new Error(`park-rate measures ours, ours-ask, bare, waterfall, v01 or ceiling, not ${name}`);
+    throw new Error(
+      `park-rate measures ours, ours-ask, ours-eager, bare, bare-eager, waterfall, v01 or ceiling, not ${name}`,
+    );
   });
 }
 
@@ -114,6 +132,7 @@ async function measure(v: Variant, agents: number, work: string, bundlePath: str
     activitySlots: 50,
     ...(v.threadOptions && { threadOptions: v.threadOptions }),
     ...(v.bare && { bare: v.bare }),
+    ...(v.startIn && { startIn: v.startIn }),
   });
   try {
     await fleet.start();
