@@ -49,14 +49,22 @@ const recordStarts: WorkflowClientInterceptor = {
   },
 };
 
-function eagerClient(threadOptions?: ThreadOptions): AgentClient {
+function eagerClient(threadOptions?: ThreadOptions, signalNames?: 'by-kind'): AgentClient {
   return new AgentClient({
     client: new Client({ connection: sys.connection, interceptors: { workflow: [recordStarts] } }),
     taskQueue: sys.taskQueue,
     store: sys.store,
     eagerStart: true,
     ...(threadOptions && { threadOptions }),
+    ...(signalNames && { signalNames }),
   });
+}
+
+/** The arguments the thread's current run was started with, decoded. */
+async function startArgs(threadId: string): Promise<Record<string, unknown>> {
+  const { events } = await sys.temporal.workflow.getHandle(threadId).fetchHistory();
+  const started = events![0]!.workflowExecutionStartedEventAttributes!;
+  return sys.temporal.options.loadedDataConverter.payloadConverter.fromPayload(started.input!.payloads![0]!);
 }
 
 async function eventTypes(threadId: string): Promise<string[]> {
@@ -98,6 +106,22 @@ describe('eager start', () => {
     await checkReplay(client.thread(eager), 'eager-start');
   });
 
+  it("by kind, the start carries the text's readable payload first, as the user_text signal would", async () => {
+    const id = uid('by-kind');
+    await eagerClient(undefined, 'by-kind').sendUserText(id, 'Is build 42 green?\nPlease check.', 'k1');
+    expect(starts.get(id)).toEqual(['eager']);
+    const args = await startArgs(id);
+    expect(Object.keys(args).slice(0, 2)).toEqual(['firstInput', 'firstInputSignal']);
+    expect(args.firstInputSignal).toBe('user_text');
+    expect(JSON.stringify(args.firstInput)).toMatch(/^\{"text":"Is build 42 green\?\\nPlease check\."/);
+    const thread = sys.client.thread(id);
+    await thread.waitForIdle();
+    expect(render(await thread.history())).toEqual([
+      'user: Is build 42 green?\nPlease check.',
+      'assistant: You said: Is build 42 green?\nPlease check.',
+    ]);
+  });
+
   it('a resend of the first text from another client is a duplicate, dropped once', async () => {
     const id = uid('resend');
     await eagerClient().sendUserText(id, 'once', 'first');
@@ -132,13 +156,22 @@ describe('eager start', () => {
     expect((await thread.status()).dropped).toEqual({ malformed: 1 });
     const drops = await sys.temporal.workflow.getHandle(id).query(dropsQuery);
     expect(drops.recent[0]!.what).toMatch(/^start input: /);
+    const unnamed = uid('bad-signal');
+    await sys.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
+      workflowId: unnamed,
+      taskQueue: sys.taskQueue,
+      args: [{ threadId: unnamed, kind: 'root', firstInput: { text: 'hi' }, firstInputSignal: 'shout' }],
+    });
+    await sys.client.thread(unnamed).waitForIdle();
+    const refused = await sys.temporal.workflow.getHandle(unnamed).query(dropsQuery);
+    expect(refused.recent[0]!.what).toBe("start input: no signal is named 'shout'");
     await thread.sendUserText('still here?');
     await thread.waitForIdle();
     expect(render(await thread.history())).toEqual(['user: still here?', 'assistant: You said: still here?']);
   });
 
   it('a run continued as new does not take the first input again', async () => {
-    const client = eagerClient({ maxRunEvents: 20 });
+    const client = eagerClient({ maxRunEvents: 20 }, 'by-kind');
     const id = uid('can');
     await client.sendUserText(id, 'turn 0');
     for (let i = 1; i <= 4; i++) {
@@ -152,12 +185,9 @@ describe('eager start', () => {
     expect(status.dropped).toEqual({});
     const texts = render(await thread.history()).filter((l) => l.startsWith('user: '));
     expect(texts).toEqual(['user: turn 0', 'user: turn 1', 'user: turn 2', 'user: turn 3', 'user: turn 4']);
-    const { events } = await sys.temporal.workflow.getHandle(id).fetchHistory();
-    const started = events![0]!.workflowExecutionStartedEventAttributes!;
-    const args = await sys.temporal.options.loadedDataConverter.payloadConverter.fromPayload<{ firstInput?: unknown }>(
-      started.input!.payloads![0]!,
-    );
+    const args = await startArgs(id);
     expect(args.firstInput).toBeUndefined();
+    expect(args.firstInputSignal).toBeUndefined();
   });
 
   it("is why every worker must run 0.9 first: a 0.8 worker ignores the start's input", async () => {

@@ -12,13 +12,18 @@
  * `ours-eager` and `bare-eager`: the same, started by a client in the worker's process on its connection with eager
  * workflow start (decision 72), as `startLocalSystem`'s client starts threads; the driver only asks for each start.
  * `--rounds n` runs the whole list n times in order (the machine is shared: a ratio within one round is the figure,
- * its median over rounds the summary). `--out name` writes bench/results/<name>-<time>.{json,md}.
+ * its median over rounds the summary). `--out name` writes bench/results/<name>-<time>.{json,md}. `--cluster` runs
+ * each measurement on the local multi-shard cluster (`npm run cluster:install`) on new databases of one PostgreSQL
+ * instead of a dev server; the server column then counts the cluster's processes and PostgreSQL's.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { startLocalCluster } from '../../infra/cluster/cluster';
+import { type LocalPostgres, startLocalPostgres } from '../../infra/postgres';
 import { startDevServer } from '../../src/devserver/server';
+import { postmasterPid } from '../lib/postgres-proc';
 import { SqliteConversationStore } from '../../src/store/sqlite';
 import type { ThreadOptions } from '../../src/workflows/contract';
 import { type BareStart, type Design, Fleet } from '../lib/fleet';
@@ -118,11 +123,49 @@ function flag(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-async function measure(v: Variant, agents: number, work: string, bundlePath: string, round: number) {
+/** A fresh Temporal server for one measurement: its address, the CPU seconds it has spent so far, and its stop. */
+interface Server {
+  address: string;
+  cpu(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * The dev server on a new SQLite file, or (`--cluster`) the local multi-shard cluster on new databases of the run's
+ * PostgreSQL, whose CPU (the postmaster and its backends, exited ones included) counts as the server's.
+ */
+async function startServer(tag: string, work: string, postgres: LocalPostgres | undefined): Promise<Server> {
+  if (!postgres) {
+    const dev = await startDevServer({ ui: false, dbFilename: join(work, `${tag}-temporal.sqlite`) });
+    return { address: dev.address, cpu: () => treeCpu(dev.pid), stop: () => dev.stop() };
+  }
+  const cluster = await startLocalCluster({
+    postgres,
+    shards: 4,
+    processes: 'one',
+    database: `temporal_${tag.replace(/\W/g, '_')}`,
+    dir: join(work, `cluster-${tag}`),
+  });
+  const postmaster = postmasterPid(postgres.dataDir)!;
+  return {
+    address: cluster.address,
+    cpu: () => Object.values(cluster.pids).reduce((sum, pid) => sum + treeCpu(pid), 0) + treeCpu(postmaster, true),
+    stop: () => cluster.stop(),
+  };
+}
+
+async function measure(
+  v: Variant,
+  agents: number,
+  work: string,
+  bundlePath: string,
+  round: number,
+  postgres: LocalPostgres | undefined,
+) {
   const tag = `${v.label.replace(/\W/g, '')}-${round}`;
   const storeFile = join(work, `${tag}.sqlite`);
   await new SqliteConversationStore(storeFile).close(); // creates the store's file and schema
-  const server = await startDevServer({ ui: false, dbFilename: join(work, `${tag}-temporal.sqlite`) });
+  const server = await startServer(tag, work, postgres);
   const fleet = new Fleet({
     design: v.design,
     address: server.address,
@@ -142,7 +185,7 @@ async function measure(v: Variant, agents: number, work: string, bundlePath: str
       200,
     );
     // The driver's own CPU only: the server and the worker are its children.
-    const read = () => ({ server: treeCpu(server.pid), worker: treeCpu(fleet.pid!), driver: cpuSeconds(process.pid) });
+    const read = () => ({ server: server.cpu(), worker: treeCpu(fleet.pid!), driver: cpuSeconds(process.pid) });
     const cpu0 = read();
     const t0 = performance.now();
     const ids = Array.from({ length: agents }, (_, i) => `${tag}-park-${i}`);
@@ -186,13 +229,17 @@ async function main() {
   const out = flag('--out');
   const work = mkdtempSync(join(tmpdir(), 'infinity-park-rate-'));
   const bundlePath = await writeThreadBundle(work);
+  const postgres = process.argv.includes('--cluster')
+    ? await startLocalPostgres({ dataDir: join(work, 'postgres'), settings: { max_connections: 400 } })
+    : undefined;
   const loadBefore = loadavg();
   const results: Measured[] = [];
   for (let round = 1; round <= rounds; round++) {
     if (rounds > 1) console.log(`round ${round}/${rounds}`);
-    for (const v of list) results.push(await measure(v, agents, work, bundlePath, round));
+    for (const v of list) results.push(await measure(v, agents, work, bundlePath, round, postgres));
   }
   const loadAfter = loadavg();
+  await postgres?.stop();
 
   // Ratios to `bare` within each round, then the median over rounds; the other columns are medians too.
   const hasBare = list.some((v) => v.label === 'bare');

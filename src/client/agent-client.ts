@@ -208,15 +208,16 @@ export class AgentClient {
   }
 
   /**
-   * Starts a thread with `message` in its arguments, asking the server for eager start; false when the thread exists,
-   * running or closed (the caller then signals it, which tells the two apart).
+   * Starts a thread with an input in its arguments, as the payload of the signal `signal` would carry it, asking the
+   * server for eager start; false when the thread exists, running or closed (the caller then signals it, which tells
+   * the two apart). The input comes first in the arguments, so the UI's one-line view of the start shows its text.
    */
-  private async startWithInput(start: ReturnType<AgentClient['startOptions']>, message: InputMessage) {
+  private async startWithInput(start: ReturnType<AgentClient['startOptions']>, signal: string, payload: unknown) {
     try {
       await typedUnavailable(() =>
         this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
           ...start,
-          args: [{ ...start.args[0], firstInput: message }],
+          args: [{ firstInput: payload, ...(signal !== 'input' && { firstInputSignal: signal }), ...start.args[0] }],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           requestEagerStart: true,
         }),
@@ -473,7 +474,11 @@ export class AgentClient {
     const prepared = await prepareInput(userText(threadId, text, id), this.limits);
     const { signal, payload } = signalFor(prepared.message, { signalNames: this.options.signalNames ?? 'input' });
     try {
-      if (this.options.eagerStart && !this.known.has(threadId) && (await this.startWithInput(start, prepared.message)))
+      if (
+        this.options.eagerStart &&
+        !this.known.has(threadId) &&
+        (await this.startWithInput(start, signal.name, payload))
+      )
         return id;
       await sendWhileBusy(threadId, () =>
         typedUnavailable(() =>

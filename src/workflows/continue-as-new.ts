@@ -43,6 +43,7 @@ export function nextRunArgs(args: ThreadWorkflowArgs, st: ThreadState): ThreadWo
     ...args,
     seed: undefined,
     firstInput: undefined,
+    firstInputSignal: undefined,
     carried: carryState(st, args.options?.dedupWindow ?? DEDUP_WINDOW),
   };
 }

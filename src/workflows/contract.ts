@@ -109,11 +109,13 @@ export interface ThreadWorkflowArgs {
   /** The tree's tenant, for budgets (issue 27 §1): set at the root's start, handed down to children. */
   tenant?: string;
   /**
-   * The input a client started this thread with instead of signalling it (eager start, decision 72): the thread takes
-   * it as the `input` signal would, with the same checks, at the point where the first task takes a signal sent with
-   * the start. First run only.
+   * The input a client started this thread with instead of signalling it (eager start, decision 72), as the payload of
+   * the signal {@link ThreadWorkflowArgs.firstInputSignal} names: the thread takes it as that signal would, with the
+   * same checks, at the point where the first task takes a signal sent with the start. First run only.
    */
   firstInput?: unknown;
+  /** The signal `firstInput` stands for: `input`, or a kind's (`user_text`, ...). @default 'input' */
+  firstInputSignal?: string;
   /** Set by continue-as-new only. */
   carried?: CarriedState;
 }

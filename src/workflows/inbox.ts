@@ -6,7 +6,7 @@
  */
 import { metricMeter, setHandler, uuid4 } from '@temporalio/workflow';
 import { METRICS } from '../core/metric-names';
-import { KIND_SIGNAL_NAMES } from '../core/readable-input';
+import { KIND_SIGNAL_NAMES, type KindSignalName } from '../core/readable-input';
 import type { DropReason, DroppedInputs, HistoryItem, InputMessage } from '../core/types';
 import { inputLimitViolation, validateInputMessage, validateKindSignal, type Validation } from '../core/validate';
 import { dropsQuery, HANDLER_DOCS, inputSignal, kindSignals, transcriptQuery } from './definitions';
@@ -24,10 +24,11 @@ export interface Inbox {
   /** Adds conversation lines to the `transcript` query. */
   note(items: readonly HistoryItem[], lines?: readonly string[]): void;
   /**
-   * Takes a raw input exactly as the `input` signal does (its checks, its drops; `via` names it in a drop's record):
-   * the input a thread was started with (`ThreadWorkflowArgs.firstInput`, decision 72) comes in here.
+   * Takes a raw input exactly as the signal named `signal` does (`input` or a kind's: its checks, its drops; `via`
+   * names it in a drop's record): the input a thread was started with (`ThreadWorkflowArgs.firstInput`, decision 72)
+   * comes in here.
    */
-  take(raw: unknown, via: string): void;
+  take(raw: unknown, signal: string, via: string): void;
 }
 
 export function installInbox(
@@ -69,7 +70,7 @@ export function installInbox(
    */
   const refusedAsRewind = (m: InputMessage): boolean => m.synthetic?.type === 'rewind' && !v08();
 
-  const take = (raw: unknown, via = 'input signal'): void => {
+  const takeInput = (raw: unknown, via = 'input signal'): void => {
     const v = validateInputMessage(raw);
     const m = v.ok ? v.value : v.lenient;
     if (m === undefined || m.threadId !== threadId) {
@@ -94,7 +95,7 @@ export function installInbox(
     }
     enqueue(m);
   };
-  setHandler(inputSignal, (raw: unknown) => take(raw), { description: HANDLER_DOCS.input });
+  setHandler(inputSignal, (raw: unknown) => takeInput(raw), { description: HANDLER_DOCS.input });
   /**
    * 0.6 (issue 30): a signal by kind may leave out `threadId` (this thread) and `id` (a new one, from the workflow's
    * deterministic uuid4), so a hand-written `temporal workflow signal --name user_text --input '{"text": "hi"}'` works.
@@ -109,29 +110,26 @@ export function installInbox(
     if (!v06()) return raw;
     return { ...r, ...(r.threadId === undefined && { threadId }), ...(r.id === undefined && { id: uuid4() }) };
   };
+  const takeKind = (name: KindSignalName, given: unknown, via = `${name} signal`): void => {
+    const raw = withDefaults(given);
+    const v = validateKindSignal(name, raw);
+    const m = v.ok ? v.value : v.lenient;
+    if (m === undefined || m.threadId !== threadId) {
+      drop('malformed', asIdOnly(raw), `${via}: ${m === undefined ? errorOf(v) : namesThread(m)}`);
+      return;
+    }
+    if (refusedByCompleteChecks(v)) {
+      drop('malformed', asIdOnly(raw), `${via}: ${v.error}`);
+      return;
+    }
+    if (refusedAsRewind(m)) {
+      drop('malformed', asIdOnly(raw), `${via}: a rewind, which release 0.7 does not take`);
+      return;
+    }
+    enqueue(m);
+  };
   for (const name of KIND_SIGNAL_NAMES) {
-    setHandler(
-      kindSignals[name],
-      (given: unknown) => {
-        const raw = withDefaults(given);
-        const v = validateKindSignal(name, raw);
-        const m = v.ok ? v.value : v.lenient;
-        if (m === undefined || m.threadId !== threadId) {
-          drop('malformed', asIdOnly(raw), `${name} signal: ${m === undefined ? errorOf(v) : namesThread(m)}`);
-          return;
-        }
-        if (refusedByCompleteChecks(v)) {
-          drop('malformed', asIdOnly(raw), `${name} signal: ${v.error}`);
-          return;
-        }
-        if (refusedAsRewind(m)) {
-          drop('malformed', asIdOnly(raw), `${name} signal: a rewind, which release 0.7 does not take`);
-          return;
-        }
-        enqueue(m);
-      },
-      { description: HANDLER_DOCS[name] },
-    );
+    setHandler(kindSignals[name], (given: unknown) => takeKind(name, given), { description: HANDLER_DOCS[name] });
   }
   setHandler(dropsQuery, (): DroppedInputs => ({ counts: { ...st.dropped }, recent: [...st.recentDrops] }), {
     description: HANDLER_DOCS.drops,
@@ -140,7 +138,11 @@ export function installInbox(
 
   return {
     drop,
-    take,
+    take(raw, signal, via) {
+      if (signal === 'input') takeInput(raw, via);
+      else if ((KIND_SIGNAL_NAMES as readonly string[]).includes(signal)) takeKind(signal as KindSignalName, raw, via);
+      else drop('malformed', asIdOnly(raw), `${via}: no signal is named '${String(signal).slice(0, 40)}'`);
+    },
     note(items, lines = []) {
       transcript.push(...items.map((i) => itemLine(i, toolName)), ...lines);
       if (transcript.length > TRANSCRIPT_KEPT) transcript.splice(0, transcript.length - TRANSCRIPT_KEPT);

@@ -52,7 +52,8 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   for (const t of st.timers) startTimer(actx, t);
   publish();
   // Before the loop first waits: in the first task, as a signal sent with the start is. No command of its own.
-  if (!args.carried && args.firstInput !== undefined) inbox.take(args.firstInput, 'start input');
+  if (!args.carried && args.firstInput !== undefined)
+    inbox.take(args.firstInput, args.firstInputSignal ?? 'input', 'start input');
   for (;;) {
     loop.acting = false;
     await condition(loop.hasWork);

@@ -123,6 +123,9 @@ describe('Temporal UI', () => {
     await page.getByText('Collect the flaky tests of build 42').first().waitFor({ timeout: 30_000 });
     const timeline = await page.innerText('body');
     for (const name of ['user_text', 'tool_result', 'report']) expect(timeline).toContain(name);
+    // startLocalSystem's client starts a thread eagerly (decision 72): the first text is the start's input, shown
+    // first in the page's Input; the texts after it come by signal.
+    expect(timeline).toMatch(/"firstInput": \{\s+"text": "Is build 42 green\?\s+Please check\."/);
     expect(timeline).not.toMatch(/^input$/m);
     await page.getByRole('tab', { name: /Event History/ }).click();
     await page
@@ -141,7 +144,7 @@ describe('Temporal UI', () => {
     await page.getByText('Signal received').first().waitFor({ timeout: 30_000 });
     const compact = await page.innerText('body');
     // (The UI shows each payload's first 60 characters or so: the readable part.)
-    expect(compact).toContain('{"text":"Is build 42 green?\\nPlease check."');
+    expect(compact).toContain('{"text":"Find the flaky tests of build 42"');
     expect(compact).toContain('{"tool":"get_build_status","text":"Build 42: green');
     expect(compact).toContain('{"text":"Report from child thread: No flaky tests');
     await page.getByText('Event History', { exact: true }).filter({ visible: true }).first().scrollIntoViewIfNeeded();
