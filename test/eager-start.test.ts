@@ -122,6 +122,17 @@ describe('eager start', () => {
     ]);
   });
 
+  it('startThread starts eagerly too, and the text after it goes by signal', async () => {
+    const client = eagerClient();
+    const thread = await client.startThread({ threadId: uid('started'), title: 'eager' });
+    await client.startThread({ threadId: thread.threadId }); // idempotent: the running thread is returned
+    await thread.sendUserText('hello');
+    await thread.waitForIdle();
+    expect(starts.get(thread.threadId)).toEqual(['eager', 'queued']);
+    expect(render(await thread.history())).toEqual(['user: hello', 'assistant: You said: hello']);
+    expect((await eventTypes(thread.threadId)).filter((t) => t === 'workflow_execution_signaled')).toHaveLength(1);
+  });
+
   it('a resend of the first text from another client is a duplicate, dropped once', async () => {
     const id = uid('resend');
     await eagerClient().sendUserText(id, 'once', 'first');
