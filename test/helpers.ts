@@ -337,3 +337,29 @@ export function lostStoreSetup(prefix: string): LostStoreSetup {
     echoModel: () => new ScriptedModel((req) => ({ text: `ok: ${lastUser(req)}` })),
   };
 }
+
+/**
+ * Starts another worker on `sys`'s task queue, connection and store, with this build's bundle (as a restarted or
+ * replacement worker would be); resolves to it and its run. `stop()` shuts it down and waits for the run to end.
+ */
+export async function replacementWorker(
+  sys: Pick<TestSystem, 'connection' | 'taskQueue' | 'store'>,
+  model: ModelProvider,
+): Promise<{ worker: AgentWorker; stop(): Promise<void> }> {
+  const worker = await createAgentWorker({
+    connection: sys.connection,
+    taskQueue: sys.taskQueue,
+    store: sys.store,
+    model,
+    completionPolicy: FAST_POLICY,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+  });
+  const running = worker.run();
+  return {
+    worker,
+    async stop() {
+      await worker.shutdown();
+      await running;
+    },
+  };
+}

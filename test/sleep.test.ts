@@ -1,14 +1,13 @@
 /** The sleep tools on Temporal durable timers, including a worker restart in the middle of a sleep. */
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
-import { createAgentWorker } from '../src/worker/create-worker';
 import { treeScript } from './fixtures/tree-script';
 import {
   checkReplay,
   eventually,
-  FAST_POLICY,
   historyFile,
   render,
+  replacementWorker,
   startTestSystem,
   type TestSystem,
   uid,
@@ -75,15 +74,7 @@ it('does not lose the wake-up when the worker restarts during the sleep', async 
   await thread.waitForIdle({ settled: true });
   await own.worker!.shutdown();
   await new Promise((r) => setTimeout(r, 4000)); // the timer fires while no worker runs
-  const replacement = await createAgentWorker({
-    connection: own.connection,
-    taskQueue: own.taskQueue,
-    store: own.store,
-    model,
-    completionPolicy: FAST_POLICY,
-    workflowBundle: { codePath: inject('workflowBundlePath') },
-  });
-  const running = replacement.run();
+  const replacement = await replacementWorker(own, model);
   try {
     await eventually(
       async () => render(await thread.history()).includes('result #1: Slept for 3 seconds'),
@@ -93,8 +84,7 @@ it('does not lose the wake-up when the worker restarts during the sleep', async 
     await thread.waitForIdle({ settled: true });
     expect(render(await thread.history()).at(-1)).toBe('assistant: ok: Slept for 3 seconds');
   } finally {
-    await replacement.shutdown();
-    await running;
+    await replacement.stop();
     await own.connection.close();
     await own.store.close();
   }

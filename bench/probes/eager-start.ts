@@ -10,18 +10,14 @@ import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevServer } from '../../src/devserver/server';
 import type { BenchSinks } from '../baselines/workflows';
+import { flag, positionals } from '../lib/args';
 import { runMain } from '../lib/main';
 import { cpuSeconds, treeCpu } from '../lib/proc';
 import { median } from '../lib/stats';
 
-function flag(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
-
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
+  const positional = positionals();
   const agents = Number(positional[0] ?? 1000);
   const rounds = Number(flag('--rounds') ?? 3);
   const server = await startDevServer({ ui: false });

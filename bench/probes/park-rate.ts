@@ -28,6 +28,7 @@ import { SqliteConversationStore } from '../../src/store/sqlite';
 import type { ThreadOptions } from '../../src/workflows/contract';
 import { type BareStart, type Design, Fleet } from '../lib/fleet';
 import { eventTypeName as typeName } from '../lib/history';
+import { flag, positionals } from '../lib/args';
 import { runMain } from '../lib/main';
 import { cpuSeconds, treeCpu } from '../lib/proc';
 import { writeThreadBundle } from '../lib/bundle';
@@ -116,11 +117,6 @@ function mode(values: number[]): number {
   const counts = new Map<number, number>();
   for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
   return [...counts].sort((a, b) => b[1] - a[1])[0]![0];
-}
-
-function flag(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
 /** A fresh Temporal server for one measurement: its address, the CPU seconds it has spent so far, and its stop. */
@@ -222,7 +218,7 @@ async function measure(
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
+  const positional = positionals();
   const agents = Number(positional[0] ?? 2000);
   const list = variants(positional[1] ?? 'ours,bare');
   const rounds = Number(flag('--rounds') ?? 1);

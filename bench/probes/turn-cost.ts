@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { Fleet } from '../lib/fleet';
+import { flag, positionals } from '../lib/args';
 import { runMain } from '../lib/main';
 import { probeBase } from '../lib/probe-base';
 import Database from 'better-sqlite3';
@@ -89,14 +90,9 @@ interface Point {
   secondsToGrow: number;
 }
 
-function flag(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
-
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
+  const positional = positionals();
   const lengths = (positional[0] ?? '10,100,1000,3000').split(',').map(Number);
   const agents = Number(positional[1] ?? 4);
   const out = flag('--out') ?? 'turn-cost';

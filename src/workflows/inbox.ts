@@ -70,6 +70,19 @@ export function installInbox(
    */
   const refusedAsRewind = (m: InputMessage): boolean => m.synthetic?.type === 'rewind' && !v08();
 
+  /** The checks every signal's input ends with, in this order, then the queue. */
+  const admit = (v: Validation<InputMessage>, m: InputMessage, raw: unknown, via: string): void => {
+    if (refusedByCompleteChecks(v)) {
+      drop('malformed', asIdOnly(raw), `${via}: ${v.error}`);
+      return;
+    }
+    if (refusedAsRewind(m)) {
+      drop('malformed', asIdOnly(raw), `${via}: a rewind, which release 0.7 does not take`);
+      return;
+    }
+    enqueue(m);
+  };
+
   const takeInput = (raw: unknown, via = 'input signal'): void => {
     const v = validateInputMessage(raw);
     const m = v.ok ? v.value : v.lenient;
@@ -85,15 +98,7 @@ export function installInbox(
       drop('malformed', asIdOnly(raw), `${via}: ${limit}`);
       return;
     }
-    if (refusedByCompleteChecks(v)) {
-      drop('malformed', asIdOnly(raw), `${via}: ${v.error}`);
-      return;
-    }
-    if (refusedAsRewind(m)) {
-      drop('malformed', asIdOnly(raw), `${via}: a rewind, which release 0.7 does not take`);
-      return;
-    }
-    enqueue(m);
+    admit(v, m, raw, via);
   };
   setHandler(inputSignal, (raw: unknown) => takeInput(raw), { description: HANDLER_DOCS.input });
   /**
@@ -118,15 +123,7 @@ export function installInbox(
       drop('malformed', asIdOnly(raw), `${via}: ${m === undefined ? errorOf(v) : namesThread(m)}`);
       return;
     }
-    if (refusedByCompleteChecks(v)) {
-      drop('malformed', asIdOnly(raw), `${via}: ${v.error}`);
-      return;
-    }
-    if (refusedAsRewind(m)) {
-      drop('malformed', asIdOnly(raw), `${via}: a rewind, which release 0.7 does not take`);
-      return;
-    }
-    enqueue(m);
+    admit(v, m, raw, via);
   };
   for (const name of KIND_SIGNAL_NAMES) {
     setHandler(kindSignals[name], (given: unknown) => takeKind(name, given), { description: HANDLER_DOCS[name] });

@@ -7,10 +7,8 @@ import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, it, onTestFinished } from 'vitest';
 import { ScriptedModel } from '../../src/model/scripted';
-import { createAgentWorker } from '../../src/worker/create-worker';
 import { userText } from '../../src/tools/messages';
-import { eventually, FAST_POLICY, render, startTestSystem, type TestSystem, uid } from '../helpers';
-import { inject } from 'vitest';
+import { eventually, render, replacementWorker, startTestSystem, type TestSystem, uid } from '../helpers';
 
 const model = new ScriptedModel((req) => {
   const last = req.messages[req.messages.length - 1]!;
@@ -55,15 +53,7 @@ it('waits for idle and delivers through a run of failed workflow tasks', async (
   expect(settled).toEqual([]);
 
   await stopBad();
-  const good = await createAgentWorker({
-    connection: sys.connection,
-    taskQueue: sys.taskQueue,
-    store: sys.store,
-    model,
-    completionPolicy: FAST_POLICY,
-    workflowBundle: { codePath: inject('workflowBundlePath') },
-  });
-  const goodRun = good.run();
+  const good = await replacementWorker(sys, model);
   try {
     expect(await acked).toMatchObject({ delivered: true });
     await idle;
@@ -73,7 +63,6 @@ it('waits for idle and delivers through a run of failed workflow tasks', async (
     expect(lines.filter((l) => l === 'user: first')).toHaveLength(1);
     expect(lines.filter((l) => l === 'user: second')).toHaveLength(1);
   } finally {
-    await good.shutdown();
-    await goodRun;
+    await good.stop();
   }
 });

@@ -5,13 +5,12 @@
  * wait takes moments of wall time and the assertions read the server's clock. Needs Java 17+ and Maven (the soak tier's
  * prerequisites, installed by .ci/run); without them the suite fails, saying so.
  */
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { installTestServer } from '../../infra/test-server/install';
 import { startTimeSkippingServer, type TimeSkippingServer } from '../../infra/test-server/server';
 import { ScriptedModel } from '../../src/model/scripted';
-import { createAgentWorker } from '../../src/worker/create-worker';
 import { treeScript } from '../fixtures/tree-script';
-import { checkReplay, eventually, FAST_POLICY, render, startTestSystem, type TestSystem, uid } from '../helpers';
+import { checkReplay, eventually, render, replacementWorker, startTestSystem, type TestSystem, uid } from '../helpers';
 
 let server: TimeSkippingServer;
 let sys: TestSystem;
@@ -70,15 +69,7 @@ it('wakes a day-long sleep on a worker that replaced the one that dispatched it'
     await thread.waitForIdle({ settled: true });
     // The worker that ran the sleep's slice goes, with its cache; a new one knows the thread only from its history.
     await own.worker!.shutdown();
-    const replacement = await createAgentWorker({
-      connection: own.connection,
-      taskQueue: own.taskQueue,
-      store: own.store,
-      model,
-      completionPolicy: FAST_POLICY,
-      workflowBundle: { codePath: inject('workflowBundlePath') },
-    });
-    const running = replacement.run();
+    const replacement = await replacementWorker(own, model);
     try {
       const before = await server.now();
       await server.skipping(() =>
@@ -92,8 +83,7 @@ it('wakes a day-long sleep on a worker that replaced the one that dispatched it'
       expect((await server.now()) - before).toBeGreaterThanOrEqual(24 * HOUR - 60_000);
       await checkReplay(thread, 'time-skipping-day', server.address);
     } finally {
-      await replacement.shutdown();
-      await running;
+      await replacement.stop();
     }
   } finally {
     await own.shutdown().catch(() => {});
