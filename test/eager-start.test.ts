@@ -176,6 +176,17 @@ describe('eager start', () => {
     await sys.client.thread(unnamed).waitForIdle();
     const refused = await sys.temporal.workflow.getHandle(unnamed).query(dropsQuery);
     expect(refused.recent[0]!.what).toBe("start input: no signal is named 'shout'");
+    // A name that is no string, and would throw if turned into one, is refused the same way: no task fails.
+    const hostile = uid('hostile-signal');
+    await sys.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
+      workflowId: hostile,
+      taskQueue: sys.taskQueue,
+      args: [{ threadId: hostile, kind: 'root', firstInput: { text: 'hi' }, firstInputSignal: { toString: 1 } }],
+    });
+    await sys.client.thread(hostile).waitForIdle();
+    const odd = await sys.temporal.workflow.getHandle(hostile).query(dropsQuery);
+    expect(odd.recent[0]!.what).toBe('start input: no signal is named by a value of type object');
+    expect(await eventTypes(hostile)).not.toContain('workflow_task_failed');
     await thread.sendUserText('still here?');
     await thread.waitForIdle();
     expect(render(await thread.history())).toEqual(['user: still here?', 'assistant: You said: still here?']);

@@ -138,7 +138,8 @@ export function installInbox(
     take(raw, signal, via) {
       if (signal === 'input') takeInput(raw, via);
       else if ((KIND_SIGNAL_NAMES as readonly string[]).includes(signal)) takeKind(signal as KindSignalName, raw, via);
-      else drop('malformed', asIdOnly(raw), `${via}: no signal is named '${String(signal).slice(0, 40)}'`);
+      // Named only when it is a string: a hostile object (`{"toString": 1}`) would throw in `String()`.
+      else drop('malformed', asIdOnly(raw), `${via}: no signal is named ${nameOf(signal)}`);
     },
     note(items, lines = []) {
       transcript.push(...items.map((i) => itemLine(i, toolName)), ...lines);
@@ -147,6 +148,8 @@ export function installInbox(
   };
 }
 
+const nameOf = (x: unknown): string =>
+  typeof x === 'string' ? `'${x.slice(0, 40)}'` : `by a value of type ${typeof x}`;
 const errorOf = (v: Validation<InputMessage>): string => (v.ok ? '' : v.error);
 const namesThread = (m: InputMessage): string => `names thread '${m.threadId}'`;
 
