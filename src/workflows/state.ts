@@ -23,6 +23,7 @@ import {
   type SleepTimer,
   type ThreadWorkflowArgs,
 } from './contract';
+import { inputs, items, list, pairs, record, text, timers } from './tolerant';
 
 /**
  * The thread's arguments as given, or what a thread started by hand needs: a start with no input or `{}` (a raw
@@ -30,10 +31,20 @@ import {
  */
 export function threadArgs(given: unknown, workflowId: string): ThreadWorkflowArgs {
   const raw = (given !== null && typeof given === 'object' ? given : {}) as Partial<ThreadWorkflowArgs>;
+  const tenant = text(raw.tenant);
+  const userId = text(raw.userId);
+  const seed = record(raw.seed);
+  const carried = record(raw.carried);
   return {
     ...raw,
     threadId: typeof raw.threadId === 'string' && raw.threadId !== '' ? raw.threadId : workflowId,
     kind: raw.kind ?? 'root',
+    // A value a hand-made start got wrong is left out (./tolerant.ts); what a client sends stays as sent.
+    tenant,
+    userId,
+    metadata: record(raw.metadata),
+    seed,
+    carried,
   };
 }
 
@@ -87,23 +98,23 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     prep: {
       closed: c?.closed ?? false,
       pendingCall: c?.pendingCall ?? seed?.pendingCall ?? null,
-      processedInputIds: new Set(c?.processedInputIds),
-      processedToolCalls: new Set(c?.processedToolCalls),
-      subscriptions: new Map(c?.subscriptions),
-      eventTargets: new Map(c?.eventTargets ?? seed?.eventTargets),
-      deferred: c?.deferred ?? [],
+      processedInputIds: new Set(list(c?.processedInputIds)),
+      processedToolCalls: new Set(list(c?.processedToolCalls)),
+      subscriptions: new Map(pairs(c?.subscriptions)),
+      eventTargets: new Map(pairs(c?.eventTargets ?? seed?.eventTargets)),
+      deferred: inputs(c?.deferred),
       metadata: c ? c.metadata : args.metadata,
       // Read totally: a hand-made start's junk here means no rewound calls, not a wedged thread.
       rewound: new Set(Array.isArray(c?.rewound) ? c.rewound.filter((x) => typeof x === 'string') : []),
     },
     length: c?.length ?? 0,
     slices: c?.slices ?? 0,
-    inbox: c?.inbox ?? seed?.inbox ?? [],
-    prefix: c?.prefix ?? seed?.prefix ?? [],
-    carry: c?.carry ?? [],
+    inbox: inputs(c?.inbox ?? seed?.inbox),
+    prefix: items(c?.prefix ?? seed?.prefix),
+    carry: items(c?.carry),
     blocked: c?.blocked ?? false,
-    children: new Map(c?.children),
-    timers: c?.timers ?? [],
+    children: new Map(pairs(c?.children)),
+    timers: timers(c?.timers),
     dropped: c?.dropped ?? {},
     lastUsage: c?.lastUsage,
     usage: c?.usage,
