@@ -29,6 +29,9 @@ const HOSTILE: [string, unknown][] = [
   ['carried timers of no time', { carried: { timers: [{ callId: 1, wakeAtMs: 'x', text: 2 }] } }],
   ['carried inputs without content', { carried: { inbox: [1, { id: 'x' }], deferred: 'y' } }],
   ['a first input that cannot be a string', { firstInput: { toString: 1 } }],
+  ['carried counts that are no numbers', { carried: { length: 'x', slices: 'y', runs: 'z' } }],
+  ['a negative carried length', { carried: { length: -3, slices: -1 } }],
+  ['a carried pending call of the wrong shape', { carried: { pendingCall: { id: 5 }, closed: 'yes' } }],
 ];
 
 it.each(HOSTILE)('a start with %s: no task fails and the thread answers', async (_name, args) => {

@@ -23,7 +23,7 @@ import {
   type SleepTimer,
   type ThreadWorkflowArgs,
 } from './contract';
-import { inputs, items, list, pairs, record, text, timers } from './tolerant';
+import { bindable, call, count, flag, inputs, items, list, pairs, record, timers } from './tolerant';
 
 /**
  * The thread's arguments as given, or what a thread started by hand needs: a start with no input or `{}` (a raw
@@ -31,20 +31,14 @@ import { inputs, items, list, pairs, record, text, timers } from './tolerant';
  */
 export function threadArgs(given: unknown, workflowId: string): ThreadWorkflowArgs {
   const raw = (given !== null && typeof given === 'object' ? given : {}) as Partial<ThreadWorkflowArgs>;
-  const tenant = text(raw.tenant);
-  const userId = text(raw.userId);
-  const seed = record(raw.seed);
-  const carried = record(raw.carried);
   return {
     ...raw,
     threadId: typeof raw.threadId === 'string' && raw.threadId !== '' ? raw.threadId : workflowId,
     kind: raw.kind ?? 'root',
-    // A value a hand-made start got wrong is left out (./tolerant.ts); what a client sends stays as sent.
-    tenant,
-    userId,
-    metadata: record(raw.metadata),
-    seed,
-    carried,
+    // Bound into the store's budget queries by every slice: a value no query takes is left out (./tolerant.ts).
+    tenant: bindable(raw.tenant),
+    // Carried state that is no object would be read field by field all the same (a string's `length` as the thread's).
+    carried: record(raw.carried),
   };
 }
 
@@ -96,8 +90,8 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
   const seed = c ? undefined : args.seed;
   return {
     prep: {
-      closed: c?.closed ?? false,
-      pendingCall: c?.pendingCall ?? seed?.pendingCall ?? null,
+      closed: flag(c?.closed),
+      pendingCall: call(c?.pendingCall ?? seed?.pendingCall),
       processedInputIds: new Set(list(c?.processedInputIds)),
       processedToolCalls: new Set(list(c?.processedToolCalls)),
       subscriptions: new Map(pairs(c?.subscriptions)),
@@ -107,8 +101,8 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
       // Read totally: a hand-made start's junk here means no rewound calls, not a wedged thread.
       rewound: new Set(Array.isArray(c?.rewound) ? c.rewound.filter((x) => typeof x === 'string') : []),
     },
-    length: c?.length ?? 0,
-    slices: c?.slices ?? 0,
+    length: count(c?.length),
+    slices: count(c?.slices),
     inbox: inputs(c?.inbox ?? seed?.inbox),
     prefix: items(c?.prefix ?? seed?.prefix),
     carry: items(c?.carry),
@@ -122,7 +116,7 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     prompts: c?.prompts ?? [],
     lastText: c?.lastText,
     lastError: c?.lastError,
-    runs: (c?.runs ?? 0) + 1,
+    runs: count(c?.runs) + 1,
     failed: c?.failed ?? false,
     setAside: c?.setAside ?? [],
     recentDrops: c?.recentDrops ?? [],

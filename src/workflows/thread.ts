@@ -51,9 +51,9 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
 
   for (const t of st.timers) startTimer(actx, t);
   publish();
-  // Before the loop first waits: in the first task, as a signal sent with the start is. No command of its own.
-  if (!args.carried && args.firstInput !== undefined)
-    inbox.take(args.firstInput, args.firstInputSignal ?? 'input', 'start input');
+  // Before the loop first waits: in the first task, as a signal sent with the start is. No command of its own. A run
+  // continued as new has neither field (nextRunArgs).
+  if (args.firstInput !== undefined) inbox.take(args.firstInput, args.firstInputSignal ?? 'input', 'start input');
   for (;;) {
     loop.acting = false;
     await condition(loop.hasWork);

@@ -4,7 +4,7 @@
  * exactly as before (and replays: no command changes); in place of a value the run could not have used, it returns
  * the empty one, where before the run threw at that value and failed every workflow task.
  */
-import type { InputMessage, StoredItem } from '../core/types';
+import type { InputMessage, PendingCall, StoredItem } from '../core/types';
 import type { SleepTimer } from './contract';
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -34,12 +34,30 @@ export function timers(x: SleepTimer[] | undefined): SleepTimer[] {
   return Array.isArray(x) ? x.filter((t) => isObject(t) && Number.isFinite(t.wakeAtMs)) : [];
 }
 
-/** A string, else absent (a tenant or user id goes into the store's queries as a bound parameter). */
-export function text(x: unknown): string | undefined {
-  return typeof x === 'string' ? x : undefined;
+/**
+ * A value the store's queries can bind (a string, or a finite number, which older runs may have been given by a
+ * JavaScript caller), else absent: an object is taken for named parameters and fails every slice.
+ */
+export function bindable<T>(x: T | undefined): T | undefined {
+  return typeof x === 'string' || (typeof x === 'number' && Number.isFinite(x)) ? x : undefined;
 }
 
 /** A plain object, else absent. */
 export function record<T extends object>(x: T | undefined): T | undefined {
   return isObject(x) ? x : undefined;
+}
+
+/** A count (a length, slices, runs): a non-negative integer, else 0 (a thread's length is where its next commit goes). */
+export function count(x: number | undefined): number {
+  return Number.isSafeInteger(x) && x! >= 0 ? x! : 0;
+}
+
+/** `true` only when it is `true` (a `closed: "yes"` closed the thread for anything truthy). */
+export function flag(x: boolean | undefined): boolean {
+  return x === true;
+}
+
+/** A pending call with a string id and tool name, else none. */
+export function call(x: PendingCall | null | undefined): PendingCall | null {
+  return isObject(x) && typeof x.id === 'string' && typeof x.name === 'string' ? x : null;
 }
