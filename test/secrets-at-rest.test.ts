@@ -7,9 +7,11 @@
  * WITHOUT the codec, as bytes: the secret is nowhere in them.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { AgentClient } from '../src/client/agent-client';
 import { EncryptionCodec } from '../src/codec/encryption-codec';
 import { ScriptedModel } from '../src/model/scripted';
 import type { ThreadWorkflowArgs } from '../src/workflows/contract';
@@ -102,5 +104,28 @@ it('keeps the text of titled threads, their children and first user texts out of
     for (const { what, bytes } of records) {
       expect(bytes.toString('latin1').includes(SECRET), `${what} of ${id} holds the secret in plaintext`).toBe(false);
     }
+  }
+});
+
+it("keeps an eagerly started thread's first text, carried in the start's input, out of plaintext", async () => {
+  // As startLocalSystem's client with a codec: on the worker's connection, eager start on (decision 72).
+  const eager = new AgentClient({
+    client: new Client({ connection: sys.connection, dataConverter: { payloadCodecs: [codec] } }),
+    taskQueue: sys.taskQueue,
+    store: sys.store,
+    eagerStart: true,
+    signalNames: 'by-kind',
+    threadOptions: { titleSearchAttribute: true },
+  });
+  const id = uid('eager-secret');
+  await eager.sendUserText(id, `the password is ${SECRET}`);
+  await eager.thread(id).waitForIdle();
+  const history = await sys.temporal.workflow.getHandle(id).fetchHistory();
+  // The text came in the start, not by a signal, and the thread took it.
+  expect(history.events?.some((e) => e.workflowExecutionSignaledEventAttributes)).toBe(false);
+  expect((await eager.thread(id).history()).filter((i) => i.kind === 'user')).toHaveLength(1);
+  expect(await titleAttribute(id)).toBeUndefined();
+  for (const { what, bytes } of await rawRecords(id)) {
+    expect(bytes.toString('latin1').includes(SECRET), `${what} of ${id} holds the secret in plaintext`).toBe(false);
   }
 });
