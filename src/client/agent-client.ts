@@ -83,7 +83,8 @@ export interface AgentClientOptions {
    * Start new threads eagerly (decision 72): the first user text goes in the start request instead of a signal with
    * it, and the server hands the thread's first workflow task straight back to a worker in this process, skipping the
    * task queue (its priority and fairness included). Needs a Temporal client on the same `NativeConnection` as a
-   * worker of {@link AgentClientOptions.taskQueue}; `startLocalSystem` and `infinity-temporal dev` turn it on. When no
+   * worker of {@link AgentClientOptions.taskQueue}; `startLocalSystem`'s client has it on (`infinity-temporal send`
+   * runs in a process of its own, so it starts by signal). When no
    * workflow slot is free there, the server queues the task as usual. A text to a thread this client has not seen
    * costs one start request first; to one that exists, that request fails and the text is signalled as without the
    * option. Every worker of the task queue must run release 0.9 or later: older code ignores the start's input.
