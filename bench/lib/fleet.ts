@@ -123,6 +123,8 @@ export class Fleet {
     this.taskQueue = `bench-${opts.design}-${Date.now()}`;
     if ((opts.workers ?? 1) !== 1 && opts.design !== 'ours')
       throw new Error(`only ours runs several worker processes, not ${opts.design}`);
+    if (opts.startIn === 'worker' && opts.design !== 'ours' && opts.design !== 'bare')
+      throw new Error(`only ours and bare start their agents in the worker process, not ${opts.design}`);
     this.processes = new WorkerProcesses(opts.design, (m) => this.onMessage(m));
   }
 
