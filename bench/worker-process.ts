@@ -16,7 +16,7 @@ import { PostgresConversationStore } from '../src/store/postgres';
 import { defineTool } from '../src/tools/tool';
 import { createAgentWorker } from '../src/worker/create-worker';
 import type { BaselineActivities, BenchSinks } from './baselines/workflows';
-import type { Design } from './lib/fleet';
+import { type BareStart, type Design, startBareAgent } from './lib/fleet';
 import { runMain } from './lib/main';
 import type { DriverToWorker, WorkerToDriver } from './lib/worker-messages';
 
@@ -154,15 +154,10 @@ async function main() {
     });
   }
   if (env.START_IN_WORKER && design === 'bare') {
-    // Plain bare agents (no part of ours' start), started eagerly: the floor eager start reaches on this server.
+    // Bare agents with the parts of ours' start the variant turns on (none: the floor eager start reaches), eagerly.
     const client = new Client({ connection });
-    startHere = (id) =>
-      client.workflow.start('bareAgent', {
-        workflowId: id,
-        taskQueue: env.TASK_QUEUE!,
-        args: [id, {}],
-        requestEagerStart: true,
-      });
+    const bare = env.BARE_START ? (JSON.parse(env.BARE_START) as BareStart) : {};
+    startHere = (id, text) => startBareAgent(client, env.TASK_QUEUE!, bare, id, text, true);
   }
   const running = worker.run();
   send({ k: 'ready' });

@@ -159,6 +159,7 @@ export class Fleet {
       ...(this.opts.itemCacheBytes !== undefined && { ITEM_CACHE_BYTES: String(this.opts.itemCacheBytes) }),
       ...(this.opts.startIn === 'worker' && { START_IN_WORKER: '1' }),
       ...(this.opts.threadOptions && { THREAD_OPTIONS: JSON.stringify(this.opts.threadOptions) }),
+      ...(this.opts.bare && { BARE_START: JSON.stringify(this.opts.bare) }),
     });
   }
 
@@ -237,26 +238,7 @@ export class Fleet {
 
   /** Starts a `bare` agent with the parts of ours' start its {@link BareStart} turns on. */
   private async startBare(a: AgentState, text: string): Promise<void> {
-    const b = this.opts.bare ?? {};
-    const title = text.slice(0, 80);
-    const options = {
-      workflowId: a.id,
-      taskQueue: this.taskQueue,
-      args: [a.id, b.steps ?? {}] as [string, BareSteps],
-      typedSearchAttributes: [
-        ...(b.kind ? [{ key: searchAttributes.ThreadKind, value: 'root' }] : []),
-        ...(b.status ? [{ key: searchAttributes.AgentStatus, value: 'idle' }] : []),
-      ],
-      ...(b.metadata && {
-        memo: { title },
-        staticSummary: title,
-        staticDetails: `root thread \`${a.id}\`: its whole conversation with \`infinity-temporal history ${a.id} --full\``,
-      }),
-      ...(b.priority && { priority: rootPriority(a.id) }),
-    };
-    if (b.signalWithStart)
-      await this.client.workflow.signalWithStart('bareAgent', { ...options, signal: userSignal, signalArgs: [text] });
-    else await this.client.workflow.start('bareAgent', options);
+    await startBareAgent(this.client, this.taskQueue, this.opts.bare ?? {}, a.id, text);
   }
 
   /** Delivers the tool result, as the external system would. */
@@ -460,4 +442,39 @@ export async function pool<T>(items: readonly T[], n: number, fn: (item: T) => P
       while (i < items.length) await fn(items[i++]!);
     }),
   );
+}
+
+/**
+ * Starts a `bare` agent with the parts of ours' start that `b` turns on; `eager` asks for eager start (a client on a
+ * worker's connection), which a signal-with-start cannot: the text then travels in no signal, as ours' eager start
+ * carries it in its input.
+ */
+export async function startBareAgent(
+  client: Client,
+  taskQueue: string,
+  b: BareStart,
+  id: string,
+  text: string,
+  eager = false,
+): Promise<void> {
+  const title = text.slice(0, 80);
+  const options = {
+    workflowId: id,
+    taskQueue,
+    args: [id, b.steps ?? {}] as [string, BareSteps],
+    typedSearchAttributes: [
+      ...(b.kind ? [{ key: searchAttributes.ThreadKind, value: 'root' }] : []),
+      ...(b.status ? [{ key: searchAttributes.AgentStatus, value: 'idle' }] : []),
+    ],
+    ...(b.metadata && {
+      memo: { title },
+      staticSummary: title,
+      staticDetails: `root thread \`${id}\`: its whole conversation with \`infinity-temporal history ${id} --full\``,
+    }),
+    ...(b.priority && { priority: rootPriority(id) }),
+  };
+  if (eager) await client.workflow.start('bareAgent', { ...options, requestEagerStart: true });
+  else if (b.signalWithStart)
+    await client.workflow.signalWithStart('bareAgent', { ...options, signal: userSignal, signalArgs: [text] });
+  else await client.workflow.start('bareAgent', options);
 }

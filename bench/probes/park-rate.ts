@@ -9,8 +9,10 @@
  * that parks on a signal: no activity, no marker, no search attribute, plain start) and `waterfall`: `bare`, then the
  * parts of ours' start added one at a time (signal-with-start, each search attribute, memo and static metadata,
  * priority, the first task's local slice, its status upsert, the patch marker), then `ours` and `ours-ask`.
- * `ours-eager` and `bare-eager`: the same, started by a client in the worker's process on its connection with eager
- * workflow start (decision 72), as `startLocalSystem`'s client starts threads; the driver only asks for each start.
+ * `ours-eager`, and any waterfall row but `+sws` with `-eager` (`bare-eager`, `+status-upsert-eager`): the same,
+ * started by a client in the worker's process on its connection with eager workflow start (decision 72), as
+ * `startLocalSystem`'s client starts threads; the driver only asks for each start. `waterfall-eager`: every such row,
+ * then `ours-eager`.
  * `--rounds n` runs the whole list n times in order (the machine is shared: a ratio within one round is the figure,
  * its median over rounds the summary). `--out name` writes bench/results/<name>-<time>.{json,md}. `--cluster` runs
  * each measurement on the local multi-shard cluster (`npm run cluster:install`) on new databases of one PostgreSQL
@@ -83,19 +85,32 @@ function waterfall(): Variant[] {
 function variants(spec: string): Variant[] {
   return spec.split(',').flatMap((name): Variant[] => {
     if (name === 'waterfall') return [...waterfall(), ours, oursAsk];
+    if (name === 'waterfall-eager')
+      return [...waterfall().filter((v) => v.label !== '+sws'), ours].map((v) => eagerly(v, v.label));
     if (name === 'ours') return [ours];
     if (name === 'ours-ask') return [oursAsk];
-    if (name === 'bare') return [waterfall()[0]!];
     if (name === 'ours-eager') return [oursEager];
-    if (name === 'bare-eager')
-      return [
-        { ...waterfall()[0]!, label: 'bare-eager', startIn: 'worker', note: 'bare, started eagerly in the worker' },
-      ];
     if (name === 'v01' || name === 'ceiling') return [{ label: name, design: name, note: 'empty-bodied baseline' }];
+    // A waterfall row by its label, and (`-eager`) started eagerly in the worker: `bare`, `+slice-eager`.
+    const row = waterfall().find((v) => v.label === name.replace(/-eager$/, ''));
+    if (row && name.endsWith('-eager') && row.label !== '+sws') return [eagerly(row, name)];
+    if (row && !name.endsWith('-eager')) return [row];
     throw new Error(
-      `park-rate measures ours, ours-ask, ours-eager, bare, bare-eager, waterfall, v01 or ceiling, not ${name}`,
+      `park-rate measures ours, ours-ask, ours-eager, waterfall, waterfall-eager, v01, ceiling or a waterfall row ` +
+        `(bare, +kind, …, +patch; -eager for any but +sws), not ${name}`,
     );
   });
+}
+
+/** `v` started by a client in the worker's process with eager start: the text travels in no signal. */
+function eagerly(v: Variant, label: string): Variant {
+  if (v.design === 'ours') return { ...oursEager, label: label === 'ours' ? 'ours-eager' : label };
+  return {
+    ...v,
+    label: label.endsWith('-eager') ? label : `${label}-eager`,
+    startIn: 'worker',
+    note: `${v.note}, eagerly`,
+  };
 }
 
 interface Measured {
