@@ -15,6 +15,7 @@ import { openConversationStore } from '../src/store/open';
 import { PostgresConversationStore } from '../src/store/postgres';
 import { defineTool } from '../src/tools/tool';
 import { createAgentWorker } from '../src/worker/create-worker';
+import { maxWorkflowSlotsFor } from '../src/worker/workflow-slots';
 import type { BaselineActivities, BenchSinks } from './baselines/workflows';
 import { type BareStart, type Design, startBareAgent } from './lib/fleet';
 import { runMain } from './lib/main';
@@ -88,8 +89,12 @@ async function main() {
       workflowBundle: env.BUNDLE_PATH ? { codePath: env.BUNDLE_PATH } : undefined,
       workerOptions: {
         maxConcurrentActivityTaskExecutions: 200,
-        // 100 like the baselines' workers, for the waves' comparison; the priorities phase runs the runtime's default.
-        maxConcurrentWorkflowTaskExecutions: Math.min(Number(env.WORKFLOW_SLOTS ?? 100), maxCached),
+        // 100 like the baselines' workers, for the waves' comparison, but at most half the cache, as the runtime
+        // requires (decision 74); the priorities phase runs the runtime's default.
+        maxConcurrentWorkflowTaskExecutions: Math.min(
+          Number(env.WORKFLOW_SLOTS ?? 100),
+          maxWorkflowSlotsFor(maxCached),
+        ),
       },
       ...(env.CPU_TARGET && { resourceTargets: { cpu: Number(env.CPU_TARGET) } }),
       onEvent(e) {

@@ -35,13 +35,9 @@ import { tracingFor } from '../tracing/install';
 import { mergeWorkerInterceptors, tracingClientInterceptors, tracingWorkerOptions } from '../tracing/interceptors';
 import { type ResourceTargets, withResourceTargets } from './resource-targets';
 import { SLICE_QUEUE_MARK } from './logger';
+import { checkWorkflowSlots, DEFAULT_WORKFLOW_TASK_SLOTS, defaultWorkflowSlots } from './workflow-slots';
 
-/**
- * Workflow tasks a worker runs at once unless told otherwise. Measured with the benchmark's priorities phase
- * (decision 60): at 100 a user's turn under a flood waited p50 881 ms, at 16 297 ms, at 4 173 ms, while throughput
- * without a flood stayed within noise at 16 and fell by a fifth to a half at 4.
- */
-export const DEFAULT_WORKFLOW_TASK_SLOTS = 16;
+export { DEFAULT_WORKFLOW_TASK_SLOTS };
 
 /** Options of {@link createAgentWorker}. Only `connection`, `taskQueue`, `store` and `model` are required. */
 export interface AgentWorkerOptions {
@@ -90,7 +86,7 @@ export interface AgentWorkerOptions {
   /**
    * Workflows kept in the worker's cache. Idle threads beyond this are evicted and replayed from Temporal's history
    * when they wake; nothing idle needs to stay in memory. Size it to the threads whose tools answer within seconds
-   * (decision 42).
+   * (decision 42), and to at least twice the workflow task slots (decision 74).
    * @default 100
    */
   maxCachedWorkflows?: number;
@@ -123,9 +119,11 @@ export interface AgentWorkerOptions {
   deployment?: WorkerDeployment;
   /**
    * Any other Temporal worker option. `maxConcurrentWorkflowTaskExecutions` defaults to
-   * {@link DEFAULT_WORKFLOW_TASK_SLOTS} (Temporal's is 40) unless a `tuner` is given: a slice runs inside its
-   * workflow task, and tasks a worker holds are served first come, first served, so fewer slots leave the backlog in
-   * Temporal's queue, where task priority orders it (decision 60).
+   * {@link DEFAULT_WORKFLOW_TASK_SLOTS} (Temporal's is 40), and at most half of `maxCachedWorkflows`, unless a `tuner`
+   * is given: a slice runs inside its workflow task, and tasks a worker holds are served first come, first served, so
+   * fewer slots leave the backlog in Temporal's queue, where task priority orders it (decision 60). More workflow task
+   * slots than half the cache (given here or as a tuner's maximum) are refused with a `TypeError`: under a burst of
+   * more active threads than the cache holds, Temporal would evict threads while their slice runs (decision 74).
    * @default none
    */
   workerOptions?: Partial<WorkerOptions>;
@@ -292,9 +290,10 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     compactionThreshold: options.compactionThreshold,
     ...(options.toolLifecycle && { lifecycle: options.toolLifecycle }),
   });
-  const cached = options.maxCachedWorkflows ?? 100;
-  // At least two: with a cache the worker polls its sticky queue and the shared one, each holding a slot.
-  const slots = cached > 0 ? Math.max(2, Math.min(DEFAULT_WORKFLOW_TASK_SLOTS, cached)) : DEFAULT_WORKFLOW_TASK_SLOTS;
+  const cached = options.workerOptions?.maxCachedWorkflows ?? options.maxCachedWorkflows ?? 100;
+  // At most half the cache busy, or Temporal evicts threads whose slice runs (decision 74).
+  checkWorkflowSlots(options.workerOptions ?? {}, cached);
+  const slots = defaultWorkflowSlots(cached);
   let worker: Worker;
   let adopter: Worker;
   try {
