@@ -139,6 +139,8 @@ function density(r: Results): string[] {
   }
   lines.push(
     `Woken sample: ${d.wake.exact}/${d.wake.sample} resumed with their exact history (result→completion p50 ${f(d.wake.latencyMs.p50)} ms, p99 ${f(d.wake.latencyMs.p99)} ms).`,
+    // Older result files have no count.
+    `Tool calls dispatched more than once: ${d.dispatchedAgain ?? 'not counted'}.`,
   );
   return lines;
 }

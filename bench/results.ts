@@ -82,6 +82,8 @@ export interface DensityResult extends DensitySeries {
   /** Agents parked on the tool call of a later turn, in the same worker after the one-turn points. */
   long?: DensitySeries & { historyTurns: number; parkSeconds: number; agentsParkedPerSecond: number };
   wake: { sample: number; exact: number; failures: string[]; seconds: number; latencyMs: { p50: number; p99: number } };
+  /** Tool calls dispatched more than once over the whole phase (parking and waking; decision 74). */
+  dispatchedAgain: number;
 }
 
 export interface Ratios {

@@ -96,6 +96,8 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
   const density = r.density!;
   expect(density.points.map((p) => p.agents)).toEqual([0, 10, 20]);
   expect(density.wake).toMatchObject({ sample: 5, exact: 5 });
+  // Fewer agents than the cache holds, at most half the cache busy: no slice is retried, so no call goes out twice.
+  expect(density.dispatchedAgain).toBe(0);
   expect(Number.isFinite(density.slopeBytesPerAgent)).toBe(true);
   expect(density.long!.points.map((p) => p.agents)).toEqual([0, 4]);
   expect(density.long!.historyTurns).toBe(10);

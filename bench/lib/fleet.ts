@@ -115,6 +115,12 @@ export class Fleet {
   turnsEnded = 0;
   /** When the last turn of any agent ended (epoch ms, the worker's clock), 0 before the first. */
   lastEndAt = 0;
+  /**
+   * Tool calls dispatched again after their first dispatch (a retried slice re-dispatches its committed call,
+   * decision 8): counted, and otherwise ignored, as an idempotent tool would.
+   */
+  dispatchedAgain = 0;
+  private readonly dispatched = new Set<string>();
   errors: string[] = [];
   /** Starts sent through a worker process, by agent id, until it says they were sent. */
   private readonly sending = new Map<string, (error?: string) => void>();
@@ -180,6 +186,12 @@ export class Fleet {
         a.resultSentAt = undefined;
       }
     } else if (m.k === 'tool') {
+      const key = `${m.id}\n${m.call}`;
+      if (this.dispatched.has(key)) {
+        this.dispatchedAgain++;
+        return;
+      }
+      this.dispatched.add(key);
       a.pendingCall = m.call;
       if (a.mode.kind === 'subscribe') void this.subscribe(a);
       else if (a.mode.kind === 'turns') setTimeout(() => void this.answer(a), a.mode.toolDelayMs);

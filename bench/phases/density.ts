@@ -78,6 +78,7 @@ export async function densityPhase(b: Bench): Promise<DensityResult | undefined>
       },
       long,
       wake,
+      dispatchedAgain: fleet.dispatchedAgain,
     };
   } finally {
     await fleet.stop();
