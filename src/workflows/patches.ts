@@ -93,3 +93,12 @@ export const v07 = (): boolean => patched(V07);
 export const V08 = 'infinity-v0.8';
 
 export const v08 = (): boolean => patched(V08);
+
+/**
+ * Release 0.10, asked only on the path it changes: a thread ended by Temporal's own cancel (the UI, `temporal workflow
+ * cancel`, a rewind that archives its spawn) asks every child it spawned to cancel too, so a cancelled tree stops
+ * spending (decision 76). Asked only when a cancelled thread has children; a thread never cancelled records no marker.
+ */
+export const V010 = 'infinity-v0.10';
+
+export const v010 = (): boolean => patched(V010);

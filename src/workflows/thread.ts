@@ -6,7 +6,15 @@
  * which order it issues its commands; the parts it calls between them are synchronous.
  * Deterministic: it imports only the Temporal workflow API and `src/core`.
  */
-import { condition, continueAsNew, allHandlersFinished, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  isCancellation,
+  sleep,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { sliceIdFor } from '../core/ids';
 import type { Dropped } from '../core/prepare';
 import type { SliceInputs } from '../core/slice-protocol';
@@ -23,6 +31,7 @@ import { runBatch, settleSlice, type SliceContext } from './slice-step';
 import type { ThreadWorkflowArgs } from './contract';
 import { restoreState, threadArgs } from './state';
 import { adoptBaseRelease } from './base-release';
+import { cancelChildren } from './cancel-children';
 import { sliceRunner } from './slice-runner';
 import { statusView } from './status-view';
 
@@ -54,62 +63,68 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   // Before the loop first waits: in the first task, as a signal sent with the start is. No command of its own. A run
   // continued as new has neither field (nextRunArgs).
   if (args.firstInput !== undefined) inbox.take(args.firstInput, args.firstInputSignal ?? 'input', 'start input');
-  for (;;) {
-    loop.acting = false;
-    await condition(loop.hasWork);
-    if (st.throttled) {
-      // Waiting for provider capacity holds no slot and spends no attempt; jittered, so woken threads spread out.
-      await sleep(Math.round(st.throttled.retryAfterMs * (1 + 0.25 * jitter())));
-      st.throttled = undefined;
-    }
-    let local = beginTurn(st, loop, slices);
-    let append: StoredItem[];
-    let interruptedCalls: string[] = [];
-    let inputs: SliceInputs | undefined;
-    if (st.carry.length > 0) {
-      // Retry exactly what the failed slice was given, under the same slice id, before anything new.
-      st.blocked = false;
-      append = st.carry;
-    } else {
-      const { batch, safePoint, several, remote } = nextBatch(st, loop, local);
-      if (remote) local = false;
-      if (several)
-        inputs = keepCommittedInputs(st, batch, await slices.peek(threadId, sliceIdFor(threadId, st.slices)));
-      // Control inputs dropped here are answered as dropped to an acknowledged delivery, like the prepare rules' drops.
-      const controlDrops: Dropped[] = [];
-      const rest = await handleControlInputs(actx, batch, safePoint, (reason, m) => {
-        count(reason, m);
-        controlDrops.push({ id: m.id, reason });
-      });
-      const prep = prepareTaken(st, batch, rest, count, acks, controlDrops);
-      for (const req of prep.eventChildren) await spawnEventChild(actx, req, safePoint);
-      if (!prep.ready) {
-        publish();
-        continue;
-      }
-      append = sliceAppend(opts, st, prep);
-      interruptedCalls = prep.interruptedCalls;
-    }
-    const outcome = await runBatch(sctx, append, interruptedCalls, local, inputs);
-    const action = settleSlice(sctx, outcome, append);
-    if (action && (await carryOut(actx, action))) {
-      // Open waits and acknowledged deliveries answer now: the run ends only once they have.
-      loop.closed = true;
+  try {
+    for (;;) {
       loop.acting = false;
-      acks.closeAll();
+      await condition(loop.hasWork);
+      if (st.throttled) {
+        // Waiting for provider capacity holds no slot and spends no attempt; jittered, so woken threads spread out.
+        await sleep(Math.round(st.throttled.retryAfterMs * (1 + 0.25 * jitter())));
+        st.throttled = undefined;
+      }
+      let local = beginTurn(st, loop, slices);
+      let append: StoredItem[];
+      let interruptedCalls: string[] = [];
+      let inputs: SliceInputs | undefined;
+      if (st.carry.length > 0) {
+        // Retry exactly what the failed slice was given, under the same slice id, before anything new.
+        st.blocked = false;
+        append = st.carry;
+      } else {
+        const { batch, safePoint, several, remote } = nextBatch(st, loop, local);
+        if (remote) local = false;
+        if (several)
+          inputs = keepCommittedInputs(st, batch, await slices.peek(threadId, sliceIdFor(threadId, st.slices)));
+        // Control inputs dropped here are answered as dropped to an acknowledged delivery, like the prepare rules' drops.
+        const controlDrops: Dropped[] = [];
+        const rest = await handleControlInputs(actx, batch, safePoint, (reason, m) => {
+          count(reason, m);
+          controlDrops.push({ id: m.id, reason });
+        });
+        const prep = prepareTaken(st, batch, rest, count, acks, controlDrops);
+        for (const req of prep.eventChildren) await spawnEventChild(actx, req, safePoint);
+        if (!prep.ready) {
+          publish();
+          continue;
+        }
+        append = sliceAppend(opts, st, prep);
+        interruptedCalls = prep.interruptedCalls;
+      }
+      const outcome = await runBatch(sctx, append, interruptedCalls, local, inputs);
+      const action = settleSlice(sctx, outcome, append);
+      if (action && (await carryOut(actx, action))) {
+        // Open waits and acknowledged deliveries answer now: the run ends only once they have.
+        loop.closed = true;
+        loop.acting = false;
+        acks.closeAll();
+        publish();
+        // A closed thread ends its workflow; later inputs find it closed and are dropped.
+        await condition(allHandlersFinished);
+        return;
+      }
       publish();
-      // A closed thread ends its workflow; later inputs find it closed and are dropped.
-      await condition(allHandlersFinished);
-      return;
-    }
-    publish();
 
-    const next = continueAsNewDecision(opts, st, loop.idle);
-    if (next !== 'stay') {
-      if (next === 'after-handlers') await condition(allHandlersFinished);
-      st.acks = acks.handOver(rememberedInputIds(opts, st));
-      await continueAsNew<typeof agentThread>(nextRunArgs(args, st));
+      const next = continueAsNewDecision(opts, st, loop.idle);
+      if (next !== 'stay') {
+        if (next === 'after-handlers') await condition(allHandlersFinished);
+        st.acks = acks.handOver(rememberedInputIds(opts, st));
+        await continueAsNew<typeof agentThread>(nextRunArgs(args, st));
+      }
     }
+  } catch (e) {
+    // Temporal's own cancel (release 0.10, decision 76): the children go with the thread.
+    if (isCancellation(e)) await cancelChildren(st);
+    throw e;
   }
 }
 

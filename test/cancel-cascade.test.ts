@@ -1,0 +1,97 @@
+/**
+ * Decision 76 on the real dev server: a thread ended by Temporal's own cancel (the UI's or `temporal workflow cancel`)
+ * asks the children it spawned to cancel, and they theirs, so a cancelled tree stops. A root with a child that has a
+ * child of its own: cancelling the child cancels the grandchild and leaves the root running; cancelling a root takes
+ * its whole tree. On the frozen 0.9 bundle the grandchild kept running, and that history replays on this build, which
+ * asks the release's patch only on the cancelled path.
+ */
+import { join } from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type ScriptedReply, ScriptedModel } from '../src/model/scripted';
+import type { ModelRequest } from '../src/model/provider';
+import type { ToolContext } from '../src/tools/tool';
+import { checkReplay, eventually, recordingTool, startTestSystem, type TestSystem, uid } from './helpers';
+import { selfOf, textOf } from './model-requests';
+
+const rootOf = (req: ModelRequest) => /The root thread ID is `([^`]+)`/.exec(req.system)?.[1] ?? '';
+
+/** A root told `spawn` spawns a child that spawns a grandchild; the grandchild waits on `child_wait`. */
+function script(req: ModelRequest): ScriptedReply {
+  const last = req.messages.at(-1);
+  const self = selfOf(req);
+  if (last?.role === 'tool_result' && textOf(last).includes('You are now INSIDE the thread')) {
+    if (textOf(last).includes('spawn a grandchild'))
+      return { toolCall: { name: 'spawn_thread', args: { instructions: 'wait', child_of: [rootOf(req), self] } } };
+    return { toolCall: { name: 'child_wait', args: {} } };
+  }
+  if (last?.role === 'user' && last.text === 'spawn')
+    return { toolCall: { name: 'spawn_thread', args: { instructions: 'spawn a grandchild', child_of: [self] } } };
+  return { text: `ack ${textOf(last).slice(0, 30)}` };
+}
+
+const V09_BUNDLE = join(__dirname, 'fixtures', 'bundles', 'v0.9', 'workflows-bundle.js');
+
+describe.each([
+  ['this build', undefined],
+  ['release 0.9', V09_BUNDLE],
+])('a cancelled thread on %s', (_build, bundle) => {
+  let sys: TestSystem;
+  const waits: ToolContext[] = [];
+  beforeAll(async () => {
+    sys = await startTestSystem({
+      model: new ScriptedModel(script),
+      tools: [recordingTool('child_wait', waits)],
+      ...(bundle && { workflowBundlePath: bundle }),
+    });
+  });
+  afterAll(() => sys?.shutdown());
+
+  const statusOf = async (id: string) => (await sys.temporal.workflow.getHandle(id).describe()).status.name;
+  /** A root, its child and the child's child, waiting on the grandchild's call. */
+  const tree = async () => {
+    const root = uid('tree');
+    await sys.client.thread(root).sendUserText('spawn');
+    const grand = await eventually(async () => waits.find((c) => c.rootThreadId === root));
+    const child = (await sys.store.getThread(grand.threadId))!.parentThreadId!;
+    expect([root, grand.threadId]).not.toContain(child);
+    return { root, child, grand: grand.threadId };
+  };
+
+  it(
+    bundle
+      ? 'leaves the grandchild running, and that history replays on this build'
+      : 'takes its children with it and leaves its parent running',
+    async () => {
+      const { root, child, grand } = await tree();
+      await sys.temporal.workflow.getHandle(child).cancel();
+      await eventually(async () => ((await statusOf(child)) === 'CANCELLED' ? true : undefined));
+      if (bundle) {
+        // Give a cancel that should not come the time one would take.
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(await statusOf(grand)).toBe('RUNNING');
+        await Worker.runReplayHistory(
+          { workflowBundle: { codePath: inject('workflowBundlePath') } },
+          await sys.temporal.workflow.getHandle(child).fetchHistory(),
+          child,
+        );
+        await sys.temporal.workflow.getHandle(grand).cancel();
+      } else {
+        await eventually(async () => ((await statusOf(grand)) === 'CANCELLED' ? true : undefined));
+        expect(await statusOf(root)).toBe('RUNNING');
+        await checkReplay(sys.client.thread(child), 'cancel-cascade-child');
+      }
+    },
+  );
+
+  it.runIf(!bundle)('cancelling a root takes its whole tree', async () => {
+    const { root, child, grand } = await tree();
+    await sys.temporal.workflow.getHandle(root).cancel();
+    for (const id of [root, child, grand])
+      await eventually(
+        async () => ((await statusOf(id)) === 'CANCELLED' ? true : undefined),
+        30_000,
+        `${id} cancelled`,
+      );
+  });
+});
