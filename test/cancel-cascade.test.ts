@@ -32,66 +32,67 @@ function script(req: ModelRequest): ScriptedReply {
 
 const V09_BUNDLE = join(__dirname, 'fixtures', 'bundles', 'v0.9', 'workflows-bundle.js');
 
-describe.each([
-  ['this build', undefined],
-  ['release 0.9', V09_BUNDLE],
-])('a cancelled thread on %s', (_build, bundle) => {
-  let sys: TestSystem;
-  const waits: ToolContext[] = [];
+/** A test system on `bundle` (default: this build) and the tree its tests build. */
+function withSystem(bundle?: string) {
+  const ctx = { sys: undefined as unknown as TestSystem, waits: [] as ToolContext[] };
   beforeAll(async () => {
-    sys = await startTestSystem({
+    ctx.sys = await startTestSystem({
       model: new ScriptedModel(script),
-      tools: [recordingTool('child_wait', waits)],
+      tools: [recordingTool('child_wait', ctx.waits)],
       ...(bundle && { workflowBundlePath: bundle }),
     });
   });
-  afterAll(() => sys?.shutdown());
-
-  const statusOf = async (id: string) => (await sys.temporal.workflow.getHandle(id).describe()).status.name;
+  afterAll(() => ctx.sys?.shutdown());
+  const statusOf = async (id: string) => (await ctx.sys.temporal.workflow.getHandle(id).describe()).status.name;
+  const cancelled = (id: string) =>
+    eventually(async () => ((await statusOf(id)) === 'CANCELLED' ? true : undefined), 30_000, `${id} cancelled`);
   /** A root, its child and the child's child, waiting on the grandchild's call. */
   const tree = async () => {
     const root = uid('tree');
-    await sys.client.thread(root).sendUserText('spawn');
-    const grand = await eventually(async () => waits.find((c) => c.rootThreadId === root));
-    const child = (await sys.store.getThread(grand.threadId))!.parentThreadId!;
+    await ctx.sys.client.thread(root).sendUserText('spawn');
+    const grand = await eventually(async () => ctx.waits.find((c) => c.rootThreadId === root));
+    const child = (await ctx.sys.store.getThread(grand.threadId))!.parentThreadId!;
     expect([root, grand.threadId]).not.toContain(child);
     return { root, child, grand: grand.threadId };
   };
+  const cancel = (id: string) => ctx.sys.temporal.workflow.getHandle(id).cancel();
+  return { ctx, statusOf, cancelled, tree, cancel };
+}
 
-  it(
-    bundle
-      ? 'leaves the grandchild running, and that history replays on this build'
-      : 'takes its children with it and leaves its parent running',
-    async () => {
-      const { root, child, grand } = await tree();
-      await sys.temporal.workflow.getHandle(child).cancel();
-      await eventually(async () => ((await statusOf(child)) === 'CANCELLED' ? true : undefined));
-      if (bundle) {
-        // Give a cancel that should not come the time one would take.
-        await new Promise((r) => setTimeout(r, 1500));
-        expect(await statusOf(grand)).toBe('RUNNING');
-        await Worker.runReplayHistory(
-          { workflowBundle: { codePath: inject('workflowBundlePath') } },
-          await sys.temporal.workflow.getHandle(child).fetchHistory(),
-          child,
-        );
-        await sys.temporal.workflow.getHandle(grand).cancel();
-      } else {
-        await eventually(async () => ((await statusOf(grand)) === 'CANCELLED' ? true : undefined));
-        expect(await statusOf(root)).toBe('RUNNING');
-        await checkReplay(sys.client.thread(child), 'cancel-cascade-child');
-      }
-    },
-  );
+describe('a cancelled thread on this build', () => {
+  const { ctx, statusOf, cancelled, tree, cancel } = withSystem();
 
-  it.runIf(!bundle)('cancelling a root takes its whole tree', async () => {
+  it('takes its children with it and leaves its parent running', async () => {
     const { root, child, grand } = await tree();
-    await sys.temporal.workflow.getHandle(root).cancel();
-    for (const id of [root, child, grand])
-      await eventually(
-        async () => ((await statusOf(id)) === 'CANCELLED' ? true : undefined),
-        30_000,
-        `${id} cancelled`,
-      );
+    await cancel(child);
+    await cancelled(child);
+    await cancelled(grand);
+    expect(await statusOf(root)).toBe('RUNNING');
+    await checkReplay(ctx.sys.client.thread(child), 'cancel-cascade-child');
+  });
+
+  it('cancelling a root takes its whole tree', async () => {
+    const { root, child, grand } = await tree();
+    await cancel(root);
+    for (const id of [root, child, grand]) await cancelled(id);
+  });
+});
+
+describe('a cancelled thread on release 0.9', () => {
+  const { ctx, statusOf, cancelled, tree, cancel } = withSystem(V09_BUNDLE);
+
+  it('leaves the grandchild running, and that history replays on this build', async () => {
+    const { child, grand } = await tree();
+    await cancel(child);
+    await cancelled(child);
+    // Give a cancel that should not come the time one takes on this build.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await statusOf(grand)).toBe('RUNNING');
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: inject('workflowBundlePath') } },
+      await ctx.sys.temporal.workflow.getHandle(child).fetchHistory(),
+      child,
+    );
+    await cancel(grand);
   });
 });
