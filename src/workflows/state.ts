@@ -130,6 +130,16 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
 /** {@link ThreadOptions.dedupWindow}'s default. */
 export const DEDUP_WINDOW = 4096;
 
+/**
+ * The children a run carries to the next: the most recent ones (release 0.10). Every child a thread ever started used
+ * to be carried, an event child per subscription event among them, so a thread that watched for long carried a growing
+ * list toward the server's payload limit (about 85 bytes a child: 2 MiB at ~25,000). A child past the window can no
+ * longer be messaged (`send_message_to_child` answers that it is closed) or cancelled with the thread or by a rewind
+ * past its spawn; it closed long before, in practice. No command changes: a continue-as-new's input is not compared
+ * on replay, and a run reads every child its input holds.
+ */
+export const CHILDREN_WINDOW = 1000;
+
 /** Sets keep insertion order, so the window keeps the most recent ids. */
 export function lastN(set: Set<string>, n: number): string[] {
   const all = [...set];
@@ -147,7 +157,7 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     processedToolCalls: lastN(s.prep.processedToolCalls, dedupWindow),
     subscriptions: [...s.prep.subscriptions],
     eventTargets: [...s.prep.eventTargets],
-    children: [...s.children],
+    children: [...s.children].slice(-CHILDREN_WINDOW),
     deferred: s.prep.deferred,
     timers: s.timers,
     metadata: s.prep.metadata,
