@@ -18,6 +18,7 @@ import { type AgentWorker, type AgentWorkerOptions, createAgentWorker } from './
 import { LocalEventHub } from './events/event-hub';
 import { installMetricsRuntime, type MetricsEndpointOptions } from './worker/metrics';
 import { workerLogger } from './worker/logger';
+import { checkWorkflowSlots, workflowCacheOf } from './worker/workflow-slots';
 import type { ThreadOptions } from './workflows/contract';
 import type { TracingOption } from './tracing/config';
 import { tracingFor } from './tracing/install';
@@ -171,8 +172,10 @@ function isRunning(s: LocalSystemOptions['devServer']): s is DevServer {
  * ```
  */
 export async function startLocalSystem(options: LocalSystemOptions = {}): Promise<LocalSystem> {
-  // Before anything starts: a misconfigured model fails here, with nothing to clean up.
+  // Before anything starts: a misconfigured model fails here, with nothing to clean up, and so do workflow task slots
+  // above half the cache (decision 74), which the worker would refuse only once the dev server ran.
   const model = options.model ?? modelFromEnv();
+  checkWorkflowSlots(options.workerOptions ?? {}, workflowCacheOf(options));
   const logLevel = options.logLevel ?? 'WARN';
   const metricsUrl = options.metrics && installMetricsRuntime(options.metrics, logLevel);
   if (!options.metrics) installQuietRuntime(logLevel);

@@ -4,7 +4,7 @@
  * must park with its first workflow task completed, none timed out, and every tool call dispatched once. With as many
  * slots as cache entries, Temporal's worker evicted threads whose slice was running: their workflow tasks timed out
  * and ran again (bench/probes/busy-eviction.ts measured 11 of 200 threads at a cache of 20). A worker asked for more
- * slots than half its cache is refused before it starts.
+ * slots than half its cache is refused before it starts anything: its events endpoint, or startLocalSystem's dev server.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NativeConnection } from '@temporalio/worker';
@@ -12,8 +12,12 @@ import { inject } from 'vitest';
 import { SimulatedModel } from '../src/model/simulated';
 import { SqliteConversationStore } from '../src/store/sqlite';
 import { defineTool } from '../src/tools/tool';
+import { freePort } from '../src/devserver/server';
+import { startLocalSystem } from '../src/local-system';
 import { createAgentWorker } from '../src/worker/create-worker';
 import { eventually, startTestSystem, type TestSystem, uid } from './helpers';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 const CACHE = 8;
@@ -63,9 +67,10 @@ describe('workflow task slots against the workflow cache', () => {
     expect([...dispatched.values()].every((n) => n === 1)).toBe(true);
   });
 
-  it('refuses a worker asked for more slots than half its cache, before it starts', async () => {
+  it('refuses a worker asked for more slots than half its cache, before it starts anything', async () => {
     const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
     const store = new SqliteConversationStore(join(inject('scratchDir'), `${uid('slots')}.sqlite`));
+    const port = await freePort();
     try {
       await expect(
         createAgentWorker({
@@ -75,11 +80,30 @@ describe('workflow task slots against the workflow cache', () => {
           model: new SimulatedModel(),
           maxCachedWorkflows: CACHE,
           workerOptions: { maxConcurrentWorkflowTaskExecutions: CACHE },
+          eventsEndpoint: { port },
         }),
       ).rejects.toThrow(/maxConcurrentWorkflowTaskExecutions \(8\) is more than half of maxCachedWorkflows \(8\)/);
+      // Its events endpoint never listened: the port is free.
+      await new Promise<void>((resolve, reject) => {
+        const probe = createServer().once('error', reject);
+        probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
+      });
     } finally {
       await store.close();
       await connection.close();
     }
+  });
+
+  it('startLocalSystem refuses the same before it starts a dev server', async () => {
+    const dataDir = join(inject('scratchDir'), uid('slots-local'));
+    await expect(
+      startLocalSystem({
+        dataDir,
+        model: new SimulatedModel(),
+        workerOptions: { maxCachedWorkflows: 20, maxConcurrentWorkflowTaskExecutions: 11 },
+        stopOnSignal: false,
+      }),
+    ).rejects.toThrow(/\(11\) is more than half of maxCachedWorkflows \(20\).*at least 22/);
+    expect(existsSync(join(dataDir, 'temporal.sqlite'))).toBe(false);
   });
 });

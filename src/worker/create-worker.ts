@@ -35,7 +35,12 @@ import { tracingFor } from '../tracing/install';
 import { mergeWorkerInterceptors, tracingClientInterceptors, tracingWorkerOptions } from '../tracing/interceptors';
 import { type ResourceTargets, withResourceTargets } from './resource-targets';
 import { SLICE_QUEUE_MARK } from './logger';
-import { checkWorkflowSlots, DEFAULT_WORKFLOW_TASK_SLOTS, defaultWorkflowSlots } from './workflow-slots';
+import {
+  checkWorkflowSlots,
+  DEFAULT_WORKFLOW_TASK_SLOTS,
+  defaultWorkflowSlots,
+  workflowCacheOf,
+} from './workflow-slots';
 
 export { DEFAULT_WORKFLOW_TASK_SLOTS };
 
@@ -237,6 +242,10 @@ export function deploymentOptions(deployment: WorkerDeployment): WorkerDeploymen
  * ```
  */
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
+  // Before anything starts (the events endpoint listens below): at most half the cache busy, or Temporal evicts
+  // threads whose slice runs (decision 74).
+  const cached = workflowCacheOf(options);
+  checkWorkflowSlots(options.workerOptions ?? {}, cached);
   const namespace = options.namespace ?? 'default';
   const dataConverter = options.payloadCodec ? { payloadCodecs: [options.payloadCodec] } : undefined;
   const tracing = tracingFor(options.tracing);
@@ -290,9 +299,6 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     compactionThreshold: options.compactionThreshold,
     ...(options.toolLifecycle && { lifecycle: options.toolLifecycle }),
   });
-  const cached = options.workerOptions?.maxCachedWorkflows ?? options.maxCachedWorkflows ?? 100;
-  // At most half the cache busy, or Temporal evicts threads whose slice runs (decision 74).
-  checkWorkflowSlots(options.workerOptions ?? {}, cached);
   const slots = defaultWorkflowSlots(cached);
   let worker: Worker;
   let adopter: Worker;

@@ -5,6 +5,7 @@
  * first, and the headroom left is what lets that turn run at the speed it would alone.
  */
 import type { WorkerOptions, WorkerTuner } from '@temporalio/worker';
+import { MIN_WORKFLOW_SLOTS } from './workflow-slots';
 
 /** What {@link AgentWorkerOptions} says about resources (fractions of the machine, 0–1). */
 export interface ResourceTargets {
@@ -17,8 +18,6 @@ export interface ResourceTargets {
 /** Memory above which a worker with only a CPU target stops taking tasks: short of swapping, not of caches. */
 export const DEFAULT_MEMORY_TARGET = 0.9;
 
-/** Temporal's default, so a target never keeps the worker from making progress on its own. */
-const MIN_WORKFLOW_SLOTS = 2;
 const SDK_DEFAULT_SLOTS = 100;
 
 /** A target must be a fraction in (0, 1]; anything else is the caller's mistake, said before the worker starts. */

@@ -19,14 +19,24 @@ import type { WorkerOptions } from '@temporalio/worker';
  */
 export const DEFAULT_WORKFLOW_TASK_SLOTS = 16;
 
-/** With a cache, a worker polls its sticky queue and the shared one, each holding a slot. */
-const MIN_SLOTS = 2;
+/** With a cache, a worker polls its sticky queue and the shared one, each holding a slot; Temporal's minimum too. */
+export const MIN_WORKFLOW_SLOTS = 2;
+/** {@link AgentWorkerOptions.maxCachedWorkflows}'s default. */
+const DEFAULT_CACHED_WORKFLOWS = 100;
 /** What Temporal's resource-based tuner allows for workflow tasks unless told otherwise. */
 const SDK_RESOURCE_BASED_MAX = 1000;
 
+/** The workflow cache a worker gets: `workerOptions.maxCachedWorkflows` wins over the runtime's own option. */
+export function workflowCacheOf(options: {
+  maxCachedWorkflows?: number;
+  workerOptions?: Partial<WorkerOptions>;
+}): number {
+  return options.workerOptions?.maxCachedWorkflows ?? options.maxCachedWorkflows ?? DEFAULT_CACHED_WORKFLOWS;
+}
+
 /** The most workflow tasks a worker with a cache of `cached` workflows should hold at once (decision 74). */
 export function maxWorkflowSlotsFor(cached: number): number {
-  return cached > 0 ? Math.max(MIN_SLOTS, Math.floor(cached / 2)) : Number.POSITIVE_INFINITY;
+  return cached > 0 ? Math.max(MIN_WORKFLOW_SLOTS, Math.floor(cached / 2)) : Number.POSITIVE_INFINITY;
 }
 
 /** The slots a worker takes when its options do not say: {@link DEFAULT_WORKFLOW_TASK_SLOTS}, at most half the cache. */
