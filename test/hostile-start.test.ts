@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
-import { render, startTestSystem, type TestSystem, uid } from './helpers';
+import { eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
 
 let sys: TestSystem;
 beforeAll(async () => {
@@ -43,4 +43,29 @@ it.each(HOSTILE)('a start with %s: no task fails and the thread answers', async 
   expect(render(await thread.history()).slice(-2)).toEqual(['user: are you there?', 'assistant: ok']);
   const { events } = await sys.temporal.workflow.getHandle(id).fetchHistory();
   expect((events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+});
+
+/**
+ * Release 0.10 (decision 76): a cancelled thread asks its children to cancel. One started by hand with more carried
+ * children than the server lets a run leave cancel requests pending (2,000) asks only the most recent 1,000 and ends
+ * cancelled; asking them all failed its workflow task at every retry, so it never closed.
+ */
+it('a start carrying 2,500 children, cancelled: it asks 1,000 and ends cancelled', async () => {
+  const id = uid('hostile-children');
+  const children = Array.from({ length: 2500 }, (_, i) => [`${id}-ghost-${i}`, `call-${i}`]);
+  const handle = await sys.temporal.workflow.start('agentThread', {
+    workflowId: id,
+    taskQueue: sys.taskQueue,
+    args: [{ threadId: id, kind: 'root', carried: { children } }],
+  });
+  await sys.client.thread(id).waitForIdle({ timeoutMs: 30_000 });
+  await handle.cancel();
+  await eventually(async () => ((await handle.describe()).status.name === 'CANCELLED' ? true : undefined), 60_000);
+  const { events } = await handle.fetchHistory();
+  const requested = (events ?? []).filter((e) => e.requestCancelExternalWorkflowExecutionInitiatedEventAttributes);
+  expect(requested).toHaveLength(1000);
+  // The most recent ones.
+  expect(
+    requested[0]!.requestCancelExternalWorkflowExecutionInitiatedEventAttributes!.workflowExecution!.workflowId,
+  ).toBe(`${id}-ghost-1500`);
 });
