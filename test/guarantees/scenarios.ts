@@ -234,6 +234,38 @@ export async function rewindScenario(sys: GuaranteeSystem, cell: MatrixCell) {
   await expectPath(thread, cell.slicePath);
 }
 
+/**
+ * Temporal's own cancel of a thread with a child (release 0.10, decision 76), as the UI's button or `temporal workflow
+ * cancel` sends it: the thread and its child both end cancelled, and what the thread committed stays.
+ */
+export async function cancelledTreeScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const { thread, threadId, client } = await startThread(sys, cell, 'cancel');
+  const instructions = cell.slicePath === 'adopted' ? `idle ${SLOW_MARK}` : 'idle';
+  await thread.sendUserText(callText('spawn_thread', { instructions, child_of: [threadId] }));
+  const child = await eventually(async () => (await thread.status()).children[0], 60_000, 'the child');
+  await thread.waitForIdle({ timeoutMs: 60_000 });
+  const committed = await thread.history();
+  await client.temporal.workflow.getHandle(threadId).cancel();
+  for (const id of [threadId, child]) {
+    const handle = client.temporal.workflow.getHandle(id);
+    await eventually(async () => (await handle.describe()).status.name === 'CANCELLED' || undefined, 60_000, id).catch(
+      async (e: unknown) => {
+        // What the thread's history shows is what to read when it did not end.
+        const events = (await handle.fetchHistory()).events ?? [];
+        const failed = events.flatMap((ev) => {
+          const f = ev.workflowTaskFailedEventAttributes;
+          return f ? [`${f.cause}: ${f.failure?.message}`] : [];
+        });
+        throw new Error(
+          `${id} not cancelled; its events: ${events.map((ev) => ev.eventType).join(',')}; failed tasks: ${failed.join(' | ')}`,
+          { cause: e },
+        );
+      },
+    );
+  }
+  expect(await thread.history(), 'what the thread committed stays').toEqual(committed);
+}
+
 export const SCENARIOS: Partial<
   Record<MatrixCell['scenario'], (sys: GuaranteeSystem, cell: MatrixCell) => Promise<void>>
 > = {
@@ -248,4 +280,5 @@ export const SCENARIOS: Partial<
   'flood 3000': floodScenario,
   'worker killed mid-slice': workerKilledScenario,
   'rewind with a call pending': rewindScenario,
+  'cancelled tree': cancelledTreeScenario,
 };
