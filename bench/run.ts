@@ -7,8 +7,8 @@
  * latency and parked phases, then the density phase in a fresh worker of ours. The scaling profiles run
  * `bench/scaling-run.ts` instead.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startDevServer } from '../src/devserver/server';
@@ -30,6 +30,7 @@ import { type DesignRun, startFleets, wavesPhase } from './phases/waves';
 import { summary } from './report';
 import { designResult, type Results, ratios } from './results';
 import { scalingMain } from './scaling-run';
+import { runScratch } from '../infra/scratch';
 import { writeThreadBundle } from './lib/bundle';
 
 export { summary } from './report';
@@ -40,7 +41,9 @@ async function main(): Promise<void> {
   if (cfg.scaling) return scalingMain({ ...cfg, scaling: cfg.scaling });
   const started = new Date();
   const budget = cfg.budgetBytes ? enterMemoryBudget(cfg.budgetBytes) : { mode: 'none' as const };
-  const work = mkdtempSync(join(tmpdir(), 'infinity-bench-'));
+  // The servers' databases and the stores: gigabytes after a density phase, gone when the run ends.
+  const scratch = runScratch('infinity-bench-');
+  const work = scratch.dir;
   const dbFile = join(work, 'temporal.sqlite');
   const storeFile = join(work, 'conversations.sqlite');
   await new SqliteConversationStore(storeFile).close(); // creates the store's file and schema
@@ -139,6 +142,7 @@ async function main(): Promise<void> {
     await b.current?.stop().catch(() => undefined);
     for (const run of runs.values()) await run.fleet.stop().catch(() => undefined);
     await server.stop();
+    scratch.remove();
   }
 }
 

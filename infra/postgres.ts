@@ -4,14 +4,14 @@
  * run as root, so as root the server runs as the `postgres` system user (`runuser`), which owns the data directory.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { killOnExit } from '../src/devserver/kill-on-exit';
 
 export interface LocalPostgresOptions {
-  /** Data directory (default: a new temp dir). An existing initialized directory is reused. */
+  /** Data directory (default: a new temp dir, removed by `stop()`). An existing initialized directory is reused. */
   dataDir?: string;
   /** TCP port on 127.0.0.1 (default: a free port). */
   port?: number;
@@ -79,7 +79,10 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
   const binDir = options.binDir ?? findPostgresBinDir();
   if (!binDir) throw new PostgresNotInstalledError();
   const log = options.log ?? (() => {});
-  const dataDir = options.dataDir ?? join(mkdtempSync(join(tmpdir(), 'infinity-pg-')), 'data');
+  // A temp dir we made is ours to remove at stop (a test run's server leaves hundreds of megabytes behind otherwise).
+  const ownDir = options.dataDir === undefined ? mkdtempSync(join(tmpdir(), 'infinity-pg-')) : undefined;
+  const removeOwnDir = () => ownDir && rmSync(ownDir, { recursive: true, force: true });
+  const dataDir = options.dataDir ?? join(ownDir!, 'data');
   const parent = join(dataDir, '..');
   if (!existsSync(dataDir)) mkdirSync(dataDir, { recursive: true });
   if (asRoot) {
@@ -145,8 +148,10 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
   };
   const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
   for (;;) {
-    if (exited !== undefined)
+    if (exited !== undefined) {
+      removeOwnDir();
       throw new Error(`postgres exited with code ${exited} before accepting connections:\n${output}`);
+    }
     try {
       run('postgres', 'SELECT 1');
       break;
@@ -154,6 +159,7 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
       if (Date.now() > deadline) {
         cancelKill();
         child.kill('SIGKILL');
+        removeOwnDir();
         throw new Error(`postgres did not accept connections on port ${port} within the timeout:\n${output}`);
       }
       await new Promise((r) => setTimeout(r, 100));
@@ -174,12 +180,14 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
     },
     async stop() {
       cancelKill();
-      if (exited !== undefined) return;
-      const gone = new Promise<void>((r) => child.once('exit', () => r()));
-      child.kill('SIGINT'); // "fast shutdown": rolls back open transactions, closes connections
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await gone;
-      clearTimeout(timer);
+      if (exited === undefined) {
+        const gone = new Promise<void>((r) => child.once('exit', () => r()));
+        child.kill('SIGINT'); // "fast shutdown": rolls back open transactions, closes connections
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await gone;
+        clearTimeout(timer);
+      }
+      removeOwnDir();
     },
   };
 }

@@ -3,10 +3,8 @@
  * bundled once (the replay gate replays recorded histories against that bundle). `temporalAddress` and `postgresUrl`
  * are not provided: a unit test that asks for them belongs in the system tier.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { ProvidedContext } from 'vitest';
+import { runScratch } from '../infra/scratch';
 import { bundleThreadWorkflows } from './global-setup';
 
 interface SetupContext {
@@ -14,8 +12,8 @@ interface SetupContext {
 }
 
 export default async function setup(project: SetupContext): Promise<() => void> {
-  const scratchDir = mkdtempSync(join(tmpdir(), 'infinity-unit-'));
-  project.provide('scratchDir', scratchDir);
-  project.provide('workflowBundlePath', await bundleThreadWorkflows(scratchDir));
-  return () => rmSync(scratchDir, { recursive: true, force: true });
+  const scratch = runScratch('infinity-unit-');
+  project.provide('scratchDir', scratch.dir);
+  project.provide('workflowBundlePath', await bundleThreadWorkflows(scratch.dir));
+  return () => scratch.remove();
 }

@@ -1,16 +1,16 @@
 /**
  * One real Temporal dev server for the whole run (installed on first use), one real PostgreSQL server (each test file
  * that needs it creates its own database there), and the thread workflows bundled once so every worker in every test
- * file starts fast.
+ * file starts fast. The run's scratch folder goes at teardown (`INFINITY_KEEP_SCRATCH=1` keeps it).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import pg from 'pg';
 import type { ProvidedContext } from 'vitest';
 import { type LocalPostgres, startLocalPostgres } from '../infra/postgres';
+import { runScratch } from '../infra/scratch';
 import { startDevServer, type DevServer } from '../src/devserver/server';
 import { threadWorkflowsPath } from '../src/worker/create-worker';
 
@@ -34,7 +34,10 @@ interface SetupContext {
 }
 
 export default async function setup(project: SetupContext): Promise<() => Promise<void>> {
-  const scratchDir = mkdtempSync(join(tmpdir(), 'infinity-test-'));
+  // Removed at teardown with everything in it: the dev server's database, and each test file's temp dirs
+  // (test/setup-runtime.ts points TMPDIR into it).
+  const scratch = runScratch('infinity-test-');
+  const scratchDir = scratch.dir;
   const external = process.env.INFINITY_TEST_POSTGRES_URL;
   const databasePrefix = `infinity_test_${randomUUID().slice(0, 8)}_`;
   const stop = async () => {
@@ -44,6 +47,7 @@ export default async function setup(project: SetupContext): Promise<() => Promis
         console.log(`test databases not dropped: ${String(e)}`),
       );
     await Promise.all([server?.stop(), postgres?.stop(), dropped]);
+    scratch.remove();
   };
   // Both at once; either failing fails the run (no PostgreSQL binaries: PostgresNotInstalledError says what to install).
   const started = await Promise.allSettled([

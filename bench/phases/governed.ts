@@ -8,7 +8,7 @@
  * threads: once every other tenant is done, the phase reads its overshoot, lifts the budget and waits for the rest of
  * its threads. Each run has its own dev server, store and provider.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -242,6 +242,8 @@ async function runOnce(cfg: GovernedConfig, limited: boolean, say: (s: string) =
     await running;
     await provider.close();
     await server.stop();
+    await store.close();
+    rmSync(work, { recursive: true, force: true });
   }
 }
 

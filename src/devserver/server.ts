@@ -3,7 +3,7 @@
  * registered, and the dynamic config the runtime relies on.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,11 @@ import { findTemporalCli } from './cli';
 import { killOnExit } from './kill-on-exit';
 
 export interface DevServerOptions {
-  /** SQLite file of the server. @default a new file in a temp dir */
+  /**
+   * SQLite file of the server. Without one the server is throwaway: its file goes in a new temp dir, which `stop()`
+   * removes.
+   * @default a new file in a temp dir
+   */
   dbFilename?: string;
   /** gRPC port. @default a free port */
   port?: number;
@@ -184,7 +188,10 @@ async function startOnce(cli: string, options: DevServerOptions): Promise<DevSer
   const port = options.port ?? (await freePort());
   const ui = options.ui ?? true;
   const uiPort = ui ? (options.uiPort ?? (await freePort())) : undefined;
-  const dbFilename = options.dbFilename ?? join(mkdtempSync(join(tmpdir(), 'infinity-temporal-')), 'temporal.sqlite');
+  // A temp dir we made is ours to remove at stop: nobody else knows its name, and a run a day would fill a disk.
+  const ownDir = options.dbFilename === undefined ? mkdtempSync(join(tmpdir(), 'infinity-temporal-')) : undefined;
+  const dbFilename = options.dbFilename ?? join(ownDir!, 'temporal.sqlite');
+  const removeOwnDir = () => ownDir && rmSync(ownDir, { recursive: true, force: true });
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', dbFilename];
   args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL', '--log-level', 'error');
   if (namespace !== 'default') args.push('--namespace', namespace);
@@ -217,12 +224,14 @@ async function startOnce(cli: string, options: DevServerOptions): Promise<DevSer
   const address = `127.0.0.1:${port}`;
   const stop = async () => {
     cancelKill();
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    removeOwnDir();
   };
   const uiUrl = ui ? `http://127.0.0.1:${uiPort}` : undefined;
   const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);

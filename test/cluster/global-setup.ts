@@ -6,14 +6,14 @@
  * database.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import type { ProvidedContext } from 'vitest';
 import { type LocalCluster, startLocalCluster } from '../../infra/cluster/cluster';
 import { installClusterBinaries } from '../../infra/cluster/install';
 import { type LocalPostgres, startLocalPostgres } from '../../infra/postgres';
+import { runScratch } from '../../infra/scratch';
 import { threadWorkflowsPath } from '../../src/worker/create-worker';
 
 declare module 'vitest' {
@@ -38,13 +38,15 @@ let cluster: LocalCluster | undefined;
 let postgres: LocalPostgres | undefined;
 
 export default async function setup(project: SetupContext): Promise<() => Promise<void>> {
-  const scratchDir = mkdtempSync(join(tmpdir(), 'infinity-cluster-test-'));
+  const scratch = runScratch('infinity-cluster-test-');
+  const scratchDir = scratch.dir;
   const binaries = await installClusterBinaries({ log: (l) => console.log(l) });
   // One PostgreSQL for the cluster and for whatever else a test keeps there (e.g. a conversation store).
   postgres = await startLocalPostgres({ settings: { max_connections: 400 } });
   // CLUSTER_SHARDS and CLUSTER_PROCESSES=per-service let a run try other topologies without code changes.
   cluster = await startLocalCluster({
     binaries,
+    dir: join(scratchDir, 'cluster'), // its config and logs go with the scratch folder
     postgres,
     shards: Number(process.env.CLUSTER_SHARDS ?? 4),
     processes: process.env.CLUSTER_PROCESSES === 'per-service' ? 'per-service' : 'one',
@@ -69,7 +71,7 @@ export default async function setup(project: SetupContext): Promise<() => Promis
   project.provide('postgresDatabasePrefix', `infinity_test_${randomUUID().slice(0, 8)}_`);
   return async () => {
     await cluster?.stop();
-    await postgres?.stop();
-    if (postgres) rmSync(join(postgres.dataDir, '..'), { recursive: true, force: true });
+    await postgres?.stop(); // removes its own data dir
+    scratch.remove();
   };
 }

@@ -1,8 +1,8 @@
 /** Finding the Temporal CLI: clear errors that say what was tried and what to do. */
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { findTemporalCli, TemporalCliNotFoundError } from '../../src/devserver/cli';
 import { startDevServer } from '../../src/devserver/server';
@@ -111,4 +111,16 @@ it('stops the dev server it started when its process is killed with SIGTERM, not
   const deadline = Date.now() + 15_000;
   while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   expect(alive(pid)).toBe(false);
+}, 60_000);
+
+it('removes the temp dir it made for a throwaway database at stop, and leaves a database file the caller named', async () => {
+  const throwaway = await startDevServer({ ui: false });
+  expect(existsSync(throwaway.dbFilename)).toBe(true);
+  await throwaway.stop();
+  expect(existsSync(dirname(throwaway.dbFilename))).toBe(false);
+
+  const named = join(mkdtempSync(join(tmpdir(), 'named-db-')), 'temporal.sqlite');
+  const kept = await startDevServer({ ui: false, dbFilename: named });
+  await kept.stop();
+  expect(existsSync(named)).toBe(true);
 }, 60_000);
