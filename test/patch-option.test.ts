@@ -123,7 +123,11 @@ describe('a thread started with the option', () => {
         tools: treeTools(),
         threadOptions: { ...WITH_OPTION, maxRunEvents: 30 },
       }),
-      startTestSystem({ model: new ScriptedModel(treeScript), tools: treeTools() }),
+      startTestSystem({
+        model: new ScriptedModel(treeScript),
+        tools: treeTools(),
+        threadOptions: { maxRunEvents: 30 },
+      }),
     ]);
   });
   afterAll(async () => {
@@ -198,12 +202,55 @@ describe('a thread started with the option', () => {
     await checkReplay(childHandle, 'base-release-child');
   }, 120_000);
 
-  it('without it, a thread records its marker as before', async () => {
+  /** The ids of the patch markers in `events`, in order. */
+  const patchIds = (events: readonly JsonEvent[]) =>
+    events
+      .map((e) => e.markerRecordedEventAttributes)
+      .filter((m) => m?.markerName === 'core_patch')
+      .map((m) => (JSON.parse(text(m!.details?.['patch-data']?.payloads?.[0]?.data)) as { id: string }).id);
+
+  it("without it, every run of a thread, its child's and its next runs', follows 0.11's rules and records no marker", async () => {
     const thread = await plain.client.startThread({ threadId: uid('plain') });
+    await thread.sendUserText('spawn report:child done');
+    const { children } = await settled(thread);
+    expect(children).toHaveLength(1);
+    let messages = 0;
+    while ((await thread.status()).runs < 2 && messages < 30) {
+      await thread.sendUserText(`message ${messages++}`);
+      await settled(thread);
+    }
+    const rootRuns = await runs(plain.temporal, thread.threadId);
+    expect(rootRuns.length).toBeGreaterThanOrEqual(2);
+    await eventually(
+      async () => (await plain.temporal.workflow.getHandle(children[0]!).describe()).status.name === 'COMPLETED',
+      30_000,
+      'the child to close',
+    );
+    for (const run of [...rootRuns, ...(await runs(plain.temporal, children[0]!))]) {
+      expect((run.args as { rules?: string }).rules).toBe('0.11');
+      expect(patchIds(run.events)).toEqual([]);
+    }
+    await checkReplay(thread, 'rules-0.11-continued');
+  }, 120_000);
+
+  it("a thread started by hand, without its rules in the input, asks 0.11's patch once, first, and nothing after", async () => {
+    const threadId = uid('by-hand');
+    await plain.temporal.workflow.start('agentThread', {
+      taskQueue: plain.taskQueue,
+      workflowId: threadId,
+      args: [{ threadId, kind: 'root' }],
+    });
+    const thread = plain.client.thread(threadId);
     await thread.sendUserText('hello');
     await settled(thread);
-    const [run] = await runs(plain.temporal, thread.threadId);
-    expect(run!.args.options?.baseRelease).toBeUndefined();
-    expect(patchEvents(run!.events)).toBe(2);
+    const [run] = await runs(plain.temporal, threadId);
+    expect(patchIds(run!.events)).toEqual(['infinity-v0.11']);
+    // In the first workflow task, before any local slice could have run.
+    const marker = run!.events.findIndex((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
+    const firstSlice = run!.events.findIndex(
+      (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+    );
+    expect(firstSlice === -1 || marker < firstSlice).toBe(true);
+    await checkReplay(thread, 'rules-0.11-by-hand');
   }, 60_000);
 });

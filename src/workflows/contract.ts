@@ -118,7 +118,17 @@ export interface ThreadWorkflowArgs {
   firstInputSignal?: string;
   /** Set by continue-as-new only. */
   carried?: CarriedState;
+  /**
+   * The release whose rules this run follows without asking `patched()` ({@link CURRENT_RULES}, decision 79): written
+   * by the client that starts a thread, and by a thread into its children's and its next run's input, except for a
+   * thread on `baseRelease: '0.5'`. A run without it asks one patch at its start instead; a value this code does not
+   * know counts as absent.
+   */
+  rules?: string;
 }
+
+/** What {@link ThreadWorkflowArgs.rules} says for release 0.11's rules: every patch of 0.2 to 0.10 holds. */
+export const CURRENT_RULES = '0.11';
 
 /** A pending `sleep`/`sleep_until`: wakes the thread with `text` as the call's result. */
 export interface SleepTimer {

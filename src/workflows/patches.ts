@@ -11,7 +11,17 @@
  * ran. 0.6 is asked as before either way: it guards this release's own changes.
  */
 import { patched } from '@temporalio/workflow';
-import { onRules05Patch, onRulesOf05 } from './base-release';
+import { impliedPatch, onCurrentRules, onRulesOf05 } from './base-release';
+
+export { V011 } from './base-release';
+
+/**
+ * Asks release `id`'s patch, unless this run's rules imply it (decision 79's 0.11 rules; decision 66's 0.5 rules for a
+ * patch of 0.2 to 0.5, `upTo05`): then true without asking (base-release.ts).
+ */
+function ask(id: string, upTo05 = false): boolean {
+  return onCurrentRules() || (upTo05 && onRulesOf05()) ? impliedPatch(id) : patched(id);
+}
 
 /**
  * Release 0.2: runs continue-as-new under load (bounded batches and carried state, not only when idle); input limits in
@@ -34,7 +44,7 @@ export const v02 = (): boolean => v03() || patched(V02);
  * one marker and one `TemporalChangeVersion` upsert per run instead of two of each. Histories of 0.2 still replay
  * with 0.2's rules (their marker says so), and those of 0.1 with 0.1's.
  */
-export const v03 = (): boolean => (onRulesOf05() ? onRules05Patch(V03) : patched(V03));
+export const v03 = (): boolean => ask(V03, true);
 
 /**
  * Release 0.4, asked only on the paths it changes and not chained into {@link v03}, so 0.3 workers still replay every
@@ -44,7 +54,7 @@ export const v03 = (): boolean => (onRulesOf05() ? onRules05Patch(V03) : patched
  */
 export const V04 = 'infinity-v0.4';
 
-export const v04 = (): boolean => (onRulesOf05() ? onRules05Patch(V04) : patched(V04));
+export const v04 = (): boolean => ask(V04, true);
 
 /**
  * Release 0.5, asked only on the paths it changes, as 0.4's (decision 58), so a 0.4 worker still replays every 0.5
@@ -57,7 +67,7 @@ export const v04 = (): boolean => (onRulesOf05() ? onRules05Patch(V04) : patched
  */
 export const V05 = 'infinity-v0.5';
 
-export const v05 = (): boolean => (onRulesOf05() ? onRules05Patch(V05) : patched(V05));
+export const v05 = (): boolean => ask(V05, true);
 
 /**
  * Release 0.6, asked only on the path it changes, as 0.4's and 0.5's (decision 58): an input that the complete input
@@ -73,7 +83,7 @@ export const v05 = (): boolean => (onRulesOf05() ? onRules05Patch(V05) : patched
  */
 export const V06 = 'infinity-v0.6';
 
-export const v06 = (): boolean => patched(V06);
+export const v06 = (): boolean => ask(V06);
 
 /**
  * Release 0.7, asked only on the path it changes: a run that continues-as-new while it holds acknowledged deliveries
@@ -83,7 +93,7 @@ export const v06 = (): boolean => patched(V06);
  */
 export const V07 = 'infinity-v0.7';
 
-export const v07 = (): boolean => patched(V07);
+export const v07 = (): boolean => ask(V07);
 
 /**
  * Release 0.8, asked only on the path it changes: a `rewind` control input (issue 28 §2), which 0.7 dropped as
@@ -92,7 +102,7 @@ export const v07 = (): boolean => patched(V07);
  */
 export const V08 = 'infinity-v0.8';
 
-export const v08 = (): boolean => patched(V08);
+export const v08 = (): boolean => ask(V08);
 
 /**
  * Release 0.10, asked only on the path it changes: a thread ended by Temporal's own cancel (the UI, `temporal workflow
@@ -101,4 +111,4 @@ export const v08 = (): boolean => patched(V08);
  */
 export const V010 = 'infinity-v0.10';
 
-export const v010 = (): boolean => patched(V010);
+export const v010 = (): boolean => ask(V010);

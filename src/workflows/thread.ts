@@ -30,7 +30,7 @@ import { carryOut, spawnEventChild, startTimer, type ActionContext } from './run
 import { runBatch, settleSlice, type SliceContext } from './slice-step';
 import type { ThreadWorkflowArgs } from './contract';
 import { restoreState, threadArgs } from './state';
-import { adoptBaseRelease } from './base-release';
+import { adoptRules } from './base-release';
 import { cancelChildren } from './cancel-children';
 import { sliceRunner } from './slice-runner';
 import { statusView } from './status-view';
@@ -40,8 +40,8 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   const args = threadArgs(given, workflowInfo().workflowId);
   const { threadId } = args;
   const opts = args.options ?? {};
-  // Before anything asks a patch: whether this thread follows 0.5's rules without asking (decision 66).
-  adoptBaseRelease(opts);
+  // Before anything asks a patch or runs a local slice: the rules this run follows without asking (decisions 66, 79).
+  adoptRules(args);
   const st = restoreState(args);
   const actx: ActionContext = { args, st };
   const loop = loopState(st);

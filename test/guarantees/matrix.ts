@@ -63,9 +63,6 @@ export function allowed(c: Partial<MatrixCell>): boolean {
     return false;
   // The killed worker is a process of its own, with no provider limits.
   if (c.scenario === 'worker killed mid-slice' && c.limits === 'throttled') return false;
-  // Open bug (decision 78): a run whose throttled local slice the SDK's core resolved one workflow task late does not
-  // replay, and the cancel's last task is often replayed (decision 76). Back in when that is fixed.
-  if (c.scenario === 'cancelled tree' && c.limits === 'throttled') return false;
   // Thousands of inputs by spawned processes would measure process start-up, not the runtime.
   if (c.scenario === 'flood 3000' && (c.delivery === 'cli' || c.delivery === 'temporal-cli')) return false;
   // The killed worker is a process of its own (the README's createAgentWorker) on a store both processes open.

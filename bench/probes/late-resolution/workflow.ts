@@ -1,0 +1,27 @@
+/**
+ * The smallest workflow that shows decision 79's SDK behaviour: a local activity, then a patch asked for the first time
+ * right after its result, in a loop. Not agent code: a probe of Temporal's TypeScript SDK alone.
+ */
+import { defineQuery, patched, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
+
+const { quick } = proxyLocalActivities<{ quick(fail: boolean): Promise<number> }>({
+  startToCloseTimeout: '10s',
+  retry: { maximumAttempts: 1 },
+});
+
+export const patchesQuery = defineQuery<number>('patches');
+
+export async function patchAfterLocalActivity(iterations: number, fail: boolean): Promise<number> {
+  let patches = 0;
+  setHandler(patchesQuery, () => patches);
+  for (let i = 0; i < iterations; i++) {
+    try {
+      await quick(fail);
+    } catch {
+      // A refusal, as a throttled slice's: what follows it is the same either way.
+    }
+    if (patched(`probe-${i}`)) patches++;
+    await sleep(5);
+  }
+  return patches;
+}
