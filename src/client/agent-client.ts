@@ -11,7 +11,7 @@ import { priorityViolation, rootPriority, type ThreadPriority } from '../core/pr
 import { inputLimitViolation } from '../core/validate';
 import type { LocalEventHub } from '../events/event-hub';
 import { searchAttributes, THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
-import { CURRENT_RULES, type ThreadOptions, type ThreadWorkflowArgs } from '../workflows/contract';
+import type { ThreadOptions, ThreadWorkflowArgs } from '../workflows/contract';
 import { deliverInput, type DeliveryResult, prepareInput, signalFor } from '../inbox/deliver';
 import { discardPrepared, type InputLimits } from '../inbox/staging';
 import { InvalidInputError, ThreadClosedError } from '../inbox/errors';
@@ -247,8 +247,6 @@ export class AgentClient {
     const sealed = this.encodesPayloads && { titleSearchAttribute: false };
     if (this.options.threadOptions || byKind || sealed)
       args.options = { ...this.options.threadOptions, ...byKind, ...sealed };
-    // The thread follows this release's rules without asking patches (decision 79), unless it chose 0.5's.
-    if (args.options?.baseRelease === undefined) args.rules = CURRENT_RULES;
     return args;
   }
 

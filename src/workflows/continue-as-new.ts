@@ -6,7 +6,6 @@
 import { workflowInfo } from '@temporalio/workflow';
 import { CARRY_MAX_CHARS, serializedChars } from '../core/batching';
 import { v02 } from './patches';
-import { rulesForNewRuns } from './base-release';
 import type { ThreadOptions, ThreadWorkflowArgs } from './contract';
 import { carryState, DEDUP_WINDOW, lastN, type ThreadState } from './state';
 
@@ -46,8 +45,6 @@ export function nextRunArgs(args: ThreadWorkflowArgs, st: ThreadState): ThreadWo
     firstInput: undefined,
     firstInputSignal: undefined,
     carried: carryState(st, args.options?.dedupWindow ?? DEDUP_WINDOW),
-    // An input field, not a command: the next run follows this code's rules (decision 79).
-    ...rulesForNewRuns(),
   };
 }
 

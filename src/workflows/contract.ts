@@ -73,8 +73,10 @@ export interface ThreadOptions {
    * release 0.6 or later, and roll back no worker below 0.6 after: older code ignores the field, asks `patched()` while
    * replaying such a history, finds no marker and takes release 0.1's rules (nondeterminism). A thread a 0.5 worker took
    * a task of anyway has the markers in its history: 0.6 code still asks `patched()` while replaying (never live), so
-   * that history replays too (test/patch-option.test.ts).
-   * @default none (every run asks `patched()` as before)
+   * that history replays too (test/patch-option.test.ts). Without it a thread follows release 0.11's rules (decision
+   * 79: one patch asked first in each run, none after); with it, 0.6 and later are still asked on their paths, where a query
+   * arriving while a slice runs can leave a run that does not replay (decision 78), so prefer the default.
+   * @default none (the thread follows 0.11's rules)
    */
   baseRelease?: '0.5';
 }
@@ -118,17 +120,7 @@ export interface ThreadWorkflowArgs {
   firstInputSignal?: string;
   /** Set by continue-as-new only. */
   carried?: CarriedState;
-  /**
-   * The release whose rules this run follows without asking `patched()` ({@link CURRENT_RULES}, decision 79): written
-   * by the client that starts a thread, and by a thread into its children's and its next run's input, except for a
-   * thread on `baseRelease: '0.5'`. A run without it asks one patch at its start instead; a value this code does not
-   * know counts as absent.
-   */
-  rules?: string;
 }
-
-/** What {@link ThreadWorkflowArgs.rules} says for release 0.11's rules: every patch of 0.2 to 0.10 holds. */
-export const CURRENT_RULES = '0.11';
 
 /** A pending `sleep`/`sleep_until`: wakes the thread with `text` as the call's result. */
 export interface SleepTimer {

@@ -21,7 +21,6 @@ import type { InputMessage, ThreadKind } from '../core/types';
 import { readablePayload, signalNameOf } from '../core/readable-input';
 import { inputSignal, kindSignals, searchAttributes, THREAD_WORKFLOW_TYPE } from './definitions';
 import { v04, v05 } from './patches';
-import { rulesForNewRuns } from './base-release';
 import type { SleepTimer, ThreadSeed, ThreadWorkflowArgs } from './contract';
 import type { ThreadState } from './state';
 import { firstLine, titleOf } from './ui-text';
@@ -68,8 +67,7 @@ export async function startThread(
   title: string,
   summary?: string,
 ): Promise<void> {
-  // The child follows this code's rules (decision 79): an input field, which replay does not compare.
-  const args: ThreadWorkflowArgs = { threadId: childId, kind, spawn, seed, ...rulesForNewRuns() };
+  const args: ThreadWorkflowArgs = { threadId: childId, kind, spawn, seed };
   if (ctx.args.options) args.options = ctx.args.options;
   const userId = userIdOf(ctx);
   if (userId !== undefined) args.userId = userId;

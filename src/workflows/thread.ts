@@ -41,7 +41,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   const { threadId } = args;
   const opts = args.options ?? {};
   // Before anything asks a patch or runs a local slice: the rules this run follows without asking (decisions 66, 79).
-  adoptRules(args);
+  adoptRules(opts);
   const st = restoreState(args);
   const actx: ActionContext = { args, st };
   const loop = loopState(st);
