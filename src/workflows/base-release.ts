@@ -2,8 +2,9 @@
  * The rules a run follows without asking `patched()`.
  *
  * - **0.11's rules (decision 79), for every run a 0.11 worker starts.** The run asks one patch, `infinity-v0.11`,
- *   first thing in its first workflow task, before any local activity can run; when it holds, every patch of 0.2 to
- *   0.10 holds without asking. A `patched()` first asked after a local activity's result does not replay when
+ *   before its first other patch question and before its first local activity; when it holds, every patch of 0.2 to
+ *   0.10 holds without asking. A run that needs neither (one that continues as new while idle) asks nothing, so an
+ *   older worker can still serve it. A `patched()` first asked after a local activity's result does not replay when
  *   Temporal's worker delivered that result a workflow task late, which it does when a query arrives while the local
  *   activity runs (SDK 1.24; decision 79 has the measurement): the marker sits a task later live than the replay looks
  *   for it. A run that asks nothing after its first step is immune. The decision travels as a marker, not as a field of
@@ -24,20 +25,28 @@ import type { ThreadOptions } from './contract';
 export const V011 = 'infinity-v0.11';
 
 let base: ThreadOptions['baseRelease'];
-let current = false;
+let current: boolean | undefined;
 
-/**
- * Called once, first thing in the workflow (also on replay, from the same input), before anything else can ask a patch
- * or schedule a local activity.
- */
+/** Called once, first thing in the workflow (also on replay, from the same input). */
 export function adoptRules(options: ThreadOptions | undefined): void {
   base = options?.baseRelease;
-  // A thread that chose 0.5's rules keeps them: it asks 0.6 and later as before (decision 66's compatibility).
-  current = base === undefined && patched(V011);
+  current = undefined;
 }
 
-/** Whether this run follows 0.11's rules: every patch of 0.2 to 0.10 holds without asking. */
-export const onCurrentRules = (): boolean => current;
+/**
+ * Decides this run's rules, once: before its first patch question and before its first local activity, so a local
+ * activity's result can never come before a patch is asked. A thread that chose 0.5's rules keeps them: it asks 0.6
+ * and later as before (decision 66's compatibility).
+ */
+export function decideRules(): void {
+  current ??= base === undefined && patched(V011);
+}
+
+/** Whether this run follows 0.11's rules: every patch of 0.2 to 0.10 holds without asking. Decides them first. */
+export function onCurrentRules(): boolean {
+  decideRules();
+  return current === true;
+}
 
 /**
  * Whether this run follows release 0.5's rules (0.2 to 0.5) without asking: true only for a thread whose start input

@@ -18,6 +18,7 @@ import {
   proxyLocalActivities,
 } from '@temporalio/workflow';
 import type { LocalSliceOutcome, SliceInput, SlicePeek, SliceResult } from '../core/slice-protocol';
+import { decideRules } from './base-release';
 import type { ThreadOptions } from './contract';
 
 /**
@@ -137,6 +138,8 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): Slice
     const before = hooks.userTexts();
     let first: LocalSliceOutcome;
     try {
+      // A patch question after a local activity's result may not replay (decision 79): the rules come first.
+      decideRules();
       first = await runSliceLocal.executeWithOptions({ summary }, [input, budgetMs]);
     } catch (e) {
       return await afterFirstAttempt(input, summary, failure(e, nonRetryable));
@@ -166,6 +169,7 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): Slice
   });
   const peek = async (threadId: string, sliceId: string): Promise<SlicePeek | undefined> => {
     try {
+      decideRules(); // as before a local slice (decision 79)
       return await peekSlice.executeWithOptions({ summary: 'which inputs this slice took, if it committed' }, [
         threadId,
         sliceId,
