@@ -20,6 +20,7 @@ const VALUES = {
     'worker killed mid-slice',
     'rewind with a call pending',
     'cancelled tree',
+    'queried while slicing',
   ],
   signalNames: ['input', 'by-kind'],
   store: ['memory', 'sqlite', 'postgres'],

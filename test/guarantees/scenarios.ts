@@ -5,7 +5,8 @@
  * would be counted with its reason. A scenario names the slice path it asked for and checks Temporal took it.
  */
 import { randomUUID } from 'node:crypto';
-import { expect } from 'vitest';
+import { Worker } from '@temporalio/worker';
+import { expect, inject } from 'vitest';
 import type { ThreadHandle } from '../../src/client/thread-handle';
 import type { HistoryItem, InputMessage, ToolResultContent } from '../../src/core/types';
 import { subscriptionEvent, toolResult, userText } from '../../src/tools/messages';
@@ -266,6 +267,40 @@ export async function cancelledTreeScenario(sys: GuaranteeSystem, cell: MatrixCe
   expect(await thread.history(), 'what the thread committed stays').toEqual(committed);
 }
 
+/**
+ * Decision 79: a thread queried without pause while its slices run (refused first, with provider limits) and its
+ * child still replay. Temporal's worker delivers a local slice's result a task late when a query arrives meanwhile,
+ * and a patch asked after such a result would not replay.
+ */
+export async function queriedScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const { thread, threadId, client } = await startThread(sys, cell, 'queried');
+  let querying = true;
+  const queries = (async () => {
+    while (querying) await thread.status().catch(() => undefined);
+  })();
+  const instructions = cell.slicePath === 'adopted' ? `idle ${SLOW_MARK}` : 'idle';
+  try {
+    for (const text of ['first', 'second', callText('spawn_thread', { instructions, child_of: [threadId] }), 'last']) {
+      await sys.throttle();
+      await thread.sendUserText(text);
+      await thread.waitForIdle({ timeoutMs: 60_000 });
+    }
+  } finally {
+    querying = false;
+    await queries;
+  }
+  const { children } = await thread.status();
+  expect(children, 'the spawned child').toHaveLength(1);
+  for (const id of [threadId, children[0]!]) {
+    const history = await client.temporal.workflow.getHandle(id).fetchHistory();
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: id },
+      history,
+      id,
+    );
+  }
+}
+
 export const SCENARIOS: Partial<
   Record<MatrixCell['scenario'], (sys: GuaranteeSystem, cell: MatrixCell) => Promise<void>>
 > = {
@@ -281,4 +316,5 @@ export const SCENARIOS: Partial<
   'worker killed mid-slice': workerKilledScenario,
   'rewind with a call pending': rewindScenario,
   'cancelled tree': cancelledTreeScenario,
+  'queried while slicing': queriedScenario,
 };
