@@ -54,8 +54,11 @@ export function runScratch(prefix: string, options: RunScratchOptions = {}): Run
       if (previousTmp === undefined) delete process.env.TMPDIR;
       else process.env.TMPDIR = previousTmp;
     }
-    if (keep) console.log(`scratch kept (INFINITY_KEEP_SCRATCH=1): ${dir}`);
-    else rmSync(dir, { recursive: true, force: true });
+    if (keep) {
+      // No owner any more: the next run's sweep leaves it alone.
+      rmSync(join(dir, 'owner.pid'), { force: true });
+      console.log(`scratch kept (INFINITY_KEEP_SCRATCH=1): ${dir}`);
+    } else rmSync(dir, { recursive: true, force: true });
   };
   // A run that ends by process.exit() or a signal skips its teardown: the folder still goes.
   const cancelOnExit = onExit(() => remove());

@@ -3,10 +3,12 @@
  * workflow task late when a query arrives while the local activity runs, and a `patched()` first asked after that
  * result does not replay (TMPRL1100). Worth reporting upstream with this probe.
  *
- * `npx tsx bench/probes/late-resolution.ts [workflows=20] [iterations=10] [query|noquery] [fail|ok]`
+ * `npx tsx bench/probes/late-resolution.ts [workflows=20] [iterations=10] [query|noquery] [fail|ok] [update]`
  *
  * Prints, for the run: patch markers recorded a task after the local activity's marker, and histories that fail to
- * replay against the same code.
+ * replay against the same code. With `update`, the client also sends updates without pause while the workflows run:
+ * an update accepted in the late task comes before the commands that follow the result live, and after them on replay
+ * (decision 80), so histories fail to replay even where no patch is asked late.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { Client, Connection } from '@temporalio/client';
@@ -20,6 +22,7 @@ async function main(): Promise<void> {
   const iterations = Number(process.argv[3] ?? 10);
   const query = process.argv[4] !== 'noquery';
   const fail = process.argv[5] !== 'ok';
+  const updates = process.argv[6] === 'update';
   const server = await startDevServer({ ui: false });
   try {
     const bundle = await bundleWorkflowCode({
@@ -49,11 +52,16 @@ async function main(): Promise<void> {
         }),
       ),
     );
-    let querying = query;
+    let querying = true;
     const queries = Promise.all(
-      handles.map(async (h) => {
-        while (querying) await h.query('patches').catch(() => undefined);
-      }),
+      handles.flatMap((h) => [
+        (async () => {
+          while (query && querying) await h.query('patches').catch(() => undefined);
+        })(),
+        (async () => {
+          while (updates && querying) await h.executeUpdate('ping').catch(() => undefined);
+        })(),
+      ]),
     );
     await Promise.all(handles.map((h) => h.result()));
     querying = false;
@@ -62,6 +70,7 @@ async function main(): Promise<void> {
     await running;
     let patchesATaskLate = 0;
     let notReplayed = 0;
+    const errors: Record<string, number> = {};
     for (const h of handles) {
       const history = await h.fetchHistory();
       let task = 0;
@@ -74,10 +83,15 @@ async function main(): Promise<void> {
         if (marker === 'core_patch') localActivityTask = task;
       }
       await Worker.runReplayHistory({ workflowBundle: bundle, replayName: h.workflowId }, history).catch(
-        () => notReplayed++,
+        (e: unknown) => {
+          notReplayed++;
+          // What the replay met: a patch marker, or an accepted update where another command was expected.
+          const kind = /patch marker|UpdateAccepted/.exec(String(e))?.[0] ?? 'other';
+          errors[kind] = (errors[kind] ?? 0) + 1;
+        },
       );
     }
-    console.log(JSON.stringify({ workflows, iterations, query, fail, patchesATaskLate, notReplayed }));
+    console.log(JSON.stringify({ workflows, iterations, query, fail, updates, patchesATaskLate, notReplayed, errors }));
   } finally {
     await server.stop();
   }

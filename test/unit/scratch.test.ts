@@ -46,10 +46,13 @@ it('points TMPDIR inside the folder when asked, and puts it back at remove()', (
   expect(process.env.TMPDIR).toBe(before);
 });
 
-it('keeps the folder with INFINITY_KEEP_SCRATCH=1', () => {
+it('keeps the folder with INFINITY_KEEP_SCRATCH=1, from the next run too', () => {
   process.env.INFINITY_KEEP_SCRATCH = '1';
   const scratch = runScratch(prefix);
   scratch.remove();
+  expect(existsSync(scratch.dir)).toBe(true);
+  // Ownerless, so the next run's sweep keeps it too.
+  runScratch(prefix).remove();
   expect(existsSync(scratch.dir)).toBe(true);
   spawnSync('rm', ['-rf', scratch.dir]);
 });

@@ -2,7 +2,7 @@
  * The smallest workflow that shows decision 79's SDK behaviour: a local activity, then a patch asked for the first time
  * right after its result, in a loop. Not agent code: a probe of Temporal's TypeScript SDK alone.
  */
-import { defineQuery, patched, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
+import { defineQuery, defineUpdate, patched, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
 
 const { quick } = proxyLocalActivities<{ quick(fail: boolean): Promise<number> }>({
   startToCloseTimeout: '10s',
@@ -10,10 +10,13 @@ const { quick } = proxyLocalActivities<{ quick(fail: boolean): Promise<number> }
 });
 
 export const patchesQuery = defineQuery<number>('patches');
+export const pingUpdate = defineUpdate<number>('ping');
 
 export async function patchAfterLocalActivity(iterations: number, fail: boolean): Promise<number> {
   let patches = 0;
   setHandler(patchesQuery, () => patches);
+  // An accepted update is an event among the task's commands: decision 80's variant.
+  setHandler(pingUpdate, () => patches);
   for (let i = 0; i < iterations; i++) {
     try {
       await quick(fail);
