@@ -21,7 +21,8 @@ export function installMetricsRuntime(options: MetricsEndpointOptions, logLevel:
   Runtime.install({
     logger: workerLogger(logLevel),
     telemetryOptions: {
-      metrics: { prometheus: { bindAddress: `${host}:${options.port}`, countersTotalSuffix: true } },
+      // Our counters name their `_total` themselves (src/core/metric-names.ts); Temporal's come without it on SDK 1.22.
+      metrics: { prometheus: { bindAddress: `${host}:${options.port}` } },
     },
   });
   return `http://${host.includes(':') ? `[${host}]` : host}:${options.port}/metrics`;

@@ -6,7 +6,7 @@
  *   0.10 holds without asking. A run that needs neither (one that continues as new while idle) asks nothing, so an
  *   older worker can still serve it. A `patched()` first asked after a local activity's result does not replay when
  *   Temporal's worker delivered that result a workflow task late, which it does when a query arrives while the local
- *   activity runs (SDK 1.24; decision 79 has the measurement): the marker sits a task later live than the replay looks
+ *   activity runs (SDK 1.23 and 1.24; decisions 79 and 81): the marker sits a task later live than the replay looks
  *   for it. A run that asks nothing after its first step is immune. The decision travels as a marker, not as a field of
  *   the start input, because it must record which worker ran the run's first task: a run an older worker started
  *   follows that worker's rules, whoever started it.
