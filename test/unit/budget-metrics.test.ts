@@ -34,10 +34,10 @@ it('counts refused slices by scope, and the cost and unpriced slices of committe
   m.billed?.(spendOf({ inputTokens: 1000, outputTokens: 100 }, { input: 2.5, output: 10 }));
   m.billed?.(spendOf({ inputTokens: 10, outputTokens: 10 }, undefined));
   expect(added).toEqual([
-    ['infinity_budget_refused', 1, { scope: 'tenant' }],
-    ['infinity_budget_refused', 1, { scope: 'thread' }],
+    ['infinity_budget_refused_total', 1, { scope: 'tenant' }],
+    ['infinity_budget_refused_total', 1, { scope: 'thread' }],
     // 1000 × $2.50 + 100 × $10 per million: $0.0035, 3500 micro-dollars.
-    ['infinity_budget_cost_microusd', 3500, undefined],
-    ['infinity_budget_unpriced_slices', 1, undefined],
+    ['infinity_budget_cost_microusd_total', 3500, undefined],
+    ['infinity_budget_unpriced_slices_total', 1, undefined],
   ]);
 });
