@@ -27,7 +27,7 @@ import * as Threads from '../../src/core/builtins/threads';
 import * as T from '../../src/core/texts';
 import { ScriptedModel } from '../../src/model/scripted';
 import { subscriptionEvent, toolResult } from '../../src/tools/messages';
-import { V02, V03 } from '../../src/workflows/patches';
+import { V011, V02, V03 } from '../../src/workflows/patches';
 import { CARRIED_STATE_VERSION, type ThreadWorkflowArgs } from '../../src/workflows/contract';
 import { eventually, render, startTestSystem, type TestSystem, uid } from '../helpers';
 
@@ -415,7 +415,8 @@ async function parkOnAFinishOnB(aBundle: string, aPatches: readonly string[]) {
   ).toEqual([]);
   for (const r of runs.filter((r) => bornOnB.includes(r.workflowId))) {
     expect(r.events.filter(identity).every((e) => identity(e) === 'build-B')).toBe(true);
-    expect(r.events.some((e) => patchId(e) === V03)).toBe(true);
+    // A run B started follows 0.11's rules: its one marker is 0.11's (decision 79).
+    expect(r.events.map(patchId).filter(Boolean)).toEqual([V011]);
   }
   // A later B process (a restart, a cache eviction) replays every upgraded run to its end without nondeterminism.
   const replays = Worker.runReplayHistories(
