@@ -6,7 +6,7 @@
  * its task. RECORD_SCREENSHOT=1 also writes docs/ui-list.png, ui-thread.png, ui-details.png, ui-child.png and
  * ui-signal.png for the README, and ui-rewind.png (a rewound thread's event history) for docs/fork.md.
  */
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -19,6 +19,8 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DOCS = join(__dirname, '..', '..', 'docs');
 let system: LocalSystem;
 let browser: Browser;
+/** The system's data dir, removed when the file is done. */
+let dataDir: string | undefined;
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM))
@@ -27,7 +29,7 @@ beforeAll(async () => {
   system = await startLocalSystem({
     model: conversationModel(),
     tools: [buildStatusDemoTool(100)],
-    dataDir: mkdtempSync(join(tmpdir(), 'ui-test-')),
+    dataDir: (dataDir = mkdtempSync(join(tmpdir(), 'ui-test-'))),
   });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -47,6 +49,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await system?.shutdown();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 /** Polls until `check` returns something (the thread's next steps run on the worker meanwhile). */
