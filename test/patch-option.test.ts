@@ -150,6 +150,26 @@ describe('a thread started with the option', () => {
     }
   }
 
+  /** A thread that spawned a child, which reported and closed, then took messages until it had `runs` runs. */
+  async function spawnedAndContinued(system: TestSystem, prefix: string, runs: number) {
+    const thread = await system.client.startThread({ threadId: uid(prefix) });
+    await thread.sendUserText('spawn report:child done');
+    const { children } = await settled(thread);
+    expect(children).toHaveLength(1);
+    let messages = 0;
+    while ((await thread.status()).runs < runs && messages < 30) {
+      await thread.sendUserText(`message ${messages++}`);
+      await settled(thread);
+    }
+    // The child reports and closes: all its events are in.
+    await eventually(
+      async () => (await system.temporal.workflow.getHandle(children[0]!).describe()).status.name === 'COMPLETED',
+      30_000,
+      'the child to close',
+    );
+    return { thread, children };
+  }
+
   /** Every run of a workflow, newest first, following `continuedExecutionRunId` back to the first. */
   async function runs(temporal: Client, workflowId: string) {
     const out: { runId?: string; events: JsonEvent[]; args: { options?: ThreadOptions } }[] = [];
@@ -167,25 +187,11 @@ describe('a thread started with the option', () => {
   }
 
   it('records no patch marker in any run of the root or its child, and both keep the option', async () => {
-    const thread = await sys.client.startThread({ threadId: uid('base') });
-    await thread.sendUserText('spawn report:child done');
-    const { children } = await settled(thread);
-    expect(children).toHaveLength(1);
-    let messages = 0;
-    while ((await thread.status()).runs < 3 && messages < 30) {
-      await thread.sendUserText(`message ${messages++}`);
-      await settled(thread);
-    }
+    const { thread, children } = await spawnedAndContinued(sys, 'base', 3);
     expect((await thread.status()).runs).toBeGreaterThanOrEqual(3);
 
     const rootRuns = await runs(sys.temporal, thread.threadId);
     expect(rootRuns.length).toBeGreaterThanOrEqual(3);
-    // The child reports and closes: all its events are in.
-    await eventually(
-      async () => (await sys.temporal.workflow.getHandle(children[0]!).describe()).status.name === 'COMPLETED',
-      30_000,
-      'the child to close',
-    );
     const child = await runs(sys.temporal, children[0]!);
     for (const run of [...rootRuns, ...child]) {
       expect(run.args.options?.baseRelease).toBe('0.5');
@@ -223,22 +229,9 @@ describe('a thread started with the option', () => {
       .map((m) => (JSON.parse(text(m!.details?.['patch-data']?.payloads?.[0]?.data)) as { id: string }).id);
 
   it("without it, every run of a thread, its child's and its next runs', records 0.11's marker once, before its first slice", async () => {
-    const thread = await plain.client.startThread({ threadId: uid('plain') });
-    await thread.sendUserText('spawn report:child done');
-    const { children } = await settled(thread);
-    expect(children).toHaveLength(1);
-    let messages = 0;
-    while ((await thread.status()).runs < 2 && messages < 30) {
-      await thread.sendUserText(`message ${messages++}`);
-      await settled(thread);
-    }
+    const { thread, children } = await spawnedAndContinued(plain, 'plain', 2);
     const rootRuns = await runs(plain.temporal, thread.threadId);
     expect(rootRuns.length).toBeGreaterThanOrEqual(2);
-    await eventually(
-      async () => (await plain.temporal.workflow.getHandle(children[0]!).describe()).status.name === 'COMPLETED',
-      30_000,
-      'the child to close',
-    );
     const all = [...rootRuns, ...(await runs(plain.temporal, children[0]!))];
     for (const run of all) {
       // A run that neither ran a slice nor asked a patch (one continued while idle) records nothing.
