@@ -2,9 +2,8 @@
  * What the fleet probes start from: a scratch folder, an empty SQLite store file, a throwaway dev server and the
  * thread workflow's bundle, and the benchmark's fleet options on them.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runScratch } from '../../infra/scratch';
 import { type DevServer, startDevServer } from '../../src/devserver/server';
 import { SqliteConversationStore } from '../../src/store/sqlite';
 import { writeThreadBundle } from './bundle';
@@ -21,7 +20,8 @@ export interface ProbeBase {
 }
 
 export async function probeBase(name: string): Promise<ProbeBase> {
-  const work = mkdtempSync(join(tmpdir(), `infinity-${name}-`));
+  // Gone at exit (infra/scratch.ts): a probe's servers and stores.
+  const work = runScratch(`infinity-${name}-`).dir;
   const storeFile = join(work, 'conversations.sqlite');
   await new SqliteConversationStore(storeFile).close(); // creates the store's file and schema
   const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
