@@ -3,9 +3,10 @@
  * servers and stores): made under the system temp dir, removed when the run ends. A test run leaves hundreds of
  * megabytes there, so a machine that runs the suites many times a day (a developer's, or CI's) fills its disk
  * unless every run takes its scratch with it. The folder holds an `owner.pid` file, so a run that was killed before it
- * could clean up is swept by the next run with the same prefix.
+ * could clean up is swept by the next run with the same prefix. A test tier's files put their temp dirs in it too
+ * (test/setup-runtime.ts points their `TMPDIR` at `<dir>/tmp`).
  */
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onExit } from 'signal-exit';
@@ -13,47 +14,29 @@ import { onExit } from 'signal-exit';
 export interface RunScratch {
   /** The folder. */
   dir: string;
-  /** Removes the folder (unless `INFINITY_KEEP_SCRATCH=1`) and restores `TMPDIR` if it was redirected. Idempotent. */
+  /** Removes the folder (unless `INFINITY_KEEP_SCRATCH=1`). Idempotent. */
   remove(): void;
-}
-
-export interface RunScratchOptions {
-  /**
-   * Point `TMPDIR` at `<dir>/tmp` until `remove()`, so processes started from here on (vitest's test-file processes,
-   * servers, workers) make their temp dirs inside the scratch folder and those go with it.
-   * @default false
-   */
-  redirectTmp?: boolean;
 }
 
 /**
  * Makes `<tmpdir>/<prefix>XXXXXX` after sweeping folders of that prefix whose owner process is gone.
  * @example
- * const scratch = runScratch('infinity-test-', { redirectTmp: true });
+ * const scratch = runScratch('infinity-test-');
  * try { ... } finally { scratch.remove(); }
  */
-export function runScratch(prefix: string, options: RunScratchOptions = {}): RunScratch {
+export function runScratch(prefix: string): RunScratch {
   sweepOrphans(prefix);
   const dir = mkdtempSync(join(tmpdir(), prefix));
   // Others may pass through but not list (0711): as root, a PostgreSQL started from inside runs as the `postgres` user,
   // which must reach its data dir (startLocalPostgres opens that one dir up).
   chmodSync(dir, 0o711);
   writeFileSync(join(dir, 'owner.pid'), String(process.pid));
-  const previousTmp = process.env.TMPDIR;
-  if (options.redirectTmp) {
-    mkdirSync(join(dir, 'tmp'), { mode: 0o711 });
-    process.env.TMPDIR = join(dir, 'tmp');
-  }
   const keep = process.env.INFINITY_KEEP_SCRATCH === '1';
   let removed = false;
   const remove = () => {
     if (removed) return;
     removed = true;
     cancelOnExit();
-    if (options.redirectTmp) {
-      if (previousTmp === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = previousTmp;
-    }
     if (keep) {
       // No owner any more: the next run's sweep leaves it alone.
       rmSync(join(dir, 'owner.pid'), { force: true });

@@ -54,7 +54,10 @@ export default async function setup(project: SetupContext): Promise<() => Promis
     startDevServer({ ui: false, dbFilename: join(scratchDir, 'temporal.sqlite'), log: (l) => console.log(l) }).then(
       (s) => (server = s),
     ),
-    external ? Promise.resolve() : startLocalPostgres().then((p) => (postgres = p)),
+    // Its data in the scratch folder: a run killed before its teardown leaves it to the next run's sweep.
+    external
+      ? Promise.resolve()
+      : startLocalPostgres({ dataDir: join(scratchDir, 'postgres', 'data') }).then((p) => (postgres = p)),
   ]);
   const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) {

@@ -21,7 +21,10 @@
 import { patched, workflowInfo } from '@temporalio/workflow';
 import type { ThreadOptions } from './contract';
 
-/** Release 0.11's patch: asked once, first thing, by every run not on 0.5's rules. */
+/**
+ * Release 0.11's patch: asked once, before the first other patch and the first local activity, by every run not on
+ * 0.5's rules.
+ */
 export const V011 = 'infinity-v0.11';
 
 let base: ThreadOptions['baseRelease'];
@@ -56,7 +59,7 @@ export const onRulesOf05 = (): boolean => base === '0.5';
 
 /**
  * A patch that holds without asking on this run's rules: true, recording nothing, except that while replaying it still
- * asks `patched(id)` and ignores the answer. The SDK (1.24) fails a replay that meets a patch marker no code asks for
+ * asks `patched(id)` and ignores the answer. The SDK fails a replay that meets a patch marker no code asks for
  * (TMPRL1100, "Non-deprecated patch marker encountered ... but there is no corresponding change command";
  * test/patch-option.test.ts), and a thread on 0.5's rules has such markers if a worker older than 0.6, which ignores the
  * option, took a task of it (a run on 0.11's rules never has: no older worker can replay its marker). Asked while

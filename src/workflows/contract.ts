@@ -74,8 +74,8 @@ export interface ThreadOptions {
    * replaying such a history, finds no marker and takes release 0.1's rules (nondeterminism). A thread a 0.5 worker took
    * a task of anyway has the markers in its history: 0.6 code still asks `patched()` while replaying (never live), so
    * that history replays too (test/patch-option.test.ts). Without it a thread follows release 0.11's rules (decision
-   * 79: one patch asked before a run's first slice, none after); with it, 0.6 and later are still asked on their paths, where a query
-   * arriving while a slice runs can leave a run that does not replay (decision 78), so prefer the default.
+   * 79: one patch asked before a run's first slice, none after). With it, 0.6 and later are still asked on their
+   * paths, after a slice's result: safe on the SDK this runtime pins (decision 81), not on SDK 1.23 or 1.24 (78).
    * @default none (the thread follows 0.11's rules)
    */
   baseRelease?: '0.5';

@@ -42,7 +42,10 @@ export default async function setup(project: SetupContext): Promise<() => Promis
   const scratchDir = scratch.dir;
   const binaries = await installClusterBinaries({ log: (l) => console.log(l) });
   // One PostgreSQL for the cluster and for whatever else a test keeps there (e.g. a conversation store).
-  postgres = await startLocalPostgres({ settings: { max_connections: 400 } });
+  postgres = await startLocalPostgres({
+    dataDir: join(scratchDir, 'postgres', 'data'), // swept with the scratch folder if the run is killed
+    settings: { max_connections: 400 },
+  });
   // CLUSTER_SHARDS and CLUSTER_PROCESSES=per-service let a run try other topologies without code changes.
   cluster = await startLocalCluster({
     binaries,
@@ -71,7 +74,7 @@ export default async function setup(project: SetupContext): Promise<() => Promis
   project.provide('postgresDatabasePrefix', `infinity_test_${randomUUID().slice(0, 8)}_`);
   return async () => {
     await cluster?.stop();
-    await postgres?.stop(); // removes its own data dir
+    await postgres?.stop();
     scratch.remove();
   };
 }

@@ -5,16 +5,11 @@
  * would be counted with its reason. A scenario names the slice path it asked for and checks Temporal took it.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { Worker } from '@temporalio/worker';
-import { expect, inject } from 'vitest';
+import { expect } from 'vitest';
 import type { ThreadHandle } from '../../src/client/thread-handle';
 import type { HistoryItem, InputMessage, ToolResultContent } from '../../src/core/types';
 import { subscriptionEvent, toolResult, userText } from '../../src/tools/messages';
-import { eventually, uid } from '../helpers';
+import { checkReplay, eventually, uid } from '../helpers';
 import { bodyText, callText, contentBytes, SLOW_MARK, toolContent } from './content';
 import type { MatrixCell } from './matrix';
 import { floodScenario, workerKilledScenario } from './heavy';
@@ -69,6 +64,9 @@ async function startThread(sys: GuaranteeSystem, cell: MatrixCell, prefix: strin
 }
 
 const slowArg = (cell: MatrixCell) => (cell.slicePath === 'adopted' ? { pace: SLOW_MARK } : {});
+
+/** A spawned child's instructions: it goes idle, after a slow first slice on the adopted path. */
+const idleChild = (cell: MatrixCell) => (cell.slicePath === 'adopted' ? `idle ${SLOW_MARK}` : 'idle');
 
 /** A tool result of the cell's size, by the cell's delivery. */
 export async function toolResultScenario(sys: GuaranteeSystem, cell: MatrixCell) {
@@ -141,7 +139,7 @@ export async function stagedEventScenario(sys: GuaranteeSystem, cell: MatrixCell
 export async function stagedReportScenario(sys: GuaranteeSystem, cell: MatrixCell) {
   const bytes = 129 * KiB;
   const { thread, threadId } = await startThread(sys, cell, 'report');
-  const args = { instructions: cell.slicePath === 'adopted' ? `idle ${SLOW_MARK}` : 'idle', child_of: [threadId] };
+  const args = { instructions: idleChild(cell), child_of: [threadId] };
   const text = callText('spawn_thread', args);
   await thread.sendUserText(text);
   const child = await eventually(async () => (await thread.status()).children[0], 60_000, 'the child');
@@ -245,8 +243,7 @@ export async function rewindScenario(sys: GuaranteeSystem, cell: MatrixCell) {
  */
 export async function cancelledTreeScenario(sys: GuaranteeSystem, cell: MatrixCell) {
   const { thread, threadId, client } = await startThread(sys, cell, 'cancel');
-  const instructions = cell.slicePath === 'adopted' ? `idle ${SLOW_MARK}` : 'idle';
-  await thread.sendUserText(callText('spawn_thread', { instructions, child_of: [threadId] }));
+  await thread.sendUserText(callText('spawn_thread', { instructions: idleChild(cell), child_of: [threadId] }));
   const child = await eventually(async () => (await thread.status()).children[0], 60_000, 'the child');
   await thread.waitForIdle({ timeoutMs: 60_000 });
   const committed = await thread.history();
@@ -283,9 +280,9 @@ export async function queriedScenario(sys: GuaranteeSystem, cell: MatrixCell) {
   const queries = (async () => {
     while (querying) await thread.status().catch(() => undefined);
   })();
-  const instructions = cell.slicePath === 'adopted' ? `idle ${SLOW_MARK}` : 'idle';
+  const spawn = callText('spawn_thread', { instructions: idleChild(cell), child_of: [threadId] });
   try {
-    for (const text of ['first', 'second', callText('spawn_thread', { instructions, child_of: [threadId] }), 'last']) {
+    for (const text of ['first', 'second', spawn, 'last']) {
       await sys.throttle();
       await thread.sendUserText(text);
       // An update: one accepted in a late task broke the replay on SDK 1.23 and 1.24 (decisions 80, 81).
@@ -297,19 +294,8 @@ export async function queriedScenario(sys: GuaranteeSystem, cell: MatrixCell) {
   }
   const { children } = await thread.status();
   expect(children, 'the spawned child').toHaveLength(1);
-  for (const id of [threadId, children[0]!]) {
-    const history = await client.temporal.workflow.getHandle(id).fetchHistory();
-    await Worker.runReplayHistory(
-      { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: id },
-      history,
-      id,
-    ).catch((e: unknown) => {
-      // The history is what to read when it does not replay.
-      const file = join(tmpdir(), `${id}.history.json`);
-      writeFileSync(file, JSON.stringify(historyToJSON(history)));
-      throw new Error(`${id} does not replay (its history: ${file})`, { cause: e });
-    });
-  }
+  for (const id of [threadId, children[0]!])
+    await checkReplay({ threadId: id, workflow: client.temporal.workflow.getHandle(id) }, id);
 }
 
 export const SCENARIOS: Partial<

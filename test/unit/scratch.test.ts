@@ -37,15 +37,6 @@ it('sweeps folders of its prefix whose owner is gone, and only those', () => {
   }
 });
 
-it('points TMPDIR inside the folder when asked, and puts it back at remove()', () => {
-  const before = process.env.TMPDIR;
-  const scratch = runScratch(prefix, { redirectTmp: true });
-  expect(process.env.TMPDIR).toBe(join(scratch.dir, 'tmp'));
-  expect(tmpdir()).toBe(join(scratch.dir, 'tmp'));
-  scratch.remove();
-  expect(process.env.TMPDIR).toBe(before);
-});
-
 it('keeps the folder with INFINITY_KEEP_SCRATCH=1, from the next run too', () => {
   process.env.INFINITY_KEEP_SCRATCH = '1';
   const scratch = runScratch(prefix);
