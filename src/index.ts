@@ -124,7 +124,8 @@ export {
   type ThreadFilter,
   type ThreadSummary,
 } from './client/agent-client';
-export { ThreadHandle } from './client/thread-handle';
+export { ThreadHandle, type ThreadEventsOptions } from './client/thread-handle';
+export type { Followed, FollowOptions } from './client/follow';
 export { FORKED_FROM, type ForkAt, type ForkThreadOptions } from './client/fork';
 export { type RewindResult, type RewindThreadOptions } from './client/rewind';
 export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './inbox/deliver';

@@ -14,6 +14,8 @@ import type { HistoryItem, ThreadStatus } from '../src/core/types';
 import type { LiveEvent } from '../src/events/live-events';
 import { cliRunner, jsonLines, lines, waitForLine } from './cli-process';
 import { eventually } from './helpers';
+import { itemLine, transcript } from './transcript';
+import type { Followed } from '../src/client/follow';
 
 const taskQueue = `cli-${randomUUID()}`;
 const store = join(inject('scratchDir'), `cli-${randomUUID()}.sqlite`);
@@ -97,6 +99,26 @@ describe('infinity-temporal CLI', () => {
     expect(listed).toContainEqual(expect.objectContaining({ threadId, kind: 'root' }));
     const plain = await cli('status', threadId);
     expect(plain.stdout.split('\n')[0]).toBe(`${threadId} root idle`);
+  });
+
+  it('tails joined at any moment of a run show every committed item once', async () => {
+    // Each tail subscribes, then reads the history: a turn that commits in between is shown once, and a turn running
+    // when it attaches is shown with its inputs (a tail that attached there lost the tool result, CI of 0.11).
+    const threadId = `joined-${randomUUID().slice(0, 8)}`;
+    expect(await cli('start', 'Is build 7 green?', '--thread-id', threadId)).toMatchObject({ code: 0 });
+    const tails: Promise<{ code: number | null; stdout: string }>[] = [];
+    for (let i = 0; i < 5; i++) {
+      tails.push(cli('tail', threadId, '--json', '--until-idle'));
+      await new Promise((r) => setTimeout(r, 80));
+    }
+    const outputs = await Promise.all(tails);
+    const history = json<HistoryItem>((await cli('history', threadId, '--json')).stdout);
+    const expected = history.map(itemLine).filter((l) => l !== undefined);
+    expect(expected.length).toBeGreaterThanOrEqual(5);
+    outputs.forEach((out, i) => {
+      expect(out.code, `tail ${i}`).toBe(0);
+      expect(transcript(json<Followed>(out.stdout)), `tail ${i}`).toEqual(expected);
+    });
   });
 
   it('tails tokens live from another process and resumes after a kill without drops or repeats', async () => {

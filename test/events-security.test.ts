@@ -23,6 +23,11 @@ import { type LiveEvent, remoteThreadEvents, EventStreamError } from '../src/eve
 
 const TOKEN = 'events-test-token-0123456789abcdef';
 const delta = (threadId: string, n: number): ThreadEvent => ({ threadId, type: 'text_delta', text: `t${n} ` });
+/** A slice's start as a slice emits it: `running`, then its model call. */
+const sliceStart = (threadId: string, sliceId: string): ThreadEvent[] => [
+  { threadId, type: 'status', status: 'running' },
+  { threadId, type: 'completion_started', sliceId, at: 0 },
+];
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -76,7 +81,7 @@ describe('live events: who may read', () => {
     const { hub, server } = await serve({});
     expect(server.token.length).toBeGreaterThanOrEqual(32);
     // A slice in progress: a subscriber gets it first, whenever it attaches.
-    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's' });
+    for (const e of sliceStart('a', 's')) hub.emit(e);
     const events = subscribe(server.url, 'a', { token: server.token });
     expect((await take(events, 1))[0]?.threadId).toBe('a');
   });
@@ -85,7 +90,7 @@ describe('live events: who may read', () => {
     const { hub, server } = await serve();
     const capability = eventsCapability(TOKEN, 'alice');
     expect(capability).not.toContain(TOKEN);
-    hub.emit({ threadId: 'alice', type: 'completion_started', sliceId: 's' });
+    for (const e of sliceStart('alice', 's')) hub.emit(e);
     const events = subscribe(server.url, 'alice', { token: capability });
     expect((await take(events, 1))[0]?.threadId).toBe('alice');
     expect((await get(`${server.url}/threads/bob/events`, { authorization: `Bearer ${capability}` })).status).toBe(401);
@@ -124,7 +129,7 @@ describe('live events: who may read', () => {
 describe('live events: what a reader gets', () => {
   it('does not replay the buffered past for an `after` from an unknown worker: a gap, then the running slice', async () => {
     const { hub, server } = await serve();
-    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 'old' });
+    for (const e of sliceStart('a', 'old')) hub.emit(e);
     hub.emit(delta('a', 1));
     hub.emit({ threadId: 'a', type: 'completion_finished', sliceId: 'old' });
     const events = subscribe(server.url, 'a', { token: TOKEN, after: 'deadbeef.3' });
@@ -149,7 +154,7 @@ describe('live events: what a reader gets', () => {
   it('streams thread ids up to 1000 bytes (Temporal workflow id limit), and says why for longer ones', async () => {
     const { hub, server } = await serve();
     for (const id of ['x'.repeat(1000), 'é'.repeat(500), 'a/b?c#d'.repeat(100)]) {
-      hub.emit({ threadId: id, type: 'completion_started', sliceId: 's' });
+      for (const e of sliceStart(id, 's')) hub.emit(e);
       const events = subscribe(server.url, id, { token: TOKEN });
       const [first] = await take(events, 1);
       expect(first?.threadId).toBe(id);
@@ -185,15 +190,15 @@ describe('live events: listener limits', () => {
 
   it('does not cut a long stream at the request timeout', async () => {
     const { hub, server } = await serve({ token: TOKEN, requestTimeoutMs: 300 });
-    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's' });
+    for (const e of sliceStart('a', 's')) hub.emit(e);
     const events = subscribe(server.url, 'a', { token: TOKEN });
-    const [first] = await take(events, 1);
-    expect(first?.type).toBe('completion_started');
+    const [first, second] = await take(events, 2);
+    expect([first?.type, second?.type]).toEqual(['status', 'completion_started']);
     await new Promise((r) => setTimeout(r, 1200));
     hub.emit(delta('a', 1));
     const [later] = await take(events, 1);
-    // One stream, never reconnected: the id follows the first one's.
-    expect(later?.eventId?.split('.')[1]).toBe('2');
+    // One stream, never reconnected: the id follows the replayed ones'.
+    expect(later?.eventId?.split('.')[1]).toBe('3');
   });
 
   it('tells the client why it was refused', async () => {

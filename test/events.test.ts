@@ -11,6 +11,11 @@ import { EventLog } from '../src/events/event-log';
 import { buildEventApp, startEventServer, type EventServer } from '../src/events/event-server';
 
 const delta = (threadId: string, n: number): ThreadEvent => ({ threadId, type: 'text_delta', text: `t${n} ` });
+/** A slice's start as a slice emits it: `running`, then its model call. */
+const sliceStart = (threadId: string, sliceId: string): ThreadEvent[] => [
+  { threadId, type: 'status', status: 'running' },
+  { threadId, type: 'completion_started', sliceId, at: 0 },
+];
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -51,15 +56,17 @@ async function serve(token = TOKEN): Promise<{ hub: LocalEventHub; server: Event
 describe('live events endpoint', () => {
   it('replays the slice in progress to a late subscriber, then streams live, per thread', async () => {
     const { hub, server } = await serve();
-    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's0' });
+    for (const e of sliceStart('a', 's0')) hub.emit(e);
     hub.emit({ threadId: 'a', type: 'completion_finished', sliceId: 's0' });
-    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's1' });
+    hub.emit({ threadId: 'a', type: 'status', status: 'running' });
+    hub.emit({ threadId: 'a', type: 'tool_result', toolCallId: 'c1', text: 'green' }); // the slice's input
+    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's1', at: 3 });
     hub.emit(delta('a', 1));
     hub.emit(delta('b', 1)); // another thread
     const events = subscribe(server.url, 'a');
-    const first = await take(events, 2); // the replay: the running slice so far
-    expect(first.map((e) => e.type)).toEqual(['completion_started', 'text_delta']);
-    expect(first[0]).toMatchObject({ sliceId: 's1' });
+    const first = await take(events, 4); // the replay: the running slice so far, from its start
+    expect(first.map((e) => e.type)).toEqual(['status', 'tool_result', 'completion_started', 'text_delta']);
+    expect(first[2]).toMatchObject({ sliceId: 's1' });
     hub.emit(delta('a', 2));
     hub.emit({ threadId: 'a', type: 'completion_finished', sliceId: 's1' });
     const live = await take(events, 2);
@@ -82,11 +89,11 @@ describe('live events endpoint', () => {
   it('reports a gap when asked to resume from a position it no longer has, then gives the slice in progress', async () => {
     const { hub, server } = await serve();
     hub.emit(delta('a', 0)); // before the running slice: not replayed (committed history has it)
-    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's' });
+    for (const e of sliceStart('a', 's')) hub.emit(e);
     hub.emit(delta('a', 1));
     const events = subscribe(server.url, 'a', { after: 'oldepoch.7' });
-    const got = await take(events, 3);
-    expect(got.map((e) => e.type)).toEqual(['replay_gap', 'completion_started', 'text_delta']);
+    const got = await take(events, 4);
+    expect(got.map((e) => e.type)).toEqual(['replay_gap', 'status', 'completion_started', 'text_delta']);
   });
 
   it('rides out a dropped connection without losing or repeating an event', async () => {
@@ -98,7 +105,9 @@ describe('live events endpoint', () => {
       await app.close();
     });
     const { port } = app.server.address() as { port: number };
-    const events = subscribe(`http://127.0.0.1:${port}`, 'a');
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    const events = subscribe(`http://127.0.0.1:${port}`, 'a', { onOpen: opened });
     const received: LiveEvent[] = [];
     const consumer = (async () => {
       for await (const e of events) {
@@ -106,7 +115,8 @@ describe('live events endpoint', () => {
         if (received.length === 200) return;
       }
     })();
-    // Wait until the subscription is installed, then stream, cutting every connection halfway.
+    // Once the subscription is installed (the stream open), stream, cutting every connection halfway.
+    await open;
     hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's' });
     await expect.poll(() => received.length, { timeout: 5000 }).toBe(1);
     for (let i = 1; i < 100; i++) hub.emit(delta('a', i));
@@ -126,8 +136,8 @@ describe('live events endpoint', () => {
     expect((await fetch(`${server.url}/threads/a/events`)).status).toBe(401);
     await expect(take(subscribe(server.url, 'a', { token: 'wrong' }), 1)).rejects.toBeInstanceOf(EventStreamError);
     const { hub, server: open } = await serve('s3cret');
-    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's' });
-    expect((await take(subscribe(open.url, 'a', { token: 's3cret' }), 1))[0]?.type).toBe('completion_started');
+    for (const e of sliceStart('a', 's')) hub.emit(e);
+    expect((await take(subscribe(open.url, 'a', { token: 's3cret' }), 2))[1]?.type).toBe('completion_started');
   });
 });
 
@@ -136,22 +146,26 @@ describe('several workers', () => {
     const a = await serve();
     const b = await serve();
     const urls = [a.server.url, b.server.url];
-    const first = merged(urls, 'th');
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    const first = merged(urls, 'th', { onOpen: opened });
+    const got = take(first, 1); // starts the streams
+    await open; // both subscribed: what either worker emits from now on arrives
     a.hub.emit({ threadId: 'th', type: 'completion_started', sliceId: 's1' }); // slice 1 on worker A
-    const got = await take(first, 1);
+    await got;
     a.hub.emit(delta('th', 1));
     b.hub.emit({ threadId: 'th', type: 'completion_started', sliceId: 's2' }); // slice 2 on worker B
     b.hub.emit(delta('th', 2));
-    got.push(...(await take(first, 3)));
+    const all = [...(await got), ...(await take(first, 3))];
     await first.return(undefined);
     // Each worker's events keep their order; between workers, arrival order is the network's.
-    const shown = got.map((e) =>
+    const shown = all.map((e) =>
       e.type === 'text_delta' ? e.text : `${e.type}:${(e as { sliceId?: string }).sliceId}`,
     );
     expect([...shown].sort()).toEqual(['completion_started:s1', 'completion_started:s2', 't1 ', 't2 ']);
     expect(shown.indexOf('t1 ')).toBeGreaterThan(shown.indexOf('completion_started:s1'));
     expect(shown.indexOf('t2 ')).toBeGreaterThan(shown.indexOf('completion_started:s2'));
-    const cursor = got.at(-1)!.eventId!;
+    const cursor = all.at(-1)!.eventId!;
     expect(cursor.split('~')).toHaveLength(2);
     // Missed while away: one event on each worker.
     a.hub.emit(delta('th', 3));

@@ -173,9 +173,10 @@ async function complete(
   const { deps, emit } = rt;
   const { threadId, sliceId } = input;
   const { record, view, append } = loaded;
-  for (const e of eventsForAppended(threadId, append)) emit(e);
+  // `running` opens the slice's events: a late subscriber's replay starts here, so it sees the appended inputs too.
   emit({ threadId, type: 'status', status: 'running' });
-  emit({ threadId, type: 'completion_started', sliceId });
+  for (const e of eventsForAppended(threadId, append)) emit(e);
+  emit({ threadId, type: 'completion_started', sliceId, at: loaded.committedLength });
   const out = await runCompletion({
     threadId,
     sliceId,
@@ -275,7 +276,7 @@ async function afterCommit(
     io.notify((l) => l.threadClosed?.(threadId));
   }
   for (const callId of out.cancelledSubscriptions) io.notify((l) => l.callCancelled?.(threadId, callId));
-  emit({ threadId, type: 'completion_finished', sliceId, usage: out.usage });
+  emit({ threadId, type: 'completion_finished', sliceId, usage: out.usage, length: result.length });
   if (out.asyncCall)
     result.followUps = await io.dispatch(
       threadId,

@@ -14,7 +14,8 @@ import { typedUnavailable } from '../inbox/unavailable';
 import { type LiveEvent, mergedThreadEvents } from '../events/live-events';
 import { statusOrFailed } from './stuck';
 import { type AnswerChoiceOptions, choiceOriginsFromEnv, choiceUrlRefusal } from './choice-url';
-import { inheritedHistory, loadVisible } from '../store/chain';
+import { committedSince, inheritedHistory, loadVisible } from '../store/chain';
+import { type Followed, type FollowOptions, followThread } from './follow';
 import type {
   AgentClient,
   AgentClientOptions,
@@ -22,6 +23,16 @@ import type {
   SendUserTextOptions,
   WaitForIdleOptions,
 } from './agent-client';
+
+/** Options of {@link ThreadHandle.events}. */
+export interface ThreadEventsOptions {
+  /** Resume right after this event's `eventId` (from an earlier live event of a worker's endpoint). */
+  after?: string;
+  /** Ends the stream when aborted. */
+  signal?: AbortSignal;
+  /** Called once the subscription is in place: every later event reaches this stream. */
+  onSubscribed?: () => void;
+}
 
 /**
  * One thread of an {@link AgentClient} (from {@link AgentClient.thread} or {@link AgentClient.startThread}): send it
@@ -181,8 +192,10 @@ export class ThreadHandle {
 
   /**
    * Live events of this thread, as they happen: from the worker's hub in this process, or from a worker's events
-   * endpoint (`eventsUrl`), where a late subscriber first gets the turn in progress and `after` resumes right after
-   * an earlier event's `eventId`. Ends when the consumer stops iterating. Needs the client's `events` or `eventsUrl`.
+   * endpoint (`eventsUrl`). A subscriber that attaches mid-slice first gets that slice so far, from its
+   * `status: running`; `after` resumes right after an earlier event's `eventId` (endpoints only). Ends when the
+   * consumer stops iterating or `signal` aborts. Needs the client's `events` or `eventsUrl`. To see the committed
+   * history and then what follows, without a gap or a repeat between them, use {@link follow}.
    *
    * @example
    * ```ts
@@ -193,7 +206,7 @@ export class ThreadHandle {
    * }
    * ```
    */
-  async *events(options: { after?: string } = {}): AsyncGenerator<LiveEvent> {
+  async *events(options: ThreadEventsOptions = {}): AsyncGenerator<LiveEvent> {
     const hub = this.options.events;
     if (!hub) {
       if (!this.options.eventsUrl || this.options.eventsUrl.length === 0)
@@ -202,15 +215,51 @@ export class ThreadHandle {
       yield* mergedThreadEvents(urls, this.threadId, {
         ...(options.after && { after: options.after }),
         ...(this.options.eventsToken && { token: this.options.eventsToken }),
+        ...(options.signal && { signal: options.signal }),
+        ...(options.onSubscribed && { onOpen: options.onSubscribed }),
       });
       return;
     }
     const queue = new AsyncQueue<ThreadEvent>();
-    const unsubscribe = hub.subscribe(this.threadId, (e) => queue.push(e));
+    const unsubscribe = hub.subscribe(this.threadId, (e) => queue.push(e), { replay: true });
+    options.onSubscribed?.();
+    const close = () => queue.close();
+    if (options.signal?.aborted) close();
+    options.signal?.addEventListener('abort', close, { once: true });
     try {
       yield* queue;
     } finally {
+      options.signal?.removeEventListener('abort', close);
       unsubscribe();
     }
+  }
+
+  /**
+   * The thread's committed history (`{ history: item }`, as {@link history} shows it), then its live events, joined
+   * so that nothing committed is missed or shown twice, however a slice's commit races the subscription. A slice
+   * already in the history read is not replayed; items committed without live events (a rewind, a slice the worker's
+   * buffer lost) come from the store as `{ history }` too. Needs the conversation store and live events (`events` or
+   * `eventsUrl`); a refused endpoint throws {@link EventStreamError}. Ends when the consumer stops iterating.
+   *
+   * @example
+   * ```ts
+   * for await (const step of thread.follow()) {
+   *   if ('history' in step) console.log(step.history.kind);
+   *   else if (step.type === 'text_delta') process.stdout.write(step.text);
+   *   else if (step.type === 'status' && step.status === 'idle') break;
+   * }
+   * ```
+   */
+  follow(options: FollowOptions = {}): AsyncGenerator<Followed> {
+    const store = this.options.store;
+    if (!store) throw new Error('follow() needs the conversation store: pass `store` to AgentClient');
+    const threadId = this.threadId;
+    return followThread(
+      {
+        events: (onSubscribed, signal) => this.events({ onSubscribed, signal }),
+        committed: (from, to) => committedSince(store, threadId, from, to),
+      },
+      options,
+    );
   }
 }

@@ -248,13 +248,19 @@ export type ThreadEvent = { threadId: string } & (
   | { type: 'event'; toolCallId: string; toolName?: string; childThreadId?: string; text: string }
   /** A compaction of this thread was applied: later slices see `sourceThreadId`'s summary instead of the first `upTo` items. */
   | { type: 'compaction_applied'; sourceThreadId: string; upTo: number }
-  | { type: 'completion_started'; sliceId: string }
+  /**
+   * The slice's model call starts. `at`: the committed history length the slice builds on, so its items land from
+   * there (a follower that read `at` or fewer items has not seen them; one that read more has). A slice's events run
+   * from its `status: running` (then the inputs it appends, then this) to its `completion_finished`.
+   */
+  | { type: 'completion_started'; sliceId: string; at?: number }
   | { type: 'text_delta'; text: string }
   | { type: 'thinking_started' }
   | { type: 'thinking_delta'; text: string }
   | { type: 'thinking_ended' }
   | { type: 'tool_call'; id: string; name: string; args: unknown }
-  | { type: 'completion_finished'; sliceId: string; usage?: TokenUsage }
+  /** The slice committed; `length`: the thread's committed history length after it. */
+  | { type: 'completion_finished'; sliceId: string; usage?: TokenUsage; length?: number }
   | { type: 'info'; text: string }
   | { type: 'status'; status: AgentStatus }
   /** A remote subscriber missed events that are no longer buffered: committed history fills the gap. */

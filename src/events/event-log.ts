@@ -91,10 +91,17 @@ export class EventLog {
     return { events: this.runningSlice(threadId), gap: false };
   }
 
-  /** The events of the thread's slice in progress, from its `completion_started`; none between slices. */
+  /**
+   * The events of the thread's slice in progress, from its `status: running` (then its appended inputs); none between
+   * slices, and none when the ring no longer holds the slice's start (a follower reads that slice from the store).
+   */
   private runningSlice(threadId: string): LoggedEvent[] {
     const all = this.logged(threadId, 0);
-    const start = all.map((e) => e.event.type).lastIndexOf('completion_started');
+    let start = -1;
+    for (let i = all.length - 1; i >= 0 && start < 0; i--) {
+      const e = all[i]!.event;
+      if (e.type === 'status' && e.status === 'running') start = i;
+    }
     const running = start >= 0 && !all.slice(start).some((e) => e.event.type === 'completion_finished');
     return running ? all.slice(start) : [];
   }

@@ -124,6 +124,9 @@ export function buildEventApp(log: EventLog, options: EventAppOptions): FastifyI
       }
       reply.hijack();
       const res = reply.raw;
+      // Subscribed before the answer's head leaves: a client that sees the stream open (EventSource `open`) may read
+      // committed history at once and count on every later event reaching it (a follow's seam, client/follow.ts).
+      const { replay, unsubscribe } = log.subscribe(threadId, after, (e) => res.write(frame(e)));
       res.writeHead(200, {
         ...cors,
         'content-type': 'text/event-stream; charset=utf-8',
@@ -133,7 +136,6 @@ export function buildEventApp(log: EventLog, options: EventAppOptions): FastifyI
       });
       // Reconnect quickly: the replay makes a reconnect lossless, so there is no reason to wait long.
       res.write('retry: 250\n\n');
-      const { replay, unsubscribe } = log.subscribe(threadId, after, (e) => res.write(frame(e)));
       if (replay.gap) res.write('event: gap\ndata: {}\n\n');
       for (const e of replay.events) res.write(frame(e));
       const ping = setInterval(() => res.write(': keep-alive\n\n'), keepAliveMs);

@@ -16,6 +16,11 @@ export interface RemoteEventsOptions {
   token?: string;
   /** Ends the stream (the generator returns) when aborted. */
   signal?: AbortSignal;
+  /**
+   * Called once, when the subscription is in place (every endpoint's, for several): every event from then on reaches
+   * this stream.
+   */
+  onOpen?: () => void;
 }
 
 /** The endpoint refused or vanished for good (wrong URL or token): EventSource gives up on those. */
@@ -64,6 +69,12 @@ export async function* remoteThreadEvents(
     },
   });
   const queue = new AsyncQueue<LiveEvent>();
+  // The endpoint subscribes before it answers (event-server.ts): open means subscribed. Reconnects open again.
+  let opened = false;
+  source.onopen = () => {
+    if (!opened) options.onOpen?.();
+    opened = true;
+  };
   source.onmessage = (m) => queue.push({ ...(JSON.parse(m.data as string) as ThreadEvent), eventId: m.lastEventId });
   source.addEventListener('gap', () => queue.push({ threadId, type: 'replay_gap' }));
   source.onerror = (e) => {
@@ -103,7 +114,11 @@ export async function* mergedThreadEvents(
   for (const id of options.after?.split('~').filter(Boolean) ?? []) positions.set(id.split('.')[0]!, id);
   // A generator waiting for its next event cannot be returned from outside: an abort signal ends them instead.
   const stop = new AbortController();
-  const streams = baseUrls.map((url) => remoteThreadEvents(url, threadId, { ...options, signal: stop.signal }));
+  let open = 0;
+  const onOpen = () => {
+    if (++open === baseUrls.length) options.onOpen?.();
+  };
+  const streams = baseUrls.map((url) => remoteThreadEvents(url, threadId, { ...options, signal: stop.signal, onOpen }));
   const queue = new AsyncQueue<LiveEvent>();
   const pumps = streams.map(async (stream) => {
     try {

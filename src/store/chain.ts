@@ -88,6 +88,24 @@ export async function loadVisible(
 }
 
 /**
+ * The thread's visible items among its own items from `from` to `to` (default: all), and the position they reach
+ * (`to`, or the committed length): what a follower of the thread (client/follow.ts) has not shown yet.
+ */
+export async function committedSince(
+  store: ConversationStore,
+  threadId: string,
+  from: number,
+  to?: number,
+): Promise<{ items: StoredItem[]; length: number }> {
+  const rec = await store.getThread(threadId);
+  const items = await store.load(threadId, from, to);
+  const length = from + items.length;
+  if (!rec) return { items, length };
+  const ranges = visibleRanges(rec);
+  return { items: items.filter((_, i) => hiddenBy(ranges, from + i) === undefined), length };
+}
+
+/**
  * The last item the model would see among `rec`'s first `upTo` own items (archived ones and `rewind` notes skipped),
  * or undefined when there is none there (the caller looks further up the chain).
  */

@@ -3,7 +3,8 @@
  * live events are not available (no endpoint, or it goes away), it follows the committed history instead.
  */
 import type { Command } from 'commander';
-import type { ThreadEvent } from '../../core/types';
+import type { HistoryItem, ThreadEvent } from '../../core/types';
+import type { Followed } from '../../client/follow';
 import { EventStreamError } from '../../events/live-events';
 import { colour, EventPrinter, historyLine, type Out } from '../format';
 import { followHistory, refusalOf, withLocalEventsToken } from '../tail';
@@ -38,25 +39,30 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
       try {
         const thread = client.thread(threadId);
         const status = await thread.status(); // fails clearly for an unknown thread
-        let committed = 0;
-        if (opts.history !== false && opts.after === undefined && target.store) {
-          const items = await thread.history();
-          for (const item of items) out(opts.json ? JSON.stringify({ history: item }) : historyLine(item));
-          committed = items.length;
-        }
+        const withHistory = opts.history !== false && opts.after === undefined && target.store !== undefined;
+        const showItem = (item: HistoryItem) => out(opts.json ? JSON.stringify({ history: item }) : historyLine(item));
+        let shown = 0;
         const settled = async () => {
           const s = await thread.status();
           return s.status === 'closed' || (s.status === 'idle' && s.queued === 0);
         };
-        // Resuming (--after) replays what followed, which ends with the thread's own idle status if it got there.
         const idleNow = status.status === 'closed' || (status.status === 'idle' && status.queued === 0);
-        if (opts.untilIdle && idleNow && opts.after === undefined) return;
+        // Resuming (--after) replays what followed, which ends with the thread's own idle status if it got there.
+        if (opts.untilIdle && idleNow && opts.after === undefined) {
+          if (withHistory) for (const item of await thread.history()) showItem(item);
+          return;
+        }
         const fallback = async (why: string) => {
           if (!target.store) throw new Error(`${why}, and no conversation store to follow instead (--store)`);
           process.stderr.write(colour.yellow(`${why}; following committed history instead\n`));
+          if (withHistory && shown === 0) {
+            const items = await thread.history();
+            items.forEach(showItem);
+            shown = items.length;
+          }
           await followHistory(
             thread,
-            committed,
+            shown,
             out,
             async () => (opts.untilIdle ? settled() : false),
             Number(opts.pollMs),
@@ -65,21 +71,24 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
         if (!target.eventsUrl) return fallback('no live events endpoint (--events-url)');
 
         const printer = new EventPrinter(write);
+        // With a store, the committed history and live events are joined by the thread's follow (no gap, no repeat);
+        // `--after` resumes a stream where an earlier tail left it.
+        const steps: AsyncIterable<Followed> =
+          target.store && opts.after === undefined
+            ? thread.follow({ history: withHistory })
+            : thread.events(opts.after ? { after: opts.after } : {});
         try {
-          for await (const e of thread.events(opts.after ? { after: opts.after } : {})) {
-            if (opts.json) out(JSON.stringify(e));
-            else printer.print(e as ThreadEvent);
-            // Live events were lost (the stream reconnected past the worker's buffer): what they showed is committed
-            // by now, so the items committed since the history printed above follow, instead of nothing.
-            if (e.type === 'replay_gap' && target.store && opts.history !== false && opts.after === undefined) {
-              const items = await thread.history();
-              for (const item of items.slice(committed))
-                out(opts.json ? JSON.stringify({ history: item }) : historyLine(item));
-              committed = items.length;
+          for await (const step of steps) {
+            if ('history' in step) {
+              showItem(step.history);
+              shown++;
+              continue;
             }
+            if (opts.json) out(JSON.stringify(step));
+            else printer.print(step as ThreadEvent);
             if (
               opts.untilIdle &&
-              ((e.type === 'status' && e.status === 'idle') || e.type === 'replay_gap') &&
+              ((step.type === 'status' && step.status === 'idle') || step.type === 'replay_gap') &&
               (await settled())
             )
               return;
