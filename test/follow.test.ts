@@ -36,15 +36,10 @@ async function followUntil(
   timeoutMs = 30_000,
 ): Promise<Followed[]> {
   const got: Followed[] = [];
-  const follow = thread.follow();
-  const timer = setTimeout(() => void follow.return(undefined), timeoutMs);
-  try {
-    for await (const s of follow) {
-      got.push(s);
-      if (await stop(s)) break;
-    }
-  } finally {
-    clearTimeout(timer);
+  const signal = AbortSignal.timeout(timeoutMs);
+  for await (const s of thread.follow({ signal })) {
+    got.push(s);
+    if (await stop(s)) break;
   }
   return got;
 }

@@ -1,7 +1,7 @@
 /**
  * What a follower of a thread showed, one line per item: committed items (`{ history }`) and live events alike, a
- * slice's streamed text joined into its assistant item. A follow that misses or repeats nothing shows exactly the
- * lines of the committed history.
+ * slice's streamed text joined into its assistant item, an attempt that died before its commit replaced by its retry.
+ * A follow that misses or repeats nothing shows exactly the lines of the committed history.
  */
 import type { Followed } from '../src/client/follow';
 import type { HistoryItem } from '../src/core/types';
@@ -14,7 +14,18 @@ export function transcript(steps: readonly Followed[]): string[] {
     if (text) out.push(`assistant: ${text}`);
     text = '';
   };
+  /** Where the slice shown live began in `out`, while it has not finished: a retried attempt replaces it. */
+  let open: number | undefined;
   for (const s of steps) {
+    if (!('history' in s) && s.type === 'status' && s.status === 'running') {
+      // A slice's attempt that died before its commit runs again from `running`: as a UI redraws the turn, its
+      // lines are replaced.
+      if (open !== undefined) out.length = open;
+      text = '';
+      open = out.length;
+      continue;
+    }
+    if (!('history' in s) && s.type === 'completion_finished') open = undefined;
     if ('history' in s) {
       flush();
       const line = itemLine(s.history);

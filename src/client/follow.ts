@@ -33,6 +33,8 @@ export interface FollowOptions {
    * @default true
    */
   history?: boolean;
+  /** Ends the follow (the generator returns) when aborted, even while it waits for the next event. */
+  signal?: AbortSignal;
 }
 
 /** Events that belong to a slice: seen without the slice's start, they cannot be placed. */
@@ -166,6 +168,9 @@ export class FollowSeam {
 /** Follows a thread from `source`; see the module comment for how history and live events are joined. */
 export async function* followThread(source: FollowSource, options: FollowOptions = {}): AsyncGenerator<Followed> {
   const stop = new AbortController();
+  const abort = () => stop.abort();
+  if (options.signal?.aborted) return;
+  options.signal?.addEventListener('abort', abort, { once: true });
   let subscribed!: () => void;
   const ready = new Promise<void>((resolve) => (subscribed = resolve));
   const events = source.events(subscribed, stop.signal);
@@ -173,6 +178,7 @@ export async function* followThread(source: FollowSource, options: FollowOptions
   try {
     // A refusal (or a stream that ends) settles `next` instead: it is awaited below, which throws it.
     await Promise.race([ready, next]);
+    if (stop.signal.aborted) return;
     const start = await source.committed(0);
     if (options.history !== false) for (const s of start.items) yield { history: s.item };
     const seam = new FollowSeam(start.length);
@@ -192,6 +198,7 @@ export async function* followThread(source: FollowSource, options: FollowOptions
       next = events.next();
     }
   } finally {
+    options.signal?.removeEventListener('abort', abort);
     stop.abort();
     // The pending read settles once aborted; then the stream can close.
     await next.catch(() => undefined);

@@ -21,6 +21,7 @@ const VALUES = {
     'rewind with a call pending',
     'cancelled tree',
     'queried while slicing',
+    'followed mid-run',
   ],
   signalNames: ['input', 'by-kind'],
   store: ['memory', 'sqlite', 'postgres'],

@@ -9,7 +9,9 @@ import { expect } from 'vitest';
 import type { ThreadHandle } from '../../src/client/thread-handle';
 import type { HistoryItem, InputMessage, ToolResultContent } from '../../src/core/types';
 import { subscriptionEvent, toolResult, userText } from '../../src/tools/messages';
+import type { Followed } from '../../src/client/follow';
 import { checkReplay, eventually, uid } from '../helpers';
+import { itemLine, transcript } from '../transcript';
 import { bodyText, callText, contentBytes, SLOW_MARK, toolContent } from './content';
 import type { MatrixCell } from './matrix';
 import { floodScenario, workerKilledScenario } from './heavy';
@@ -298,6 +300,55 @@ export async function queriedScenario(sys: GuaranteeSystem, cell: MatrixCell) {
     await checkReplay({ threadId: id, workflow: client.temporal.workflow.getHandle(id) }, id);
 }
 
+/**
+ * Followers (`thread.follow()`, what `tail` runs) attached at many moments of a thread's run, from before its first
+ * text to after its last answer, each through the system's own live events: every one shows exactly the committed
+ * history, with nothing missed and nothing twice (decision 82).
+ */
+export async function followedScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const { thread, threadId } = await startThread(sys, cell, 'followed');
+  const followers: { steps: Followed[]; stop: () => Promise<unknown> }[] = [];
+  const follow = () => {
+    const steps: Followed[] = [];
+    const abort = new AbortController();
+    const done = (async () => {
+      for await (const s of thread.follow({ signal: abort.signal })) steps.push(s);
+    })();
+    followers.push({ steps, stop: async () => (abort.abort(), await done) });
+  };
+  const pause = () => new Promise((r) => setTimeout(r, 25));
+  try {
+    follow();
+    const byTool = cell.delivery === 'signal';
+    const content = toolContent(64);
+    await thread.sendUserText(callText(byTool ? 'emit' : 'wait', { bytes: 64, ...slowArg(cell) }));
+    follow();
+    if (!byTool) {
+      const status = await thread.waitForIdle({ timeoutMs: 60_000 });
+      follow();
+      await sys.deliver(cell.delivery, toolResult({ threadId, toolCallId: status.pendingCall!.id }, content));
+    }
+    for (let i = 0; i < 4; i++) {
+      await pause();
+      follow();
+      await sys.throttle();
+      await thread.sendUserText(`and then ${i}`);
+      follow();
+    }
+    const history = await settledHistory(thread, 6);
+    follow();
+    const expected = history.map(itemLine).filter((l) => l !== undefined);
+    await eventually(
+      () => followers.every((f) => JSON.stringify(transcript(f.steps)) === JSON.stringify(expected)),
+      20_000,
+      'every follower showing the committed history',
+    ).catch(() => undefined);
+    followers.forEach((f, i) => expect(transcript(f.steps), `follower ${i}`).toEqual(expected));
+  } finally {
+    await Promise.all(followers.map((f) => f.stop()));
+  }
+}
+
 export const SCENARIOS: Partial<
   Record<MatrixCell['scenario'], (sys: GuaranteeSystem, cell: MatrixCell) => Promise<void>>
 > = {
@@ -314,4 +365,5 @@ export const SCENARIOS: Partial<
   'rewind with a call pending': rewindScenario,
   'cancelled tree': cancelledTreeScenario,
   'queried while slicing': queriedScenario,
+  'followed mid-run': followedScenario,
 };

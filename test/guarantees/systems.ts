@@ -19,6 +19,8 @@ import { expect, inject } from 'vitest';
 import { AgentClient } from '../../src/client/agent-client';
 import type { InputMessage, ToolResultContent } from '../../src/core/types';
 import { findTemporalCli } from '../../src/devserver/cli';
+import type { LocalEventHub } from '../../src/events/event-hub';
+import { readLocalEventsToken } from '../../src/events/local-token';
 import { prepareInput, signalFor } from '../../src/inbox/deliver';
 import { startLocalSystem } from '../../src/local-system';
 import { ScriptedModel } from '../../src/model/scripted';
@@ -70,6 +72,9 @@ export interface GuaranteeSystem {
   modelCalls(): number[];
   shutdown(): Promise<void>;
 }
+
+/** How a system's clients get live events (`thread.events()`, `thread.follow()`). */
+type LiveOptions = { events: LocalEventHub } | { eventsUrl: string; eventsToken: string };
 
 /** The limits of a `throttled` cell's worker: generous, so only the closed key holds slices back. */
 export const GUARANTEE_LIMITS = { key: 'guarantees', rpm: 100_000, tpm: 100_000_000, concurrency: 64 };
@@ -248,6 +253,8 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
       threadOptions?: ThreadOptions;
       /** As the system's own client starts threads (startLocalSystem's: eagerly, on its worker's connection). */
       eagerStart?: boolean;
+      /** How its clients get live events: the in-process hub, or the worker's endpoint. */
+      live: LiveOptions;
     };
     if (cell.defaults === 'startLocalSystem') {
       const local = await startLocalSystem({
@@ -271,6 +278,7 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
         taskQueue: local.client.taskQueue,
         threadOptions: { titleSearchAttribute: true },
         eagerStart: true,
+        live: { events: local.events },
       };
     } else {
       // The README's setup: a worker and a client, with no option beyond the documented ones.
@@ -287,6 +295,7 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
         workflowBundle: { codePath: inject('workflowBundlePath') },
         ...signalNames,
         ...limits,
+        eventsEndpoint: {}, // the README's worker serves live events to clients in other processes
       });
       const running = worker.run();
       const clientConnection = await Connection.connect({ address });
@@ -300,11 +309,13 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
           await running;
         },
       );
+      const live = { eventsUrl: worker.eventsUrl!, eventsToken: worker.eventsToken! };
       base = {
-        client: new AgentClient({ client: temporal, taskQueue, store, ...signalNames }),
+        client: new AgentClient({ client: temporal, taskQueue, store, ...signalNames, ...live }),
         temporal,
         address,
         taskQueue,
+        live,
       };
     }
     ref.client = base.client;
@@ -316,6 +327,7 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
         signalNames: cell.signalNames,
         threadOptions: { ...base.threadOptions, ...threadOptions },
         ...(base.eagerStart && { eagerStart: true }),
+        ...base.live,
       });
     const view = () => ({
       client: base.client,
@@ -368,7 +380,6 @@ async function startDev(
     'dev',
     '--data-dir',
     dir,
-    '--no-events',
     '--model',
     'openai-compatible:scripted',
     '--tools',
@@ -384,16 +395,21 @@ async function startDev(
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   let address = '';
   let storeArg = '';
+  let eventsUrl = '';
   for await (const line of lines(child)) {
     const store = /^Store\s+(\S+)$/.exec(line);
     if (store) storeArg = store[1]!;
+    const events = /^Live events\s+(\S+)$/.exec(line);
+    if (events) eventsUrl = events[1]!;
     const m = /^export TEMPORAL_ADDRESS=(\S+)$/.exec(line);
     if (m) {
       address = m[1]!;
       break;
     }
   }
-  if (!address) throw new Error(`dev did not start:\n${stderr}`);
+  if (!address || !eventsUrl) throw new Error(`dev did not start (or serves no live events):\n${stderr}`);
+  // As `tail` on this machine does: the token `dev` keeps in its data directory.
+  const live = { eventsUrl, eventsToken: readLocalEventsToken(dir)! };
   const connection = await Connection.connect({ address });
   const store = new SqliteConversationStore(storeArg);
   cleanups.push(
@@ -410,6 +426,7 @@ async function startDev(
       store,
       signalNames: 'by-kind',
       threadOptions: { titleSearchAttribute: true, ...threadOptions },
+      ...live,
     });
   const client = make({ titleSearchAttribute: true });
   ref.client = client;
