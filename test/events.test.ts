@@ -174,3 +174,46 @@ describe('several workers', () => {
     expect(resumed.map((e) => (e as { text: string }).text).sort()).toEqual(['t3 ', 't4 ']);
   });
 });
+
+describe('in-process hub', () => {
+  const collect = (hub: LocalEventHub, threadId: string) => {
+    const got: ThreadEvent[] = [];
+    const off = hub.subscribe(threadId, (e) => got.push(e), { replay: true });
+    cleanups.push(async () => off());
+    return got;
+  };
+
+  it('replays the slice in progress to a late subscriber, from its start, and nothing between slices', () => {
+    const hub = new LocalEventHub();
+    for (const e of sliceStart('a', 's0')) hub.emit(e);
+    hub.emit({ threadId: 'a', type: 'completion_finished', sliceId: 's0', length: 3 });
+    hub.emit({ threadId: 'a', type: 'status', status: 'idle' });
+    expect(collect(hub, 'a')).toEqual([]); // between slices
+    hub.emit({ threadId: 'a', type: 'status', status: 'running' });
+    hub.emit({ threadId: 'a', type: 'user_input', text: 'next' });
+    hub.emit({ threadId: 'a', type: 'completion_started', sliceId: 's1', at: 3 });
+    hub.emit(delta('a', 1));
+    hub.emit(delta('b', 1)); // another thread
+    const late = collect(hub, 'a');
+    expect(late.map((e) => e.type)).toEqual(['status', 'user_input', 'completion_started', 'text_delta']);
+    hub.emit(delta('a', 2));
+    expect(late.at(-1)).toEqual(delta('a', 2)); // then live, with nothing between
+    // A subscriber without `replay` (and the hub that only feeds a log) gets live events only.
+    const plain: ThreadEvent[] = [];
+    const off = hub.subscribe('a', (e) => plain.push(e));
+    cleanups.push(async () => off());
+    expect(plain).toEqual([]); // slice s1 is still in progress
+    hub.emit(delta('a', 3));
+    expect(plain).toEqual([delta('a', 3)]);
+    const quiet = new LocalEventHub({ remember: false });
+    for (const e of sliceStart('a', 's')) quiet.emit(e);
+    expect(collect(quiet, 'a')).toEqual([]);
+  });
+
+  it('forgets a slice too long to replay (a follower reads it from the store)', () => {
+    const hub = new LocalEventHub();
+    for (const e of sliceStart('a', 's')) hub.emit(e);
+    for (let i = 0; i < 5_000; i++) hub.emit(delta('a', i));
+    expect(collect(hub, 'a')).toEqual([]);
+  });
+});

@@ -13,7 +13,6 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AgentClient } from '../src/client/agent-client';
 import type { Followed } from '../src/client/follow';
 import type { ThreadHandle } from '../src/client/thread-handle';
-import type { SliceResult } from '../src/core/slice-protocol';
 import type { HistoryItem, StoredItem, ThreadEvent } from '../src/core/types';
 import { LocalEventHub } from '../src/events/event-hub';
 import { EventLog } from '../src/events/event-log';
@@ -24,6 +23,7 @@ import type { ConversationStore } from '../src/store/conversation-store';
 import { SqliteConversationStore } from '../src/store/sqlite';
 import { createAgentWorker } from '../src/worker/create-worker';
 import { greenBuildTool, startTestSystem, uid } from './helpers';
+import { result as sliceResult } from './store-contract';
 import { itemLine, transcript } from './transcript';
 
 /** An event without its thread id (each member of the union on its own). */
@@ -108,14 +108,7 @@ describe('follow: each seam, by hand', () => {
     const commit = async (items: HistoryItem[]) => {
       const sliceId = `s${++slices}`;
       const stored: StoredItem[] = items.map((item, i) => ({ messageId: `${sliceId}-${i}`, item }));
-      const result: SliceResult = {
-        sliceId,
-        length: length + items.length,
-        pendingCall: null,
-        answeredCallIds: [],
-        followUps: [],
-        interrupted: false,
-      };
+      const result = sliceResult(sliceId, length + items.length);
       await store.commit({ threadId, sliceId, expectedLength: length, items: stored, result });
       length += items.length;
       return sliceId;

@@ -18,6 +18,17 @@ export class LocalEventHub {
   /** Each thread's slice in progress: its events from its `status: running`. */
   private readonly running = new Map<string, ThreadEvent[]>();
 
+  constructor(
+    private readonly options: {
+      /**
+       * Remember each thread's slice in progress for late subscribers (`subscribe(id, l, { replay: true })`); off for
+       * a hub that only feeds an `EventLog` (event-log.ts), which keeps its own.
+       * @default true
+       */
+      remember?: boolean;
+    } = {},
+  ) {}
+
   emit(event: ThreadEvent): void {
     this.remember(event);
     for (const l of this.all) l(event);
@@ -49,6 +60,7 @@ export class LocalEventHub {
   }
 
   private remember(event: ThreadEvent): void {
+    if (this.options.remember === false) return;
     const { threadId } = event;
     if (event.type === 'status') {
       this.running.delete(threadId);

@@ -260,7 +260,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   let onEvent = options.onEvent ?? (() => {});
   let events: EventServer | undefined;
   if (options.eventsEndpoint) {
-    const hub = new LocalEventHub();
+    const hub = new LocalEventHub({ remember: false }); // the log keeps the slices in progress
     const log = new EventLog(hub, options.eventsEndpoint.capacity);
     events = await startEventServer(log, options.eventsEndpoint);
     const downstream = onEvent;
