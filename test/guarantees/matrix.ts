@@ -22,6 +22,7 @@ const VALUES = {
     'cancelled tree',
     'queried while slicing',
     'followed mid-run',
+    'over budget',
   ],
   signalNames: ['input', 'by-kind'],
   store: ['memory', 'sqlite', 'postgres'],

@@ -349,6 +349,64 @@ export async function followedScenario(sys: GuaranteeSystem, cell: MatrixCell) {
   }
 }
 
+/**
+ * A thread stopped at its budget (issue 27 §1): the slice that would start over it calls no model and commits nothing;
+ * what arrives meanwhile (the tool result by the cell's delivery, a user text) is kept, not dropped; a raise resumes
+ * the thread, which then commits each input once.
+ */
+export async function overBudgetScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const threadId = uid('budget');
+  if (cell.slicePath === 'retry') sys.failOnce.add(threadId);
+  const client = sys.client(cell.slicePath);
+  // One completion spends more than one token: the first slice runs, the next finds the limit reached.
+  const thread = await client.startThread({ threadId, budget: { totalTokens: 1 } });
+  const byTool = cell.delivery === 'signal';
+  const content = toolContent(256);
+  const text = callText(byTool ? 'emit' : 'wait', { bytes: 256, ...slowArg(cell) });
+  await sys.throttle();
+  await thread.sendUserText(text);
+  if (!byTool) {
+    const waiting = await thread.waitForIdle({ timeoutMs: 60_000 });
+    await sys.deliver(cell.delivery, toolResult({ threadId, toolCallId: waiting.pendingCall!.id }, content));
+  }
+  const over = await eventually(
+    async () => {
+      const st = await thread.status();
+      return st.status === 'over_budget' ? st : undefined;
+    },
+    60_000,
+    'the thread stopping at its budget',
+  );
+  expect(over.overBudget).toMatchObject({ scope: 'thread', key: threadId, field: 'totalTokens', limit: 1 });
+  const calls = sys.modelCalls().length;
+  await thread.sendUserText('meanwhile');
+  await eventually(async () => (await thread.status()).queued >= 1, 30_000, 'the text queued while over budget');
+  expect((await thread.status()).status, 'still over budget').toBe('over_budget');
+  expect(sys.modelCalls().length, 'no model call while over budget').toBe(calls);
+  const committed = await thread.history();
+  expect(
+    committed.map((h) => h.kind),
+    'nothing committed past the limit',
+  ).toEqual(['user', 'tool_call']);
+
+  const raised = await client.setBudget({ thread: threadId }, { totalTokens: 1_000_000 });
+  expect(raised.woken).toContain(threadId);
+  const history = await settledHistory(thread, 5);
+  const call = history[1] as Extract<HistoryItem, { kind: 'tool_call' }>;
+  expect(history.slice(0, 3)).toEqual([
+    { kind: 'user', text },
+    { kind: 'tool_call', id: call.id, name: byTool ? 'emit' : 'wait', args: { bytes: 256, ...slowArg(cell) } },
+    { kind: 'tool_result', id: call.id, content },
+  ]);
+  // The text that waited comes once, after the result (in the result's slice or the next), and is answered.
+  expect(history.filter((h) => h.kind === 'user' && h.text === 'meanwhile')).toHaveLength(1);
+  expect(history.filter((h) => h.kind === 'tool_result')).toHaveLength(1);
+  expect(history.at(-1)?.kind).toBe('assistant');
+  expect(sys.modelSaw(content), 'the model was shown the whole result').toBe(true);
+  expect((await thread.status()).status).toBe('idle');
+  await checkReplay(thread, threadId);
+}
+
 export const SCENARIOS: Partial<
   Record<MatrixCell['scenario'], (sys: GuaranteeSystem, cell: MatrixCell) => Promise<void>>
 > = {
@@ -366,4 +424,5 @@ export const SCENARIOS: Partial<
   'cancelled tree': cancelledTreeScenario,
   'queried while slicing': queriedScenario,
   'followed mid-run': followedScenario,
+  'over budget': overBudgetScenario,
 };
