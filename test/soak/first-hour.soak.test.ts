@@ -99,6 +99,8 @@ describe("a new user's first hour, from the packed package", () => {
         timeout: 120_000,
       },
     );
+    // "prints the tool call and its result" (README): the call too, though the thread started before the loop.
+    expect(stdout).toMatch(/→ get_build_status \{"build_id":"42"\}/);
     expect(stdout).toContain('← Build 42: green');
     expect(stdout).toContain('idle after 2 slices: user, assistant, tool_call, tool_result, assistant');
     // Temporal's own INFO logs (worker states, the workflow bundle) stay out of the user's terminal.
