@@ -6,6 +6,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { type AddressInfo, createServer } from 'node:net';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -234,6 +235,7 @@ describe('infinity-temporal CLI', () => {
       [['answer', threadId, 'c1', '1.5'], "index must be a whole number, got '1.5'"],
       [['deliver', threadId, '--message', join(inject('scratchDir'), 'no-such-message.json')], 'cannot read'],
       [['dev', '--port', 'abc'], "--port must be a port number (1-65535), got 'abc'"],
+      [['dev', '--no-ui', '--ui-port', '8233'], '--no-ui and --ui-port do not go together'],
     ];
     for (const [args, message] of cases) {
       const r = await cli(...args);
@@ -267,6 +269,27 @@ describe('infinity-temporal CLI', () => {
     }
   });
 
+  it('runs dev without the Web UI when asked', async () => {
+    const dev = start([
+      'dev',
+      '--no-ui',
+      '--no-events',
+      '--data-dir',
+      join(inject('scratchDir'), `dev-${randomUUID()}`),
+    ]);
+    try {
+      const banner: string[] = [];
+      for await (const line of lines(dev)) {
+        banner.push(line);
+        if (line.startsWith('export TEMPORAL_ADDRESS=')) break;
+      }
+      expect(banner).toContain('Temporal UI      (disabled)');
+    } finally {
+      dev.kill('SIGTERM');
+      await new Promise((r) => dev.once('close', r));
+    }
+  }, 90_000);
+
   it('runs dev on the ports it is given and prints the address to export', async () => {
     const free = async () =>
       new Promise<number>((resolve) => {
@@ -276,16 +299,15 @@ describe('infinity-temporal CLI', () => {
         });
       });
     const [port, uiPort] = [await free(), await free()];
-    const dev = start([
-      'dev',
-      '--port',
-      String(port),
-      '--ui-port',
-      String(uiPort),
-      '--data-dir',
-      join(inject('scratchDir'), `dev-${randomUUID()}`),
-      '--no-events',
-    ]);
+    const dataDir = join(inject('scratchDir'), `dev-${randomUUID()}`);
+    // Under a umask that hides nothing, the files dev writes are still its owner's alone.
+    const umask = process.umask(0);
+    let dev: ChildProcess;
+    try {
+      dev = start(['dev', '--port', String(port), '--ui-port', String(uiPort), '--data-dir', dataDir, '--no-events']);
+    } finally {
+      process.umask(umask);
+    }
     try {
       // One reader for the whole banner: a second reader would miss lines the first had already buffered.
       const banner: string[] = [];
@@ -296,6 +318,9 @@ describe('infinity-temporal CLI', () => {
       expect(banner).toContain(`Temporal UI      http://127.0.0.1:${uiPort}`);
       expect(banner).toContain(`Temporal address 127.0.0.1:${port}`);
       expect(banner).toContain(`export TEMPORAL_ADDRESS=127.0.0.1:${port}`);
+      // dev.json says where `send` and `tail` go (and `tail` sends the events token there).
+      expect(statSync(join(dataDir, 'dev.json')).mode & 0o777).toBe(0o600);
+      expect(statSync(dataDir).mode & 0o777).toBe(0o700);
     } finally {
       dev.kill('SIGTERM');
       await new Promise((r) => dev.once('close', r));

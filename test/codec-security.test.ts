@@ -72,6 +72,9 @@ const auth = { authorization: `Bearer ${TOKEN}` };
 describe('codec endpoint: who may use it', () => {
   it('will not start without a token or an authorize check', async () => {
     await expect(startCodecServer({ codec })).rejects.toThrow(/token|authorize/);
+    await expect(startCodecServer({ codec, token: 'too-short', host: '0.0.0.0' })).rejects.toThrow(
+      /codec endpoint on 0\.0\.0\.0 \(beyond loopback\) needs a token of at least 32 characters/,
+    );
   });
 
   it('answers 421 to a Host that is not loopback (DNS rebinding)', async () => {

@@ -110,9 +110,15 @@ describe('live events: who may read', () => {
     ).toBe(401);
   });
 
-  it('will not listen beyond loopback without a token', async () => {
+  it('will not listen beyond loopback without a token, or with a short one', async () => {
     const hub = new LocalEventHub();
     await expect(startEventServer(new EventLog(hub), { host: '0.0.0.0' })).rejects.toThrow(/token/);
+    await expect(startEventServer(new EventLog(hub), { host: '0.0.0.0', token: 'x'.repeat(31) })).rejects.toThrow(
+      /at least 32 characters, this one has 31/,
+    );
+    // On loopback the token guards against other local users only; any non-empty one will do.
+    const local = await startEventServer(new EventLog(hub), { token: 'short' });
+    await local.close();
   });
 
   it('answers 421 to a Host that is not loopback (DNS rebinding)', async () => {
@@ -222,13 +228,17 @@ describe('dev and worker: the endpoint token', () => {
     expect(eventsEndpointOf({ events: false }, dir, {})).toBeUndefined();
   });
 
-  it('refuses a non-loopback --events-host without INFINITY_EVENTS_TOKEN', () => {
+  it('refuses a non-loopback --events-host without INFINITY_EVENTS_TOKEN, or with a short one', () => {
     const dir = mkdtempSync(join(tmpdir(), 'events-token-'));
     expect(() => eventsEndpointOf({ eventsHost: '0.0.0.0' }, dir, {})).toThrow(CliError);
     expect(() => eventsEndpointOf({ eventsHost: '0.0.0.0' }, dir, {})).toThrow(/INFINITY_EVENTS_TOKEN/);
-    expect(eventsEndpointOf({ eventsHost: '0.0.0.0' }, dir, { INFINITY_EVENTS_TOKEN: 't' })?.options).toMatchObject({
+    expect(() => eventsEndpointOf({ eventsHost: '0.0.0.0' }, dir, { INFINITY_EVENTS_TOKEN: 't' })).toThrow(
+      /needs an INFINITY_EVENTS_TOKEN of at least 32 characters, this one has 1/,
+    );
+    const strong = 'e'.repeat(32);
+    expect(eventsEndpointOf({ eventsHost: '0.0.0.0' }, dir, { INFINITY_EVENTS_TOKEN: strong })?.options).toMatchObject({
       host: '0.0.0.0',
-      token: 't',
+      token: strong,
     });
   });
 });

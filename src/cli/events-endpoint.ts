@@ -5,7 +5,7 @@
  * the others and by `tail` on this machine). Beyond loopback, only an explicit token will do: a remote client could
  * not read the file.
  */
-import { isLoopbackHost } from '../http/listener';
+import { isLoopbackHost, weakTokenError } from '../http/listener';
 import type { EventServerOptions } from '../events/event-server';
 import { localEventsToken } from '../events/local-token';
 import { CliError } from './target';
@@ -38,6 +38,8 @@ export function eventsEndpointOf(
   const base = { port, ...(flags.eventsHost && { host: flags.eventsHost }) };
   const configured = env.INFINITY_EVENTS_TOKEN;
   if (configured !== undefined && configured !== '') {
+    const weak = weakTokenError(`--events-host ${host}`, host, configured);
+    if (weak) throw new CliError(weak.replace('needs a token', 'needs an INFINITY_EVENTS_TOKEN'));
     return { options: { ...base, token: configured }, tokenSource: 'INFINITY_EVENTS_TOKEN' };
   }
   if (!isLoopbackHost(host)) {

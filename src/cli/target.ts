@@ -2,7 +2,7 @@
  * Where the CLI's commands go: flags, then environment variables, then the state file a running `dev` writes, so
  * `infinity-temporal send <thread> hi` just works next to `infinity-temporal dev`.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Connection, TLSConfig } from '@temporalio/client';
@@ -74,7 +74,9 @@ const stateFile = (flags: TargetFlags) => join(dataDirOf(flags), 'dev.json');
 
 export function writeDevState(flags: TargetFlags, state: DevState): () => void {
   const file = stateFile(flags);
-  writeFileSync(file, JSON.stringify(state, null, 2));
+  // Only its owner may change where `send` and `tail` go (and `tail` sends the events token there), whatever the umask.
+  writeFileSync(file, JSON.stringify(state, null, 2), { mode: 0o600 });
+  chmodSync(file, 0o600);
   return () => rmSync(file, { force: true });
 }
 

@@ -11,7 +11,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
-import { guardListener, type ListenerLimits, listenerServerOptions } from '../http/listener';
+import { guardListener, type ListenerLimits, listenerServerOptions, weakTokenError } from '../http/listener';
 
 /** Options of {@link startCodecServer}: the Temporal UI's codec endpoint. `codec`, and `token` or `authorize`. */
 export interface CodecServerOptions extends ListenerLimits {
@@ -171,6 +171,8 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
   }
   if (options.token === '') throw new TypeError('the codec token is empty');
   const host = options.host ?? '127.0.0.1';
+  const weak = weakTokenError('the codec endpoint', host, options.token);
+  if (weak) throw new TypeError(weak);
   const maxPayloads = options.maxPayloads ?? DEFAULT_CODEC_LIMITS.maxPayloads;
   const app = Fastify({
     logger: false,

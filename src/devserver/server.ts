@@ -74,6 +74,9 @@ export const FORK_SEARCH_ATTRIBUTE = { ForkedFrom: 'Keyword' } as const;
  * (transfer: "dispatch this workflow task"; timer; visibility) at most 20 times a second by default, which holds a
  * signal's workflow task for up to 50 ms before matching sees it: on one shard that is most of a turn's latency.
  */
+/** A host name no request carries (`.invalid` is reserved, RFC 2606): the dev server's HTTP API refuses every request. */
+export const HTTP_API_CLOSED = 'infinity-temporal.invalid';
+
 export const DEFAULT_DYNAMIC_CONFIG: Record<string, unknown> = {
   'system.enableActivityEagerExecution': true,
   'system.enableEagerWorkflowStart': true,
@@ -99,6 +102,11 @@ export const DEFAULT_DYNAMIC_CONFIG: Record<string, unknown> = {
   // with one a backlog is served in priority order rather than partition by partition.
   'matching.numTaskqueueReadPartitions': 1,
   'matching.numTaskqueueWritePartitions': 1,
+  // The server's HTTP API (a port of its own that cannot be turned off) takes any Host and, from a browser, a
+  // cross-origin "simple" POST: any web page could signal text into a thread, and a DNS-rebinding page read every
+  // history. Nothing here uses it (the SDK, the `temporal` CLI and the UI speak gRPC), so it accepts no Host at all:
+  // every request gets 403 "Host not allowed". `dynamicConfig` can open it (a list of host patterns).
+  'frontend.httpAllowedHosts': [HTTP_API_CLOSED],
 };
 
 export async function freePort(): Promise<number> {
@@ -161,8 +169,22 @@ async function waitForUi(uiUrl: string, deadline: number, tail: () => string): P
  */
 function spawnPrivate(cli: string, args: string[]): ChildProcess {
   const stdio: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
-  if (process.platform === 'win32') return spawn(cli, args, { stdio });
-  return spawn('/bin/sh', ['-c', 'umask 077 && exec "$0" "$@"', cli, ...args], { stdio });
+  const env = serverEnv();
+  if (process.platform === 'win32') return spawn(cli, args, { stdio, env });
+  return spawn('/bin/sh', ['-c', 'umask 077 && exec "$0" "$@"', cli, ...args], { stdio, env });
+}
+
+/** What the server needs of our environment to run (its temp dir, home, locale, time zone); never the app's secrets. */
+const SERVER_ENV = ['PATH', 'HOME', 'TMPDIR', 'TMP', 'TEMP', 'LANG', 'LC_ALL', 'TZ', 'SYSTEMROOT', 'USERPROFILE'];
+
+/**
+ * The dev server's environment: only {@link SERVER_ENV} of ours. An app's environment holds its model keys and
+ * tokens, and the server is a process of its own that no secret of the app needs to reach.
+ */
+export function serverEnv(from: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const k of SERVER_ENV) if (from[k] !== undefined) env[k] = from[k];
+  return env;
 }
 
 /** Starts on free ports this many times when another process took a port between our choice and the server's bind. */

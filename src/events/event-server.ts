@@ -11,7 +11,13 @@
  * ({@link EventServer.token}). The shared listener guard checks `Host` (DNS rebinding) and caps connections.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { guardListener, isLoopbackHost, type ListenerLimits, listenerServerOptions } from '../http/listener';
+import {
+  guardListener,
+  isLoopbackHost,
+  type ListenerLimits,
+  listenerServerOptions,
+  weakTokenError,
+} from '../http/listener';
 import { bearerOf, eventsAuthorizer, generateEventsToken } from './events-auth';
 import { type EventLog, isEventCursor, type LoggedEvent } from './event-log';
 
@@ -161,6 +167,8 @@ export async function startEventServer(log: EventLog, options: EventServerOption
     );
   }
   if (options.token === '') throw new Error('the live events token is empty');
+  const weak = weakTokenError('the live events endpoint', host, options.token);
+  if (weak) throw new Error(weak);
   const token = options.token ?? generateEventsToken();
   const app = buildEventApp(log, { ...options, token });
   await app.listen({ host, port: options.port ?? 0 });

@@ -56,6 +56,21 @@ export function isLoopbackHost(host: string): boolean {
   return LOOPBACK_NAMES.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
+/**
+ * The fewest characters a bearer token may have on a listener beyond loopback: such a token stands alone against the
+ * network (the callback keys' 32 bytes are the same bar). `openssl rand -hex 32` makes one of 64.
+ */
+export const MIN_NETWORK_TOKEN_LENGTH = 32;
+
+/** Why `token` may not guard a listener of `what` bound to `host`, or undefined when it may. */
+export function weakTokenError(what: string, host: string, token: string | undefined): string | undefined {
+  if (token === undefined || isLoopbackHost(host) || token.length >= MIN_NETWORK_TOKEN_LENGTH) return undefined;
+  return (
+    `${what} on ${host} (beyond loopback) needs a token of at least ${MIN_NETWORK_TOKEN_LENGTH} characters, ` +
+    `this one has ${token.length}: make one with \`openssl rand -hex 32\``
+  );
+}
+
 /** The host name of a `Host` header, without its port (`[::1]:80` → `[::1]`, `Example.COM:80` → `example.com`). */
 export function hostName(header: string): string {
   const h = header.trim().toLowerCase();

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { findTemporalCli, TemporalCliNotFoundError } from '../../src/devserver/cli';
-import { startDevServer } from '../../src/devserver/server';
+import { freePort, serverEnv, startDevServer } from '../../src/devserver/server';
 import { waitForLine } from '../cli-process';
 
 const saved = { PATH: process.env.PATH, TEMPORAL_CLI: process.env.TEMPORAL_CLI };
@@ -124,3 +124,42 @@ it('removes the temp dir it made for a throwaway database at stop, and leaves a 
   await kept.stop();
   expect(existsSync(named)).toBe(true);
 }, 60_000);
+
+it("keeps the app's secrets out of the server's environment and closes its HTTP API to every request", async () => {
+  process.env.OPENAI_API_KEY = 'sk-test-not-for-the-server';
+  const httpPort = await freePort();
+  let server: Awaited<ReturnType<typeof startDevServer>> | undefined;
+  try {
+    server = await startDevServer({ ui: false, extraArgs: ['--http-port', String(httpPort)] });
+  } finally {
+    delete process.env.OPENAI_API_KEY;
+  }
+  try {
+    const environ = readFileSync(`/proc/${server.pid}/environ`, 'utf8').split('\0');
+    expect(environ.some((v) => v.startsWith('OPENAI_API_KEY='))).toBe(false);
+    expect(environ.some((v) => v.startsWith('PATH='))).toBe(true);
+    // What a web page can make a browser send: a read (after DNS rebinding, any Host) and a cross-origin "simple" POST.
+    const api = `http://127.0.0.1:${httpPort}/api/v1/namespaces/default`;
+    const read = await fetch(`${api}/workflows?query=`);
+    expect(read.status).toBe(403);
+    expect(await read.text()).toContain('Host not allowed');
+    const write = await fetch(`${api}/workflows/any/signal/user_text`, {
+      method: 'POST',
+      headers: { origin: 'http://evil.example', 'content-type': 'text/plain' },
+      body: JSON.stringify({ input: { payloads: [] } }),
+    });
+    expect(write.status).toBe(403);
+  } finally {
+    await server.stop();
+  }
+}, 60_000);
+
+it('passes on only the variables the server needs', () => {
+  expect(
+    serverEnv({ PATH: '/bin', HOME: '/h', TZ: 'UTC', ANTHROPIC_API_KEY: 'k', INFINITY_EVENTS_TOKEN: 't' }),
+  ).toEqual({
+    PATH: '/bin',
+    HOME: '/h',
+    TZ: 'UTC',
+  });
+});

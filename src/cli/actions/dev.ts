@@ -14,14 +14,15 @@ import { colour, type Out } from '../format';
 import { loadTools, toolNames } from '../load-tools';
 import { quietRuntime, until } from '../runtime';
 import { limitsLine, limitsOf, modelOf, portOf, resourceTargetsOf, type ServeOptions } from '../serve-flags';
-import { dataDirOf, DEFAULT_TASK_QUEUE, type TargetFlags, writeDevState } from '../target';
+import { CliError, dataDirOf, DEFAULT_TASK_QUEUE, type TargetFlags, writeDevState } from '../target';
 import { remoteTools } from '../tool-servers';
 
-export type DevOptions = ServeOptions & { port?: string; uiPort?: string; answerByHand?: boolean };
+export type DevOptions = ServeOptions & { port?: string; uiPort?: string; ui?: boolean; answerByHand?: boolean };
 
 export async function runDev(opts: DevOptions, cmd: Command, out: Out): Promise<void> {
   const port = portOf('--port', opts.port);
   const uiPort = portOf('--ui-port', opts.uiPort);
+  if (opts.ui === false && uiPort !== undefined) throw new CliError('--no-ui and --ui-port do not go together');
   const targets = { ...resourceTargetsOf(opts), ...limitsOf(opts) };
   const flags = cmd.optsWithGlobals<TargetFlags>();
   quietRuntime(opts.verbose, { port: opts.metricsPort, host: opts.metricsHost }, out);
@@ -45,8 +46,12 @@ export async function runDev(opts: DevOptions, cmd: Command, out: Out): Promise<
     // This command handles the signals itself (below), in its own order: state file, system, remote tools.
     stopOnSignal: false,
     dataDir: dataDirOf(flags),
-    ...((port !== undefined || uiPort !== undefined) && {
-      devServer: { ...(port !== undefined && { port }), ...(uiPort !== undefined && { uiPort }) },
+    ...((port !== undefined || uiPort !== undefined || opts.ui === false) && {
+      devServer: {
+        ...(port !== undefined && { port }),
+        ...(uiPort !== undefined && { uiPort }),
+        ...(opts.ui === false && { ui: false }),
+      },
     }),
     taskQueue: flags.taskQueue ?? DEFAULT_TASK_QUEUE,
     ...(events && { eventsEndpoint: events.options }),

@@ -10,6 +10,7 @@ export function registerDev(program: Command, out: Out): void {
     .description('run a Temporal dev server, a worker and the live events endpoint here; prints the UI link')
     .option('--port <port>', "the dev server's gRPC port, stable across restarts (default: a free port)")
     .option('--ui-port <port>', "the Temporal UI's port (default: a free port)")
+    .option('--no-ui', 'no Temporal Web UI (it has no authentication: docs/security.md)')
     .option(
       '--answer-by-hand',
       'the demo get_build_status tool leaves its calls pending, for `deliver` or a `tool_result` signal',
