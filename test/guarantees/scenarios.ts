@@ -328,6 +328,9 @@ export async function followedScenario(sys: GuaranteeSystem, cell: MatrixCell) {
       follow();
       await sys.deliver(cell.delivery, toolResult({ threadId, toolCallId: status.pendingCall!.id }, content));
     }
+    // The call answered first: a text that came while it was pending would interrupt it (its result, arriving after
+    // the runtime answered the call as interrupted, is then dropped as `already_processed`).
+    await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
     for (let i = 0; i < 4; i++) {
       await pause();
       follow();
