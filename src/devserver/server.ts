@@ -235,14 +235,21 @@ async function startOnce(cli: string, options: DevServerOptions): Promise<DevSer
 
   const child = spawnPrivate(cli, args);
   const cancelKill = killOnExit(child, 'SIGTERM');
+  // Its first lines and its last: a Go panic says why at the top of a long stack trace (and "address already in use",
+  // which starts it again on other ports, may be up there).
+  const head: string[] = [];
   const lines: string[] = [];
+  let dropped = 0;
   const keep = (chunk: Buffer) => {
-    lines.push(...chunk.toString().split('\n').filter(Boolean));
-    if (lines.length > 50) lines.splice(0, lines.length - 50);
+    for (const line of chunk.toString().split('\n').filter(Boolean)) {
+      if (head.length < 20) head.push(line);
+      else lines.push(line);
+    }
+    if (lines.length > 40) dropped += lines.splice(0, lines.length - 40).length;
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
-  const tail = () => lines.join('\n');
+  const tail = () => [...head, ...(dropped > 0 ? [`… (${dropped} lines)`] : []), ...lines].join('\n');
   const address = `127.0.0.1:${port}`;
   const stop = async () => {
     cancelKill();
