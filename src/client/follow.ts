@@ -11,7 +11,9 @@
  *   longer held): those items come from the store first;
  * - a slice seen without its start (the worker's buffer dropped it): its events are dropped and its items come from
  *   the store once it ends.
- * A worker of an older release sends neither position: its slices pass through as they come.
+ * A worker of an older release sends neither position: its slices pass through as they come. A slice attempt that
+ * dies before its commit is shown as far as it got; its retry starts again with `status: running` (a view that renders
+ * turns replaces the unfinished one).
  */
 import type { HistoryItem, StoredItem } from '../core/types';
 import type { LiveEvent } from '../events/live-events';
