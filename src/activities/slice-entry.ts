@@ -11,6 +11,7 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { type LocalSliceOutcome, type SliceInput, type SliceResult, SLICE_REFUSED } from '../core/slice-protocol';
 import type { ThreadEvent } from '../core/types';
+import { assertOwnThread } from './own-thread';
 import { type SliceControl, SliceJobs } from './slice-jobs';
 
 type RunSlice = (input: SliceInput, control: SliceControl) => Promise<SliceResult>;
@@ -57,6 +58,8 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
   };
 
   async function runSlice(input: SliceInput): Promise<SliceResult> {
+    // Each entry point, before anything runs or is told to listeners: a slice acts only on its own workflow's thread.
+    assertOwnThread(input.threadId);
     const ctx = Context.current();
     // Only the workflow's own cancel is an interrupt; a timeout, shutdown, pause or reset abandons the attempt.
     const control: SliceControl = {
@@ -67,6 +70,7 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
   }
 
   async function runSliceLocal(input: SliceInput, budgetMs: number): Promise<LocalSliceOutcome> {
+    assertOwnThread(input.threadId);
     const ctx = Context.current();
     const job = opts.jobs.start(SliceJobs.key(input.threadId, input.sliceId), (control) => run(input, control));
     // The workflow task ended under us (eviction, worker shutdown): nobody will read this attempt's result.
@@ -98,6 +102,7 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
   }
 
   async function adoptSlice(input: SliceInput, options: { interrupt?: boolean } = {}): Promise<SliceResult> {
+    assertOwnThread(input.threadId);
     const ctx = Context.current();
     const key = SliceJobs.key(input.threadId, input.sliceId);
     // Not parked (expired, or already adopted by an earlier attempt): run it afresh; the commit is idempotent.

@@ -4,7 +4,7 @@
  * are in slice-attempt.ts, the result in slice-result.ts, tool dispatch in dispatch.ts, a committed slice's retry in
  * replay.ts, what the worker gives the slices in slice-dependencies.ts.
  */
-import type { SliceInput, SlicePeek, SliceResult } from '../core/slice-protocol';
+import type { RewindInput, SliceInput, SlicePeek, SliceResult } from '../core/slice-protocol';
 import { BUILTIN_TOOL_NAMES } from '../core/builtins';
 import { DEFAULT_COMPLETION_POLICY } from './completion';
 import { createDispatch, guardedEmit, treeTools } from './dispatch';
@@ -14,6 +14,7 @@ import { sliceEntryPoints } from './slice-entry';
 import { type SliceControl, SliceJobs } from './slice-jobs';
 import type { ToolCallKind } from './slice-metrics';
 import { createRewind } from './rewind';
+import { ownThreadOnly } from './own-thread';
 
 /**
  * The slice activities of one worker (slice-entry.ts), over its store, model and tools. Checks once what every slice
@@ -72,10 +73,11 @@ export function createSliceActivities(deps: SliceDependencies) {
       handoffQueue: deps.handoffQueue,
       heartbeatIntervalMs: deps.heartbeatIntervalMs,
     }),
-    peekSlice,
+    peekSlice: ownThreadOnly((threadId: string, _sliceId: string) => threadId, peekSlice),
     // A rewind (issue 28 §2) tells the archived pending call's tool, as an interrupting user text does.
-    rewindThread: createRewind(deps.store, (threadId, callId) =>
-      runtime.io.notify((l) => l.callCancelled?.(threadId, callId)),
+    rewindThread: ownThreadOnly(
+      (input: RewindInput) => input.threadId,
+      createRewind(deps.store, (threadId, callId) => runtime.io.notify((l) => l.callCancelled?.(threadId, callId))),
     ),
   };
 }

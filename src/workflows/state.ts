@@ -5,7 +5,7 @@
 import type { BudgetExceeded } from '../core/budget';
 import type { ThrottledSlice } from '../core/capacity';
 import type { PrepareState } from '../core/prepare';
-import type { BudgetUpdate } from '../core/slice-protocol';
+import type { BudgetUpdate, SpawnPoint } from '../core/slice-protocol';
 import type {
   DroppedInput,
   DropReason,
@@ -13,6 +13,7 @@ import type {
   PendingPrompt,
   SetAsideBatch,
   StoredItem,
+  ThreadKind,
   TokenUsage,
 } from '../core/types';
 import {
@@ -25,21 +26,66 @@ import {
 } from './contract';
 import { bindable, call, count, flag, inputs, items, list, pairs, record, timers } from './tolerant';
 
+/** What Temporal says of a run: the only source of a thread's identity and of its parent (decision 83). */
+export interface RunOrigin {
+  workflowId: string;
+  /** The workflow id of the run's Temporal parent (a child workflow's; kept across continue-as-new). */
+  parentWorkflowId?: string;
+  /** The run was started by a continue-as-new (of this workflow id): the only source of carried state. */
+  continued: boolean;
+}
+
+const KINDS: readonly ThreadKind[] = ['root', 'child', 'event', 'compaction'];
+
 /**
- * The thread's arguments as given, or what a thread started by hand needs: a start with no input or `{}` (a raw
- * `temporal workflow start`) is a root thread named by its workflow id.
+ * The thread's arguments, with its identity taken from Temporal (decision 83): a run serves the thread whose id is its
+ * workflow id; a child, event or compaction thread hangs under its Temporal parent, never under a thread its input
+ * names; carried state comes only from this workflow's own continue-as-new. A start input that claims otherwise (a
+ * hand-made `temporal workflow start`) has those fields left out, each named in `refused`: the thread starts as a root
+ * thread of its own, with fresh state. What a client starts never differs from Temporal (the client starts each thread
+ * under its thread id; a parent starts each child as a child workflow), so every run a client or parent started reads
+ * as before and replays unchanged. A start with no input or `{}` is a root thread named by its workflow id.
  */
-export function threadArgs(given: unknown, workflowId: string): ThreadWorkflowArgs {
+export function threadArgs(given: unknown, origin: RunOrigin): { args: ThreadWorkflowArgs; refused: string[] } {
   const raw = (given !== null && typeof given === 'object' ? given : {}) as Partial<ThreadWorkflowArgs>;
-  return {
+  const refused: string[] = [];
+  const threadId = origin.workflowId;
+  if (raw.threadId !== undefined && raw.threadId !== threadId && raw.threadId !== '')
+    refused.push(`threadId ${JSON.stringify(raw.threadId).slice(0, 80)}: a thread is its workflow (${threadId})`);
+  let kind: ThreadKind = KINDS.includes(raw.kind as ThreadKind) ? (raw.kind as ThreadKind) : 'root';
+  if (raw.kind !== undefined && raw.kind !== kind)
+    refused.push(`kind ${JSON.stringify(raw.kind).slice(0, 40)}: not a thread kind`);
+  const spawn = spawnPoint(raw.spawn, origin.parentWorkflowId);
+  if (kind !== 'root' && !spawn) {
+    refused.push(
+      `kind ${kind}: a ${kind} thread is started by its parent thread as a child workflow` +
+        (origin.parentWorkflowId === undefined ? '' : ` (spawn does not name its parent ${origin.parentWorkflowId})`),
+    );
+    kind = 'root';
+  }
+  if (kind === 'root' && raw.spawn !== undefined && !refused.some((r) => r.startsWith('kind ')))
+    refused.push('spawn: only a child, event or compaction thread has one');
+  const carried = record(raw.carried);
+  if (carried && !origin.continued) refused.push("carried: state is carried only by this thread's own continue-as-new");
+  const args: ThreadWorkflowArgs = {
     ...raw,
-    threadId: typeof raw.threadId === 'string' && raw.threadId !== '' ? raw.threadId : workflowId,
-    kind: raw.kind ?? 'root',
+    threadId,
+    kind,
     // Bound into the store's budget queries by every slice: a value no query takes is left out (./tolerant.ts).
     tenant: bindable(raw.tenant),
     // Carried state that is no object would be read field by field all the same (a string's `length` as the thread's).
-    carried: record(raw.carried),
+    carried: origin.continued ? carried : undefined,
   };
+  if (kind === 'root') delete args.spawn;
+  else args.spawn = spawn;
+  return { args, refused };
+}
+
+/** A spawn point naming the run's Temporal parent, read totally; else none. */
+function spawnPoint(x: unknown, parent: string | undefined): SpawnPoint | undefined {
+  const s = record(x as SpawnPoint | undefined);
+  if (!s || parent === undefined || s.parentThreadId !== parent || typeof s.toolCallId !== 'string') return undefined;
+  return { parentThreadId: parent, toolCallId: s.toolCallId, order: count(s.order) };
 }
 
 export interface ThreadState {

@@ -37,7 +37,12 @@ import { statusView } from './status-view';
 
 /** A thread: started by the client with its {@link ThreadWorkflowArgs}, or by hand with none (a root thread). */
 export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
-  const args = threadArgs(given, workflowInfo().workflowId);
+  const info = workflowInfo();
+  const { args, refused } = threadArgs(given, {
+    workflowId: info.workflowId,
+    parentWorkflowId: info.parent?.workflowId,
+    continued: info.continuedFromExecutionRunId !== undefined,
+  });
   const { threadId } = args;
   const opts = args.options ?? {};
   // Before anything asks a patch or runs a local slice: the rules this run follows without asking (decisions 66, 79).
@@ -49,6 +54,8 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   // Handlers in their recorded order: the inbox's signals and queries, `deliver`, then status and `waitForIdle`.
   const inbox = installInbox(threadId, st, loop.enqueue, loop.toolName, () => showDetails());
   const count = inbox.drop;
+  // What a hand-made start claimed that Temporal does not (decision 83): left out, counted and shown as a drop.
+  for (const r of refused) count('malformed', undefined, `start input: ${r}`);
   const acks = installDeliverUpdate(threadId, st, loop.enqueueAdmitted, count);
   const slices = sliceRunner(opts, {
     userTexts: () => loop.userTextsArrived,
