@@ -4,6 +4,7 @@
  * those claims left out and counted; a real child keeps its Temporal parent across continue-as-new; a slice activity
  * refuses to act on any thread but its own workflow's.
  */
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AgentClient } from '../src/client/agent-client';
 import { ScriptedModel } from '../src/model/scripted';
@@ -135,7 +136,7 @@ it("on 0.11's workflow code, which still trusts a forged thread id, the slice re
   const before = render(await sys.client.thread(p1.id).history());
   const old = await startTestSystem({
     model: new ScriptedModel(() => ({ text: 'forged answer' })),
-    workflowBundlePath: new URL('./fixtures/bundles/v0.11/workflows-bundle.js', import.meta.url).pathname,
+    workflowBundlePath: join(__dirname, 'fixtures', 'bundles', 'v0.11', 'workflows-bundle.js'),
     store: sys.store,
   });
   try {

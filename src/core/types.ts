@@ -238,6 +238,16 @@ export interface ThreadStatus {
   lastError?: string;
   /** While the thread waits for a budget raise (status `over_budget`): the limit its next slice found reached. */
   overBudget?: BudgetExceeded;
+  /**
+   * The run was due to continue as new but its state would be `bytes` long, over `limit`: it goes on in the same run
+   * until its queue shrinks (docs/limits.md). Absent otherwise.
+   */
+  oversizedState?: { bytes: number; limit: number };
+  /**
+   * This answer left parts out to stay within its own bound (the oldest prompts and set-aside batches, all but the
+   * newest children): their names. Absent when it is whole.
+   */
+  truncated?: string[];
 }
 
 /** Live events of a thread (docs/guide.md, "Live events across processes"; their transport: decision 33). */

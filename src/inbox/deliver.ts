@@ -1,6 +1,7 @@
 /**
  * Delivery of one input into a thread's queue: the single path used by clients and by tools (`ctx.send`).
  */
+import { longIdError } from '../core/state-bounds';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { DropReason, InputMessage } from '../core/types';
 import { inputLimitViolation, validateInputMessage } from '../core/validate';
@@ -57,6 +58,10 @@ export function checkInput(message: unknown, maxBytes = DEFAULT_MAX_INPUT_BYTES)
   if (shape) throw new InvalidInputError(shape);
   const v = validateInputMessage(message);
   if (!v.ok) throw new InvalidInputError(v.error);
+  // Ids are kept in the thread's state (its dedup window): bounded here, where every client, the CLI and the gateway
+  // deliver (issue 38 §2). The workflow itself takes up to the input checks' string limit and sheds by bytes.
+  const longId = longIdError(v.value);
+  if (longId) throw new InvalidInputError(longId);
   const bytes = Buffer.byteLength(JSON.stringify(v.value));
   if (bytes > maxBytes) throw new PayloadTooLargeError(bytes, maxBytes);
   return v.value;

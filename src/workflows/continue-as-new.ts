@@ -5,6 +5,7 @@
  */
 import { workflowInfo } from '@temporalio/workflow';
 import { CARRY_MAX_CHARS, serializedChars } from '../core/batching';
+import { CARRIED_MAX_BYTES, jsonBytes } from '../core/state-bounds';
 import { v02 } from './patches';
 import type { ThreadOptions, ThreadWorkflowArgs } from './contract';
 import { carryState, DEDUP_WINDOW, lastN, type ThreadState } from './state';
@@ -46,6 +47,19 @@ export function nextRunArgs(args: ThreadWorkflowArgs, st: ThreadState): ThreadWo
     firstInputSignal: undefined,
     carried: carryState(st, args.options?.dedupWindow ?? DEDUP_WINDOW),
   };
+}
+
+/**
+ * The next run's arguments when they fit {@link CARRIED_MAX_BYTES} as a whole (issue 38 §2), else their size: such a
+ * run goes on instead of continuing, where before its continue-as-new failed every workflow task (`PayloadsTooLarge`).
+ * Each part already sheds what it can (carryState); what cannot be shed is the thread's own (queued inputs, metadata),
+ * and the queue shrinks as slices take it. Deciding not to continue changes a command, but only where the command
+ * before could never be carried out: a history whose continue-as-new went through was under the server's limit.
+ */
+export function nextRunWithin(args: ThreadWorkflowArgs, st: ThreadState): ThreadWorkflowArgs | { overBytes: number } {
+  const next = nextRunArgs(args, st);
+  const bytes = jsonBytes(next);
+  return bytes <= CARRIED_MAX_BYTES ? next : { overBytes: bytes };
 }
 
 /** The input ids the next run remembers (its dedup window). */

@@ -4,6 +4,7 @@
  * slice saves the summary in the store (which every later load of this thread applies), and its `compaction_complete`
  * input ends the round here. No completion runs in this thread for either input.
  */
+import { jsonBytes, newestWithin, PROMPT_MAX_BYTES, PROMPTS_MAX_BYTES, PROMPTS_PER_CALL } from '../core/state-bounds';
 import { uuid4 } from '@temporalio/workflow';
 import { resultInput } from '../core/inputs';
 import { COMPACTION_TOOL_NAME, compactionInstructions } from '../core/texts';
@@ -69,10 +70,19 @@ export async function handleControlInputs(
         drop('wrong_call', m);
         continue;
       }
+      // Bounded (issue 38 §2): one prompt, and all of a call's, newest kept. State only: no command depends on them.
+      if (jsonBytes(syn.prompt) > PROMPT_MAX_BYTES) {
+        drop('malformed', m);
+        continue;
+      }
       const same = (p: (typeof ctx.st.prompts)[number]) =>
         p.kind === syn.prompt.kind &&
         (p.kind !== 'user_choice' || (syn.prompt.kind === 'user_choice' && p.id === syn.prompt.id));
-      ctx.st.prompts = [...ctx.st.prompts.filter((p) => !same(p)), { ...syn.prompt, toolCallId: syn.toolCallId }];
+      ctx.st.prompts = newestWithin(
+        [...ctx.st.prompts.filter((p) => !same(p)), { ...syn.prompt, toolCallId: syn.toolCallId }],
+        PROMPTS_PER_CALL,
+        PROMPTS_MAX_BYTES,
+      );
     } else if (syn?.type === 'rewind') {
       // 0.8 (issue 28 §2); release 0.7 and before dropped it as malformed, and still do on their histories' replay.
       if (!v08() || (await rewindTo(ctx, syn.to)) !== undefined) drop('malformed', m);

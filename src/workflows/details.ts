@@ -4,6 +4,7 @@
  * `LAST_REPLY_MAX_CHARS`), the inputs it dropped lately and why, and where the whole history is. Current details cost
  * no history event: the SDK answers them from memory (`__temporal_workflow_metadata`). Pure.
  */
+import { CARRIED_MAX_BYTES, clipped } from '../core/state-bounds';
 import type { AgentStatus, ForkPoint, PendingPrompt } from '../core/types';
 import type { ThreadState } from './state';
 
@@ -50,15 +51,20 @@ export function currentDetails(threadId: string, st: ThreadState, status: AgentS
     st.lastCalls && st.lastCalls.length > 0
       ? `slice ${st.slices} called ${st.lastCalls.map((c) => `\`${c}\``).join(', ')}`
       : '',
-    st.lastText ? `last reply: ${st.lastText}` : '',
-    st.lastError ? `last error: ${st.lastError}` : '',
+    st.lastText ? `last reply: ${clipped(st.lastText)}` : '',
+    st.lastError ? `last error: ${clipped(st.lastError)}` : '',
+    st.carryOverBytes !== undefined
+      ? `state too large to continue as new: ${st.carryOverBytes} bytes, over ${CARRIED_MAX_BYTES}; this run goes on until its queue shrinks`
+      : '',
     st.overBudget
       ? `over budget: ${st.overBudget.scope} \`${st.overBudget.key}\` ${st.overBudget.field} ${st.overBudget.spend} of ${st.overBudget.limit} (raise it: \`infinity-temporal budget set\`)`
       : '',
     st.throttled
       ? `waiting for provider capacity: \`${st.throttled.key}\` (${st.throttled.reason}), ${Math.ceil(st.throttled.retryAfterMs / 1000)} s`
       : '',
-    ...st.setAside.slice(-1).map((b) => `set aside ${b.messageIds.length} inputs of ${b.sliceId}: ${b.reason}`),
+    ...st.setAside
+      .slice(-1)
+      .map((b) => `set aside ${b.messageIds.length} inputs of ${b.sliceId}: ${clipped(b.reason)}`),
     st.recentDrops.length > 0
       ? `dropped lately (\`drops\` query): ${st.recentDrops
           .slice(-DROPS_SHOWN)

@@ -24,7 +24,26 @@ import {
   type SleepTimer,
   type ThreadWorkflowArgs,
 } from './contract';
-import { bindable, call, count, flag, inputs, items, list, pairs, record, timers } from './tolerant';
+import { clipped, ID_WINDOW_MAX_BYTES, newestWithin, SET_ASIDE_IDS } from '../core/state-bounds';
+import {
+  bindable,
+  budgetUpdates,
+  call,
+  count,
+  dropCounts,
+  flag,
+  inputs,
+  items,
+  list,
+  overBudget,
+  pairs,
+  prompts,
+  recentDrops,
+  record,
+  setAside,
+  text,
+  timers,
+} from './tolerant';
 
 /** What Temporal says of a run: the only source of a thread's identity and of its parent (decision 83). */
 export interface RunOrigin {
@@ -127,6 +146,11 @@ export interface ThreadState {
   budgetSent: number;
   /** Acknowledged deliveries the run before handed over, or this run hands to the next (set just before it continues). */
   acks: HandedOverAck[];
+  /**
+   * The run was due to continue as new, but the next run's arguments would be this many bytes, over
+   * `CARRIED_MAX_BYTES`: it goes on (issue 38 §2); this run only.
+   */
+  carryOverBytes?: number;
   /** The last slice found no provider capacity: the loop waits this long before it runs the batch again; this run only. */
   throttled?: ThrottledSlice;
 }
@@ -152,22 +176,22 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     inbox: inputs(c?.inbox ?? seed?.inbox),
     prefix: items(c?.prefix ?? seed?.prefix),
     carry: items(c?.carry),
-    blocked: c?.blocked ?? false,
+    blocked: flag(c?.blocked),
     children: new Map(pairs(c?.children)),
     timers: timers(c?.timers),
-    dropped: c?.dropped ?? {},
+    dropped: dropCounts(c?.dropped),
     lastUsage: c?.lastUsage,
     usage: c?.usage,
     compaction: c?.compaction ?? { completed: 0 },
-    prompts: c?.prompts ?? [],
-    lastText: c?.lastText,
-    lastError: c?.lastError,
+    prompts: prompts(c?.prompts),
+    lastText: text(c?.lastText),
+    lastError: text(c?.lastError),
     runs: count(c?.runs) + 1,
-    failed: c?.failed ?? false,
-    setAside: c?.setAside ?? [],
-    recentDrops: c?.recentDrops ?? [],
-    ...(c?.overBudget && { overBudget: c.overBudget }),
-    budgetUpdates: c?.budgetUpdates ?? [],
+    failed: flag(c?.failed),
+    setAside: setAside(c?.setAside),
+    recentDrops: recentDrops(c?.recentDrops),
+    ...(overBudget(c?.overBudget) && { overBudget: c!.overBudget }),
+    budgetUpdates: budgetUpdates(c?.budgetUpdates),
     budgetSent: 0,
     acks: c?.acks ?? [],
   };
@@ -186,12 +210,32 @@ export const DEDUP_WINDOW = 4096;
  */
 export const CHILDREN_WINDOW = 1000;
 
-/** Sets keep insertion order, so the window keeps the most recent ids. */
+/**
+ * The most recent ids of a set (sets keep insertion order), at most `n` (a window that is no positive count is the
+ * default's) and at most {@link ID_WINDOW_MAX_BYTES} in all: a raw signal may bring ids of 64 KiB, and 4,096 of those
+ * would carry 256 MiB (issue 38 §2). Ids past the bytes are forgotten as ids past the count are: a second delivery of
+ * one is taken again.
+ */
 export function lastN(set: Set<string>, n: number): string[] {
-  const all = [...set];
-  return all.length > n ? all.slice(all.length - n) : all;
+  return newestWithin([...set], Number.isSafeInteger(n) && n > 0 ? n : DEDUP_WINDOW, ID_WINDOW_MAX_BYTES);
 }
 
+/** A set-aside batch as carried and shown: its reason clipped, at most {@link SET_ASIDE_IDS} message ids named. */
+export function boundedSetAside(b: SetAsideBatch): SetAsideBatch {
+  const ids = b.messageIds.length > SET_ASIDE_IDS ? b.messageIds.slice(0, SET_ASIDE_IDS) : b.messageIds;
+  return {
+    ...b,
+    reason: clipped(String(b.reason)),
+    messageIds: newestWithin(ids, SET_ASIDE_IDS, ID_WINDOW_MAX_BYTES / 16),
+    answeredWithError: newestWithin(b.answeredWithError, SET_ASIDE_IDS, ID_WINDOW_MAX_BYTES / 16),
+  };
+}
+
+/**
+ * What a run carries to the next, every part within its bound (issue 38 §2; none of it is compared on replay: a
+ * continue-as-new's input is not). The whole is checked against {@link CARRIED_MAX_BYTES} before the run continues
+ * (continue-as-new.ts).
+ */
 export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
   return {
     version: CARRIED_STATE_VERSION,
@@ -215,12 +259,12 @@ export function carryState(s: ThreadState, dedupWindow: number): CarriedState {
     usage: s.usage,
     compaction: s.compaction,
     prompts: s.prompts,
-    lastText: s.lastText,
-    lastError: s.lastError,
+    ...(s.lastText !== undefined && { lastText: clipped(s.lastText) }),
+    ...(s.lastError !== undefined && { lastError: clipped(s.lastError) }),
     runs: s.runs,
     blocked: s.blocked,
     failed: s.failed,
-    setAside: s.setAside,
+    setAside: s.setAside.map(boundedSetAside),
     recentDrops: s.recentDrops,
     // Only when set: every other thread's carried state stays as it was.
     ...(s.overBudget && { overBudget: s.overBudget }),

@@ -5,6 +5,7 @@
 import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { AgentStatus, ThreadStatus } from '../core/types';
+import { CARRIED_MAX_BYTES, jsonBytes, newestWithin, PROMPTS_MAX_BYTES, STATUS_MAX_BYTES } from '../core/state-bounds';
 import { currentDetails } from './details';
 import { v04 } from './patches';
 import { searchAttributes } from './definitions';
@@ -67,7 +68,8 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
     if (st.lastError) s.lastError = st.lastError;
     if (st.setAside.length > 0) s.setAside = [...st.setAside];
     if (st.overBudget) s.overBudget = { ...st.overBudget };
-    return s;
+    if (st.carryOverBytes !== undefined) s.oversizedState = { bytes: st.carryOverBytes, limit: CARRIED_MAX_BYTES };
+    return withinStatusBound(s);
   };
 
   /**
@@ -101,4 +103,28 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
   };
 
   return { status, snapshot, publish, showDetails };
+}
+
+/**
+ * A status answer within {@link STATUS_MAX_BYTES} (issue 38 §2): it is a query's answer and `waitForIdle`'s result, and
+ * an update result over the server's payload limit failed every workflow task. The thread's state is bounded part by
+ * part already; this is the last guard: the oldest prompts, set-aside batches and children go first, each named in
+ * `truncated`. Not compared on replay (a query's or an update's result never is).
+ */
+export function withinStatusBound(s: ThreadStatus): ThreadStatus {
+  if (jsonBytes(s) <= STATUS_MAX_BYTES) return s;
+  const cut: string[] = [];
+  const shrink = (name: string, f: () => void) => {
+    if (jsonBytes(s) <= STATUS_MAX_BYTES) return;
+    f();
+    cut.push(name);
+  };
+  shrink('prompts', () => (s.prompts = newestWithin(s.prompts, s.prompts.length, PROMPTS_MAX_BYTES / 4)));
+  shrink('setAside', () => (s.setAside = s.setAside?.slice(-1)));
+  shrink('children', () => (s.children = newestWithin(s.children, 1000, STATUS_MAX_BYTES / 8)));
+  shrink('subscriptions', () => (s.subscriptions = {}));
+  shrink('prompts', () => (s.prompts = []));
+  shrink('setAside', () => delete s.setAside);
+  shrink('lastError', () => delete s.lastError);
+  return { ...s, truncated: [...new Set(cut)] };
 }

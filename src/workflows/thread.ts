@@ -11,6 +11,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  log,
   sleep,
   uuid4,
   workflowInfo,
@@ -21,7 +22,7 @@ import type { SliceInputs } from '../core/slice-protocol';
 import type { StoredItem } from '../core/types';
 import { installDeliverUpdate } from './acknowledged';
 import { installBudgetSignal } from './budget';
-import { continueAsNewDecision, nextRunArgs, rememberedInputIds } from './continue-as-new';
+import { continueAsNewDecision, nextRunWithin, rememberedInputIds } from './continue-as-new';
 import { handleControlInputs } from './control-inputs';
 import { installInbox } from './inbox';
 import { installStatusHandlers, loopState } from './loop-state';
@@ -122,10 +123,20 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       publish();
 
       const next = continueAsNewDecision(opts, st, loop.idle);
+      if (next === 'stay') st.carryOverBytes = undefined;
       if (next !== 'stay') {
         if (next === 'after-handlers') await condition(allHandlersFinished);
         st.acks = acks.handOver(rememberedInputIds(opts, st));
-        await continueAsNew<typeof agentThread>(nextRunArgs(args, st));
+        const nextRun = nextRunWithin(args, st);
+        if (!('overBytes' in nextRun)) {
+          await continueAsNew<typeof agentThread>(nextRun);
+        } else {
+          // Too large to carry: the run goes on, says why, and tries again after the next slice.
+          st.acks = [];
+          if (st.carryOverBytes === undefined) log.warn('state too large to continue as new', nextRun);
+          st.carryOverBytes = nextRun.overBytes;
+          publish();
+        }
       }
     }
   } catch (e) {
