@@ -102,6 +102,42 @@ describe('infinity-temporal CLI', () => {
     expect(plain.stdout.split('\n')[0]).toBe(`${threadId} root idle`);
   });
 
+  it('shows the control characters and escape sequences of threads instead of sending them to the terminal', async () => {
+    // Window title, clear screen, clipboard (OSC 52), a C1 CSI, a right-to-left override: in a text and in a thread id.
+    const hostile = 'Is build 42 green? \x1b]0;pwned\x07\x1b[2J\x1b]52;c;cHduZWQ=\x07\u009b2J\u202eevil';
+    const threadId = `esc-${randomUUID().slice(0, 8)}-\x1b]2;id\x07`;
+    expect(await cli('start', hostile, '--thread-id', threadId)).toMatchObject({ code: 0 });
+    const outputs = {
+      tail: await cli('tail', threadId, '--until-idle'),
+      history: await cli('history', threadId),
+      full: await cli('history', threadId, '--full'),
+      status: await cli('status', threadId),
+      threads: await cli('threads'),
+      unknown: await cli('status', `no-such-\x1b]0;pwned\x07`),
+    };
+    // eslint-disable-next-line no-control-regex
+    const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+    for (const [command, r] of Object.entries(outputs)) {
+      expect({ command, stdout: raw.test(r.stdout), stderr: raw.test(r.stderr) }).toEqual({
+        command,
+        stdout: false,
+        stderr: false,
+      });
+    }
+    for (const shown of [outputs.tail.stdout, outputs.history.stdout, outputs.full.stdout])
+      expect(shown).toContain('user: Is build 42 green? \\u001b]0;pwned\\u0007\\u001b[2J\\u001b]52;c;cHduZWQ=');
+    expect(outputs.history.stdout).toContain('\\u009b2J\\u202eevil');
+    expect(outputs.status.stdout.split('\n')[0]).toBe(`esc-${threadId.slice(4, 12)}-\\u001b]2;id\\u0007 root idle`);
+    expect(outputs.unknown).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('no-such-\\u001b]0;pwned\\u0007'),
+    });
+    // JSON is exact data: the same text back.
+    const history = json<HistoryItem>((await cli('history', threadId, '--json')).stdout);
+    expect(history[0]).toMatchObject({ kind: 'user', text: hostile });
+    expect((JSON.parse((await cli('status', threadId, '--json')).stdout) as ThreadStatus).threadId).toBe(threadId);
+  });
+
   it('tails joined at any moment of a run show every committed item once', async () => {
     // Each tail subscribes, then reads the history: a turn that commits in between is shown once, and a turn running
     // when it attaches is shown with its inputs (a tail that attached there lost the tool result, CI of 0.11).

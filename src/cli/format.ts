@@ -1,14 +1,23 @@
-/** How the CLI prints events and history: coloured on a terminal, plain when piped, JSON lines with `--json`. */
+/**
+ * How the CLI prints events and history: coloured on a terminal, plain when piped, JSON lines with `--json`. The lines
+ * quote threads as they are; `buildProgram` writes each through `toTerminal` (terminal-text.ts), which shows control
+ * characters and escape sequences instead of letting the terminal act on them, and turns `colour.*` into colours.
+ */
 import type { HistoryItem, ThreadEvent, ThreadStatus } from '../core/types';
 import { firstText } from '../model/projection';
+import { styled } from './terminal-text';
 
-/** Where a command writes its output, one line at a time (standard output, or a test's collector). */
+/**
+ * Where a command writes its output, one line at a time (standard output, or a test's collector). The `out` a command
+ * is given makes each line safe for a terminal (`toTerminal`): write every line through it.
+ */
 export type Out = (line: string) => void;
 
 const useColour = (): boolean =>
   process.env.NO_COLOR === undefined && (process.env.FORCE_COLOR !== undefined || process.stdout.isTTY === true);
 
-const paint = (code: number) => (s: string) => (useColour() ? `\x1b[${code}m${s}\x1b[0m` : s);
+/** Marked for `toTerminal`, which writes the colour (only there: a text's own escape sequences are shown, not run). */
+const paint = (code: number) => (s: string) => (useColour() ? styled(code, s) : s);
 export const colour = {
   dim: paint(2),
   bold: paint(1),

@@ -40,8 +40,19 @@ import { registerUsage } from './commands/usage';
 import { registerWorker } from './commands/worker';
 import { colour, type Out } from './format';
 import { CliError } from './target';
+import { toStderr, toTerminal } from './terminal-text';
 
-export function buildProgram(out: Out = (l) => process.stdout.write(`${l}\n`)): Command {
+/**
+ * The program, its commands writing lines to `out` and `tail`'s live text to `write` (standard output, or a test's
+ * collectors). Both get what the commands print through {@link toTerminal}: texts from threads show their control
+ * characters and escape sequences instead of running them on the reader's terminal (issue 38, finding 8).
+ */
+export function buildProgram(
+  out: Out = (l) => process.stdout.write(`${l}\n`),
+  write: (s: string) => void = (s) => process.stdout.write(s),
+): Command {
+  const shown: Out = (line) => out(toTerminal(line));
+  const written = (s: string) => write(toTerminal(s));
   const program = new Command('infinity-temporal')
     .description('LLM agents as stackless coroutines on Temporal')
     .showHelpAfterError()
@@ -59,33 +70,33 @@ export function buildProgram(out: Out = (l) => process.stdout.write(`${l}\n`)): 
     .option('--tls-server-name <name>', 'server name override');
   // The commands, one file each in commands/, in the order `--help` lists them.
   // Running the system:
-  registerGateway(program, out);
-  registerDev(program, out);
-  registerWorker(program, out);
+  registerGateway(program, shown);
+  registerDev(program, shown);
+  registerWorker(program, shown);
   // Threads:
-  registerStart(program, out);
-  registerSend(program, out);
-  registerDeliver(program, out);
-  registerHistory(program, out);
-  registerStatus(program, out);
-  registerThreads(program, out);
-  registerAnswer(program, out);
-  registerCompact(program, out);
-  registerFork(program, out);
-  registerRewind(program, out);
+  registerStart(program, shown);
+  registerSend(program, shown);
+  registerDeliver(program, shown);
+  registerHistory(program, shown);
+  registerStatus(program, shown);
+  registerThreads(program, shown);
+  registerAnswer(program, shown);
+  registerCompact(program, shown);
+  registerFork(program, shown);
+  registerRewind(program, shown);
   // The conversation store, budgets, the replay gate:
-  registerBackup(program, out);
-  registerBudget(program, out);
-  registerUsage(program, out);
-  registerReplay(program, out);
+  registerBackup(program, shown);
+  registerBudget(program, shown);
+  registerUsage(program, shown);
+  registerReplay(program, shown);
   // Replay-evals and outcome scores (the store alone):
-  registerEval(program, out);
-  registerExport(program, out);
-  registerScore(program, out);
-  registerScores(program, out);
-  registerExperiment(program, out);
+  registerEval(program, shown);
+  registerExport(program, shown);
+  registerScore(program, shown);
+  registerScores(program, shown);
+  registerExperiment(program, shown);
   // Following a thread as it runs:
-  registerTail(program, (s) => process.stdout.write(s), out);
+  registerTail(program, written, shown);
   return program;
 }
 
@@ -127,8 +138,9 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     // Errors from `pg` and from our own messages may quote the store URL or its secrets (a password, a key's path).
     const stores = [program.opts<{ store?: string }>().store, process.env.INFINITY_STORE];
     const shown = (text: string) => redactSecrets(text, ...stores);
-    process.stderr.write(`${colour.red('error')}: ${shown(e instanceof Error ? e.message : String(e))}\n`);
-    if (!known && e instanceof Error && e.stack && process.env.DEBUG) process.stderr.write(`${shown(e.stack)}\n`);
+    // They may quote a thread too (a model's error, a text): toStderr shows its control characters.
+    toStderr(`${colour.red('error')}: ${shown(e instanceof Error ? e.message : String(e))}\n`);
+    if (!known && e instanceof Error && e.stack && process.env.DEBUG) toStderr(`${shown(e.stack)}\n`);
     return known ? 2 : 1;
   }
 }

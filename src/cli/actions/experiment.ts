@@ -22,6 +22,7 @@ import { colour, type Out } from '../format';
 import { readJsonFile } from '../json-file';
 import { modelRegistry } from '../lazy';
 import { CliError, type TargetFlags } from '../target';
+import { toStderr } from '../terminal-text';
 
 export interface ExperimentFlags {
   model: string;
@@ -76,8 +77,9 @@ export async function runExperimentCommand(
     const result = await runExperiment(system.client, exp, {
       repeat,
       ...(flags.concurrency !== undefined && { concurrency: Number(flags.concurrency) }),
+      // The decision quotes the model (a tool's name and arguments): toStderr shows its control characters.
       onVariant: (v) =>
-        process.stderr.write(
+        toStderr(
           colour.dim(
             `${v.threadId}: ${v.variant.order.slice(0, v.variant.count).join(' → ')} ` +
               `${v.variant.timing} ${v.variant.mode} → ${v.decision.label}\n`,

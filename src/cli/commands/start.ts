@@ -4,6 +4,7 @@ import type { Out } from '../format';
 import { parseJson } from '../input-text';
 import { priorityOf, priorityOptions, type PriorityFlags } from '../priority-flags';
 import { CliError, type Target } from '../target';
+import { toStderr } from '../terminal-text';
 import { withClient } from '../with-client';
 
 const uiLink = (target: Target, threadId: string) =>
@@ -40,7 +41,7 @@ export function registerStart(program: Command, out: Out): void {
           if (message !== undefined) await thread.sendUserText(message);
           out(thread.threadId);
           const link = uiLink(target, thread.threadId);
-          if (link) process.stderr.write(`Temporal UI: ${link}\n`);
+          if (link) toStderr(`Temporal UI: ${link}\n`);
         });
       },
     );

@@ -9,6 +9,7 @@ import { EventStreamError } from '../../events/live-events';
 import { colour, EventPrinter, historyLine, type Out } from '../format';
 import { followHistory, refusalOf, withLocalEventsToken } from '../tail';
 import { CliError, openClient, resolveTarget, type TargetFlags } from '../target';
+import { toStderr } from '../terminal-text';
 
 interface TailOptions {
   json?: boolean;
@@ -54,7 +55,7 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
         }
         const fallback = async (why: string) => {
           if (!target.store) throw new Error(`${why}, and no conversation store to follow instead (--store)`);
-          process.stderr.write(colour.yellow(`${why}; following committed history instead\n`));
+          toStderr(colour.yellow(`${why}; following committed history instead\n`));
           if (withHistory && shown === 0) {
             const items = await thread.history();
             items.forEach(showItem);
