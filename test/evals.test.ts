@@ -4,7 +4,7 @@
  * of it, a thread across a compaction, a child and its parent); divergences stop, teacher-force or take a supplied result; no provider call for a recorded slice;
  * scorers; outcome scores across a reopening; exports; and the CLI.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -487,5 +487,26 @@ describe('CLI', () => {
     writeFileSync(join(dir, 'junk.json'), '{"format":"x"');
     const junk = await cli('eval', '--threads', join(dir, 'junk.json'), '--model', 'simulated');
     expect([junk.code, junk.stderr]).toEqual([2, expect.stringMatching(/junk\.json: not JSON/)]);
+  });
+
+  it('export --out leaves the file 0600 and whole, even one that was there readable by all', async () => {
+    // The mode a file is created with does not apply to one that exists (issue 38, finding 9a).
+    const file = join(dir, 'shared.json');
+    writeFileSync(file, 'x'.repeat(100_000));
+    chmodSync(file, 0o644);
+    expect((await cli('export', T, '--out', file)).code).toBe(0);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const text = readFileSync(file, 'utf8');
+    expect(text.endsWith('}\n')).toBe(true); // no tail of the longer text it replaced
+    expect(parseThreadExport(JSON.parse(text), file).threadId).toBe(T);
+    // A new file, whatever the umask.
+    const fresh = join(dir, 'fresh.json');
+    const umask = process.umask(0);
+    try {
+      expect((await cli('export', T, '--out', fresh)).code).toBe(0);
+    } finally {
+      process.umask(umask);
+    }
+    expect(statSync(fresh).mode & 0o777).toBe(0o600);
   });
 });

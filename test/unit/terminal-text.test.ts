@@ -87,7 +87,7 @@ describe('CLI lines of hostile threads', () => {
       runs: 1,
       queued: 0,
       deferred: 0,
-      dropped: { [`k\x1b[2J`]: 1 },
+      dropped: { [`k\x1b[2J`]: 1 } as ThreadStatus['dropped'], // a reason of a newer worker
       subscriptions: { s1: `sub\x1b]52;c;eA==\x07` },
       children: [`child\x1b[H`],
       compaction: { completed: 0 },
@@ -117,10 +117,11 @@ describe('CLI lines of hostile threads', () => {
   it('tail: live text shown however the deltas cut a sequence', () => {
     const written: string[] = [];
     const printer = new EventPrinter((s) => written.push(toTerminal(s)));
-    printer.print({ type: 'completion_started', sliceId: 's1' });
-    for (const text of ['hi \x1b', ']0;pwned', '\x07\x1b', '[2J bye']) printer.print({ type: 'text_delta', text });
-    printer.print({ type: 'tool_result', toolCallId: 'c1', text: HOSTILE });
-    printer.print({ type: 'info', text: HOSTILE });
+    printer.print({ threadId: 't1', type: 'completion_started', sliceId: 's1' });
+    for (const text of ['hi \x1b', ']0;pwned', '\x07\x1b', '[2J bye'])
+      printer.print({ threadId: 't1', type: 'text_delta', text });
+    printer.print({ threadId: 't1', type: 'tool_result', toolCallId: 'c1', text: HOSTILE });
+    printer.print({ threadId: 't1', type: 'info', text: HOSTILE });
     const out = written.join('');
     expect(RAW.test(out.replace(/\x1b\[\d+m/g, '').replace(/\n/g, ''))).toBe(false);
     expect(out).toContain('hi \\u001b]0;pwned\\u0007\\u001b[2J bye');

@@ -2,7 +2,7 @@
  * What `eval`, `export`, `score` and `scores` do (docs/evals.md): they read (and `score` writes) the conversation store
  * alone, no Temporal server. Loaded when one of them runs: evals bring the model providers and ajv (see lazy.ts).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import {
   type EvalOptions,
@@ -23,7 +23,7 @@ import type { ConversationStore } from '../../store/conversation-store';
 import type { OutcomeScore } from '../../store/eval-records';
 import type { Out } from '../format';
 import { modelRegistry } from '../lazy';
-import { readJsonFile } from '../json-file';
+import { readJsonFile, writePrivateFile } from '../json-file';
 import { loadTools, loadUserModule } from '../load-tools';
 import { withCommandStore } from '../store-of';
 import { CliError } from '../target';
@@ -129,7 +129,7 @@ export async function runExport(threadId: string, opts: { out?: string }, cmd: C
   const exported = await withCommandStore(cmd, (store) => exportThread(store, threadId));
   const text = JSON.stringify(exported);
   if (opts.out === undefined) out(text);
-  else writeFileSync(opts.out, `${text}\n`, { mode: 0o600 });
+  else writePrivateFile(opts.out, `${text}\n`);
 }
 
 /** A score's value: a number as written (`1`, `-0.5`, `2e3`), or `true`/`false` for 1/0. */
