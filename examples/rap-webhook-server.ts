@@ -11,12 +11,17 @@
  */
 import { createRapToolServer, type RapSubscription, type RapToolServer } from '../src/rap';
 
-export async function startWebhookToolServer(port = 0): Promise<RapToolServer> {
+/**
+ * The server on `port`. Its RAP routes want a random token by default (`server.token`: give it to the runtime as
+ * `RapServerConfig.token`); `token: false` opts out, for a runtime that sends none.
+ */
+export async function startWebhookToolServer(port = 0, token?: string | false): Promise<RapToolServer> {
   const watchers = new Map<string, Set<RapSubscription>>();
   return createRapToolServer({
     name: 'webhooks',
     description: 'Events posted to webhook channels',
     port,
+    ...(token !== undefined && { token }),
     tools: [
       {
         name: 'watch_webhook',
@@ -51,7 +56,9 @@ export async function startWebhookToolServer(port = 0): Promise<RapToolServer> {
 }
 
 if (require.main === module) {
-  void startWebhookToolServer(Number(process.env.PORT ?? 0)).then((server) => {
+  // `infinity-temporal dev --rap <url>` sends no token to a tool server, so this demo opts out of its default one: any
+  // process on this machine may call it while it runs. A runtime that sends one gets `server.token` instead.
+  void startWebhookToolServer(Number(process.env.PORT ?? 0), false).then((server) => {
     console.log(JSON.stringify({ port: Number(new URL(server.url).port) }));
     process.once('SIGINT', () => void server.close().then(() => process.exit(0)));
   });

@@ -104,7 +104,7 @@ beforeAll(async () => {
       },
     ],
   });
-  const rap = await loadRapToolsets({ servers: [{ url: toolServer.url }], gateway });
+  const rap = await loadRapToolsets({ servers: [{ url: toolServer.url, token: toolServer.token! }], gateway });
   sys = ref.sys = await startTestSystem({ model, tools: [emitOutput, ...rap.tools], toolLifecycle: [rap] });
 }, 120_000);
 

@@ -13,6 +13,12 @@ export interface ToolServerAccess {
   authorize?(req: FastifyRequest): boolean | Promise<boolean>;
 }
 
+/** What a tool server is configured with: a token, `false` for none, or nothing said (see `RapToolServerOptions`). */
+export interface ToolServerAccessOptions {
+  token?: string | false;
+  authorize?(req: FastifyRequest): boolean | Promise<boolean>;
+}
+
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /** Compares secrets in constant time (their digests, so lengths do not show either). */
@@ -28,18 +34,31 @@ const isWildcardHost = (host: string) => host === '0.0.0.0' || host === '::' || 
 
 /**
  * Refuses configurations that would put an open tool server on the network: a bind beyond loopback needs a token or an
- * `authorize` function, and a wildcard bind needs `publicUrl` (its address is no URL a runtime can use).
+ * `authorize` function given to it (a token made up at start would change with every restart, and the remote runtime
+ * would have to learn it each time), and a wildcard bind needs `publicUrl` (its address is no URL a runtime can use).
  */
-export function checkToolServerConfig(options: ToolServerAccess & { host: string; publicUrl?: string }): void {
-  if (options.token !== undefined && options.token.length < 16)
+export function checkToolServerConfig(options: ToolServerAccessOptions & { host: string; publicUrl?: string }): void {
+  if (typeof options.token === 'string' && options.token.length < 16)
     throw new TypeError('RAP tool server: the token must be at least 16 characters');
-  if (!isLoopbackHost(options.host) && options.token === undefined && options.authorize === undefined)
+  if (!isLoopbackHost(options.host) && typeof options.token !== 'string' && options.authorize === undefined)
     throw new TypeError(
       `RAP tool server: binding ${options.host} (beyond loopback) needs a token or an authorize function; ` +
         'pass authorize: () => true only if something in front of it authenticates every request',
     );
   if (isWildcardHost(options.host) && options.publicUrl === undefined)
     throw new TypeError(`RAP tool server: binding ${options.host} needs publicUrl, the URL runtimes reach it at`);
+}
+
+/**
+ * The token the server's RAP routes want (issue 38, finding 5): the one given; none with `token: false`, or with
+ * `authorize` and no token (the check decides alone, as it did); otherwise a random one made here, so that a loopback
+ * server is never open to every local process (which could invoke its tools and have their callbacks, with
+ * `callbackHeaders`, posted to a loopback URL of its own). Call after {@link checkToolServerConfig}.
+ */
+export function toolServerToken(options: ToolServerAccessOptions): string | undefined {
+  if (typeof options.token === 'string') return options.token;
+  if (options.token === false || options.authorize !== undefined) return undefined;
+  return newCapabilityKey();
 }
 
 /**

@@ -6,8 +6,9 @@
  * from the runtime means the call's URL was revoked (answered, subscription ended, thread closed): the call ends
  * there, as if cancelled, in case the cancellation notice was lost.
  *
- * Secure by default: on loopback it serves any local runtime, off loopback only with a token (or `authorize`); it
- * posts callbacks only to allowed origins (loopback unless `callbackOrigins` says otherwise); its manifest names the
+ * Secure by default: its RAP routes want a bearer token, a random one made at start unless one is given (`server.token`,
+ * for the worker's `RapServerConfig.token`), or an `authorize` check; off loopback a token or `authorize` must be given;
+ * it posts callbacks only to allowed origins (loopback unless `callbackOrigins` says otherwise); its manifest names the
  * URL it was configured with, never a request's `Host`; it sits behind the listeners' common guard.
  */
 import Ajv, { type ValidateFunction } from 'ajv';
@@ -19,6 +20,7 @@ import {
   originSet,
   rapRouteGuard,
   sameSecret,
+  toolServerToken,
   urlHost,
 } from './tool-server-auth';
 import {
@@ -81,13 +83,19 @@ export interface RapToolServerOptions {
   /**
    * The bearer token runtimes must send (`Authorization: Bearer <token>`, at least 16 characters) on the RAP routes:
    * the manifest, `/invoke`, `/cancel_tool_call` and `/close_thread`. The runtime sends it with its server config's
-   * `token`. `/user_choice_response` is answered by the user's client instead, with the key in the choice's URL.
-   * @default none: any caller that reaches the server (allowed on a loopback bind only)
+   * `token` (`loadRapToolsets({ servers: [{ url: server.url, token: server.token }] })`). `/user_choice_response` is
+   * answered by the user's client instead, with the key in the choice's URL.
+   *
+   * `false` turns the token off, on a loopback bind only: then any process on the machine that reaches the port may
+   * invoke the tools and have their callbacks, with `callbackHeaders`, posted to a loopback URL of its own. Only for a
+   * runtime that cannot send a token.
+   * @default a random token made at start (`RapToolServer.token`) on a loopback bind, unless `authorize` is given
+   * (which then decides alone); beyond loopback, `token` or `authorize` must be given
    */
-  token?: string;
+  token?: string | false;
   /**
    * A check of your own on every request to the RAP routes (mTLS identity, an API gateway's header, ...), after the
-   * token when both are set: false answers 403.
+   * token when both are set: false answers 403. Given without `token`, it decides alone: no token is made up.
    * @default none
    */
   authorize?(req: FastifyRequest): boolean | Promise<boolean>;
@@ -114,6 +122,11 @@ export interface RapToolServerOptions {
 export interface RapToolServer {
   /** Where it listens: give it to the runtime (`loadRapToolsets({ servers: [{ url }] })`, `worker --rap <url>`). */
   url: string;
+  /**
+   * The bearer token its RAP routes want (`options.token`, or the random one made at start): give it to the runtime
+   * with the URL (`RapServerConfig.token`). Undefined with `token: false`, or with `authorize` and no token.
+   */
+  token?: string;
   /** The Fastify app, to inject requests in tests (routes of your own: `options.routes`). */
   app: FastifyInstance;
   /** Stops listening; requests already being handled finish first. */
@@ -145,13 +158,15 @@ const SAFE_THREAD_ID = /^(?!.*\.\.)[^/\\\0]{1,512}$/;
  *     },
  *   ],
  * });
- * console.log(`worker --rap ${server.url}`);
+ * // the worker: loadRapToolsets({ servers: [{ url: server.url, token: server.token }], gateway })
+ * console.log(server.url);
  * ```
  */
 export async function createRapToolServer(options: RapToolServerOptions): Promise<RapToolServer> {
   const host = options.host ?? '127.0.0.1';
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
   checkToolServerConfig({ ...options, host });
+  const token = toolServerToken(options);
   const allowedCallbacks = originSet(options.callbackOrigins);
   const app = Fastify({ logger: false, ...listenerServerOptions(options.limits) });
   guardListener(app, {
@@ -159,7 +174,12 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
     ...allowedHostsFor(host, options.allowedHosts, publicUrl),
     ...options.limits,
   });
-  const guarded = { onRequest: rapRouteGuard(options) };
+  const guarded = {
+    onRequest: rapRouteGuard({
+      ...(token !== undefined && { token }),
+      ...(options.authorize && { authorize: (req: FastifyRequest) => options.authorize!(req) }),
+    }),
+  };
   const ajv = new Ajv({ allErrors: true, strict: false });
   const tools = new Map<string, { def: RapToolHandler; validate: ValidateFunction }>();
   for (const t of options.tools) tools.set(t.name, { def: t, validate: ajv.compile(t.inputSchema) });
@@ -289,7 +309,7 @@ export async function createRapToolServer(options: RapToolServerOptions): Promis
   if (address === null || typeof address === 'string') throw new Error('RAP tool server: no TCP address');
   const url = `http://${urlHost(host)}:${address.port}`;
   base ||= url;
-  return { url, app, close: () => app.close() };
+  return { url, ...(token !== undefined && { token }), app, close: () => app.close() };
 }
 
 /**

@@ -86,7 +86,7 @@ beforeAll(async () => {
   });
   // The worker asks whichever gateway is current for URLs: the last test restarts it on the same port.
   const toolsets = await loadRapToolsets({
-    servers: [{ url: toolServer.url }],
+    servers: [{ url: toolServer.url, token: toolServer.token! }],
     gateway: { callbackUrl: (t, c) => gateway.callbackUrl(t, c) },
     backoffMs: 20,
   });

@@ -25,6 +25,8 @@ const processes: ChildProcess[] = [];
 beforeAll(async () => {
   toolServer = await createRapToolServer({
     name: 'ci',
+    // The CLI's `--rap <url>` sends no token (src/cli/tool-servers.ts), so this server opts out of its default one.
+    token: false,
     tools: [
       {
         name: 'get_build_status',

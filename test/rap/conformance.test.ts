@@ -337,10 +337,12 @@ describe('tool-server SDK', () => {
       ...(onCloseThread && { onCloseThread }),
     });
     cleanups.push(server.close);
+    /** What the runtime sends with every request: the server's token (made at start). */
+    const auth = { authorization: `Bearer ${server.token!}` };
     const invoke = (body: Record<string, unknown>) =>
       fetch(`${server.url}/invoke`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...auth },
         body: JSON.stringify({
           operation: 'work',
           arguments: {},
@@ -351,7 +353,7 @@ describe('tool-server SDK', () => {
           ...body,
         }),
       });
-    return { server, sink, callbacks, invoke };
+    return { server, sink, callbacks, invoke, auth };
   }
 
   it('6/9 · acknowledges before the work finishes, then posts the result echoing group_id, id and call_id', async () => {
@@ -403,7 +405,7 @@ describe('tool-server SDK', () => {
   it('24/25 · answers cancel and close with 200 and an empty body, aborts the call, and guards thread ids', async () => {
     const closedIds: string[] = [];
     let aborted = false;
-    const { server, invoke } = await sdk(
+    const { server, invoke, auth } = await sdk(
       async (_a, ctx) => {
         await new Promise<void>((r) => ctx.signal.addEventListener('abort', () => ((aborted = true), r())));
       },
@@ -413,7 +415,7 @@ describe('tool-server SDK', () => {
     const post = (path: string, body: unknown) =>
       fetch(`${server.url}${path}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...auth },
         body: JSON.stringify(body),
       });
     for (let i = 0; i < 2; i++) {
@@ -430,12 +432,16 @@ describe('tool-server SDK', () => {
 
   it('answers cancel and close with 200 whatever the content type, and reads JSON however it is labelled', async () => {
     const closedIds: string[] = [];
-    const { server } = await sdk(
+    const { server, auth } = await sdk(
       () => 'x',
       (id) => void closedIds.push(id),
     );
     const post = (path: string, body: string, type?: string) =>
-      fetch(`${server.url}${path}`, { method: 'POST', ...(type && { headers: { 'content-type': type } }), body });
+      fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { ...auth, ...(type && { 'content-type': type }) },
+        body,
+      });
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream', undefined]) {
       for (const path of ['/cancel_tool_call', '/close_thread']) {
         const r = await post(
@@ -456,14 +462,19 @@ describe('tool-server SDK', () => {
   });
 
   it("names its endpoint by its configuration (the listen address), never by a request's Host header", async () => {
-    const { server } = await sdk(() => 'x');
+    const { server, auth } = await sdk(() => 'x');
     const port = new URL(server.url).port;
     const manifest = async (host: string) => {
       // fetch sets Host itself; node:http lets the test name it.
       const { request } = await import('node:http');
       return new Promise<{ status: number; endpoint?: string }>((resolve, reject) => {
         const req = request(
-          { host: '127.0.0.1', port, path: '/.well-known/rap-toolset', headers: { host, accept: 'application/json' } },
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/.well-known/rap-toolset',
+            headers: { host, accept: 'application/json', ...auth },
+          },
           (res) => {
             let data = '';
             res.on('data', (d: Buffer) => (data += d.toString()));

@@ -97,7 +97,7 @@ export async function startRapSystem(
   });
   const toolServer = await createRapToolServer({ name: 'test-tools', tools: handlers });
   const toolsets = await loadRapToolsets({
-    servers: [{ url: toolServer.url }, ...extraServers],
+    servers: [{ url: toolServer.url, token: toolServer.token! }, ...extraServers],
     gateway,
     backoffMs: 20,
   });

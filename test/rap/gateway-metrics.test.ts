@@ -38,6 +38,8 @@ const freePort = () =>
 beforeAll(async () => {
   toolServer = await createRapToolServer({
     name: 'ci',
+    // The CLI's `--rap <url>` sends no token (src/cli/tool-servers.ts), so this server opts out of its default one.
+    token: false,
     tools: [{ name: 'noop', description: 'Does nothing', inputSchema: { type: 'object' }, handler: async () => 'ok' }],
   });
   const runner = cliRunner(

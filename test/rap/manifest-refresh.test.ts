@@ -3,6 +3,7 @@
  * started, or that changed its tools since, reaches the next root thread without a restart, while a tree keeps the
  * tool set it started with. Real gateway, real worker, real tool servers (SDK) on loopback.
  */
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { unknownToolError } from '../../src/core/texts';
@@ -46,9 +47,12 @@ const freePort = () =>
     });
   });
 
+/** The token of every start of the server: the worker is configured before the server first runs. */
+const TOKEN = randomBytes(32).toString('base64url');
+
 const startToolServer = async (tools: RapToolHandler[]) => {
   await server?.close();
-  server = await createRapToolServer({ name: 'late-tools', tools, port });
+  server = await createRapToolServer({ name: 'late-tools', tools, port, token: TOKEN });
 };
 
 /** The history of a root thread after it ran `text` to idle, settled. */
@@ -67,7 +71,7 @@ beforeAll(async () => {
   });
   // The server is down while the worker starts: the first load reports it and offers no tools of it.
   toolsets = await loadRapToolsets({
-    servers: [{ url: `http://127.0.0.1:${port}` }],
+    servers: [{ url: `http://127.0.0.1:${port}`, token: TOKEN }],
     gateway,
     attempts: 1,
     timeoutMs: 2_000,

@@ -64,10 +64,15 @@ const post = (url: string, body: unknown, headers: Record<string, string> = {}) 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /** A GET with a `Host` of the test's choosing (fetch sets its own). */
-function getWithHost(url: string, path: string, host: string): Promise<{ status: number; body: string }> {
+function getWithHost(
+  url: string,
+  path: string,
+  host: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path, headers: { host } }, (res) => {
+    const req = request({ host: u.hostname, port: u.port, path, headers: { ...headers, host } }, (res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -128,12 +133,50 @@ describe('tool-server SDK: inbound authorization', () => {
     expect(cb.requests).toHaveLength(1);
   });
 
+  it('wants a random token of its own by default, even on loopback: no local process may invoke it and have its callbackHeaders posted to a URL of its choosing (issue 38, finding 5)', async () => {
+    const attacker = await sink();
+    const s = await server({ callbackHeaders: { authorization: 'Bearer gateway-credential' } });
+    expect(s.token).toMatch(/^[\w-]{43}$/);
+    expect((await server({})).token).not.toBe(s.token);
+    expect((await fetch(`${s.url}/.well-known/rap-toolset`)).status).toBe(401);
+    const r = await post(`${s.url}/invoke`, invocation(`${attacker.url}/cb`));
+    expect(r.status).toBe(401);
+    for (const path of ['/cancel_tool_call', '/close_thread'])
+      expect((await post(`${s.url}${path}`, { thread_id: 'th-1', tool_call_id: 'call-1' })).status).toBe(401);
+    // The runtime, with the token the server made (`RapServerConfig.token: server.token`), is served as before.
+    expect((await fetch(`${s.url}/.well-known/rap-toolset`, { headers: bearer(s.token!) })).status).toBe(200);
+    const gateway = await sink();
+    expect((await post(`${s.url}/invoke`, invocation(`${gateway.url}/cb`), bearer(s.token!))).status).toBe(200);
+    await eventually(() => gateway.requests[0]);
+    expect(gateway.requests[0]!.headers.authorization).toBe('Bearer gateway-credential');
+    expect(attacker.requests).toEqual([]);
+  });
+
+  it('makes no token when authorize is given alone (it decides), and none with token: false, on loopback only', async () => {
+    const cb = await sink();
+    const checked = await server({ authorize: (req) => req.headers['x-runtime'] === 'trusted' });
+    expect(checked.token).toBeUndefined();
+    expect((await post(`${checked.url}/invoke`, invocation(cb.url))).status).toBe(403);
+    expect((await post(`${checked.url}/invoke`, invocation(cb.url), { 'x-runtime': 'trusted' })).status).toBe(200);
+
+    const open = await server({ token: false });
+    expect(open.token).toBeUndefined();
+    expect((await post(`${open.url}/invoke`, invocation(cb.url, 'call-2'))).status).toBe(200);
+    await eventually(() => (cb.requests.length === 2 ? true : undefined));
+    await expect(server({ host: '0.0.0.0', publicUrl: 'https://tools.example.com', token: false })).rejects.toThrow(
+      /needs a token or an authorize function/,
+    );
+  });
+
   it("refuses a browser's request (an Origin header), which a page could send to a loopback server", async () => {
     const cb = await sink();
     const s = await server({});
-    const r = await post(`${s.url}/invoke`, invocation(cb.url), { origin: 'https://evil.example' });
+    const r = await post(`${s.url}/invoke`, invocation(cb.url), {
+      origin: 'https://evil.example',
+      ...bearer(s.token!),
+    });
     expect(r.status).toBe(403);
-    expect((await post(`${s.url}/invoke`, invocation(cb.url))).status).toBe(200);
+    expect((await post(`${s.url}/invoke`, invocation(cb.url), bearer(s.token!))).status).toBe(200);
     await eventually(() => cb.requests[0]);
     expect(cb.requests).toHaveLength(1);
   });
@@ -160,10 +203,10 @@ describe('tool-server SDK: where callbacks go', () => {
       `http://user:pw@127.0.0.1:${new URL(cb.url).port}/cb`,
       'file:///etc/passwd',
     ]) {
-      const r = await post(`${s.url}/invoke`, invocation(url));
+      const r = await post(`${s.url}/invoke`, invocation(url), bearer(s.token!));
       expect({ url, status: r.status }).toEqual({ url, status: 403 });
     }
-    expect((await post(`${s.url}/invoke`, invocation(`${cb.url}/cb`))).status).toBe(200);
+    expect((await post(`${s.url}/invoke`, invocation(`${cb.url}/cb`), bearer(s.token!))).status).toBe(200);
     await eventually(() => cb.requests[0]);
     expect(cb.requests).toHaveLength(1);
   });
@@ -175,12 +218,14 @@ describe('tool-server SDK: where callbacks go', () => {
       callbackOrigins: [`${gateway.url}/ignored/path`],
       callbackHeaders: { authorization: 'Bearer gateway-credential' },
     });
-    const refused = await post(`${s.url}/invoke`, invocation(`${elsewhere.url}/cb`));
+    const refused = await post(`${s.url}/invoke`, invocation(`${elsewhere.url}/cb`), bearer(s.token!));
     expect([refused.status, await refused.text()]).toEqual([
       403,
       `callback_url origin ${elsewhere.url} is not allowed by this tool server (its callbackOrigins option)`,
     ]);
-    expect((await post(`${s.url}/invoke`, invocation(`${gateway.url}/cb`, 'call-2'))).status).toBe(200);
+    expect((await post(`${s.url}/invoke`, invocation(`${gateway.url}/cb`, 'call-2'), bearer(s.token!))).status).toBe(
+      200,
+    );
     await eventually(() => gateway.requests[0]);
     expect(gateway.requests[0]!.headers.authorization).toBe('Bearer gateway-credential');
     expect(elsewhere.requests).toEqual([]);
@@ -197,7 +242,7 @@ describe('tool-server SDK: where callbacks go', () => {
         await ctx.result('done').catch((e: Error) => void failures.push(e.message));
       },
     );
-    expect((await post(`${s.url}/invoke`, invocation(`${redirecting.url}/cb`))).status).toBe(200);
+    expect((await post(`${s.url}/invoke`, invocation(`${redirecting.url}/cb`), bearer(s.token!))).status).toBe(200);
     await eventually(() => failures[0]);
     expect(failures).toEqual(['callback failed after 2 attempts']);
     expect(redirecting.requests).toHaveLength(2);
@@ -209,17 +254,19 @@ describe('tool-server SDK: the URLs it names', () => {
   it("names its endpoint from configuration and serves no foreign Host, whatever a request's Host says", async () => {
     const plain = await server({});
     const port = new URL(plain.url).port;
-    const own = await getWithHost(plain.url, '/.well-known/rap-toolset', `127.0.0.1:${port}`);
+    const get = (s: RapToolServer, host: string) =>
+      getWithHost(s.url, '/.well-known/rap-toolset', host, bearer(s.token!));
+    const own = await get(plain, `127.0.0.1:${port}`);
     expect(JSON.parse(own.body)).toMatchObject({ endpoint: `${plain.url}/invoke` });
-    const byLocalhost = await getWithHost(plain.url, '/.well-known/rap-toolset', `localhost:${port}`);
+    const byLocalhost = await get(plain, `localhost:${port}`);
     expect(JSON.parse(byLocalhost.body)).toMatchObject({ endpoint: `${plain.url}/invoke` });
-    expect((await getWithHost(plain.url, '/.well-known/rap-toolset', 'tools.example.com')).status).toBe(421);
+    expect((await get(plain, 'tools.example.com')).status).toBe(421);
 
     const proxied = await server({ publicUrl: 'https://tools.example.com/rap/' });
-    const viaProxy = await getWithHost(proxied.url, '/.well-known/rap-toolset', 'tools.example.com');
+    const viaProxy = await get(proxied, 'tools.example.com');
     expect(viaProxy.status).toBe(200);
     expect(JSON.parse(viaProxy.body)).toMatchObject({ endpoint: 'https://tools.example.com/rap/invoke' });
-    expect((await getWithHost(proxied.url, '/.well-known/rap-toolset', 'evil.example')).status).toBe(421);
+    expect((await get(proxied, 'evil.example')).status).toBe(421);
   });
 
   it('sets the listener limits it is given (the common guard)', async () => {

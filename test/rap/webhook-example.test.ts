@@ -23,7 +23,7 @@ beforeAll(async () => {
     tokens: new CallbackTokens({ current: 'a', keys: { a: newCallbackKey() } }),
     deliver: (m) => ref.sys!.client.deliver(m),
   });
-  const toolsets = await loadRapToolsets({ servers: [{ url: server.url }], gateway });
+  const toolsets = await loadRapToolsets({ servers: [{ url: server.url, token: server.token! }], gateway });
   // Subscribe when asked; cancel when told; acknowledge events.
   const model = new ScriptedModel((req) => {
     const last = req.messages[req.messages.length - 1]!;
