@@ -4,11 +4,13 @@
  * model might: inline (associative) events by the latest one, reports of event children by whether any reported a
  * failure — so arrival order, timing, count and processing mode each change what it ends up saying.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
+  decisionOf,
   ExperimentFileError,
   experimentMarkdown,
   experimentTools,
@@ -179,11 +181,43 @@ describe('experiment files', () => {
       [{ ...good, factors: { count: [3] } }, /from 1 to 2/],
       [{ ...good, factors: { order: { permutations: 0 } } }, /factors.order/],
       [{ ...CHILD, factors: { mode: ['threaded'] } }, /subscription events only/],
-      [{ ...good, classes: { x: '(' } }, /classes.x: not a regular expression/],
+      [{ ...good, classes: { x: '(' } }, /classes.x: not a regular expression \(Invalid regular expression/],
+      // A name is a slug: it names threads and the CLI's temporary folder (issue 38, finding 9b).
+      [{ ...good, name: '../../escape' }, /name must be 1 to 64 letters, digits/],
+      [{ ...good, name: 'a/../../escape' }, /name must be/],
+      [{ ...good, name: 'a\\b' }, /name must be/],
+      [{ ...good, name: '.hidden' }, /name must be/],
+      [{ ...good, name: 'x'.repeat(65) }, /name must be/],
+      [{ ...good, name: 'ok name' }, /name must be/],
+      // Classes: bounded, and compiled with the reason (finding 9c).
+      [{ ...good, classes: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`c${i}`, 'x'])) }, /at most 64/],
+      [{ ...good, classes: { long: 'a'.repeat(1001) } }, /classes.long: a pattern of 1001 characters/],
+      [{ ...good, classes: { '': 'x' } }, /a class name is 1 to 64 characters/],
+      [{ ...good, classes: { x: 1 } }, /classes maps a class name to a pattern/],
     ] as const) {
       expect(() => parseExperiment(bad, 'bad.json')).toThrow(ExperimentFileError);
       expect(() => parseExperiment(bad, 'bad.json')).toThrow(fault);
     }
+  });
+
+  it('takes names as slugs: letters, digits, dot, underscore, dash, up to 64', () => {
+    for (const name of ['ci-events-race-question', 'a', 'A.b_c-1', 'x'.repeat(64)])
+      expect(parseExperiment({ ...CI, name }, 'ok.json').name).toBe(name);
+  });
+
+  it('classes texts by the first matching pattern, and stops a pattern that backtracks catastrophically', () => {
+    const final = (text: string) => [{ kind: 'assistant' as const, text }];
+    expect(decisionOf(final('You may DEPLOY now'), { wait: 'wait', deploy: 'deploy' }).label).toBe('text:deploy');
+    expect(decisionOf(final('no idea'), { deploy: 'deploy' }).label).toBe('text:other');
+    // `(a+)+$` over 40 a's and a mismatch: 2^40 paths without the time limit.
+    const started = Date.now();
+    expect(() => decisionOf(final(`${'a'.repeat(40)}!`), { fine: 'b', slow: '^(a+)+$' })).toThrow(
+      /classes.slow: the pattern ran over 1000 ms on a text of 41 characters/,
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+    // A file not read by parseExperiment: its pattern fails with the same typed error.
+    expect(() => decisionOf(final('x'), { broken: '(' })).toThrow(ExperimentFileError);
+    expect(() => decisionOf(final('x'), { broken: '(' })).toThrow(/classes.broken: not a regular expression/);
   });
 
   it('orders: permutations up to a cap, and seeded samples that repeat', () => {
@@ -244,5 +278,21 @@ describe('CLI', () => {
       const r = await cli.run(...args);
       expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(message)]);
     }
+  });
+
+  it('refuses a name that would put its temporary folder elsewhere, and creates nothing there', async () => {
+    // `experiment-<name>-` under the temporary folder: `a/../../x` climbs out of it (issue 38, finding 9b).
+    const escape = `escape-${randomUUID().slice(0, 8)}`;
+    const dir = mkdtempSync(join(tmpdir(), 'experiment-name-'));
+    const file = join(dir, 'climb.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ ...JSON.parse(JSON.stringify(CI)), name: `a/../../${escape}`, base: { thread: 'none' } }),
+    );
+    const cli = cliRunner(() => ['--address', inject('temporalAddress')], {});
+    const r = await cli.run('experiment', 'run', file, '--model', 'simulated');
+    const around = [tmpdir(), dirname(tmpdir())].flatMap((d) => readdirSync(d));
+    expect(around.filter((e) => e.startsWith(escape))).toEqual([]);
+    expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(/climb\.json: name must be/)]);
   });
 });

@@ -6,6 +6,7 @@
  */
 import type { ForkAt } from '../client/fork';
 import { defineTool, type JsonSchemaObject, type Tool } from '../tools/tool';
+import { checkClasses } from './classes';
 import { ExperimentFileError } from './errors';
 
 export { ExperimentFileError };
@@ -77,6 +78,13 @@ function checkStep(s: unknown, at: string): ExperimentStep {
   throw bad('a step is {send}, {answer, text} or {slot}');
 }
 
+/**
+ * An experiment's name: it starts the runs' thread ids and names the CLI's temporary folder (`experiment-<name>-…`), so
+ * it is a slug — no `/`, `\\` or `..` can take that folder elsewhere (issue 38, finding 9b).
+ */
+const MAX_NAME_LENGTH = 64;
+const EXPERIMENT_NAME = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${MAX_NAME_LENGTH - 1}}$`);
+
 const wholeNumbers = (x: unknown, min: number): x is number[] =>
   Array.isArray(x) && x.length > 0 && x.every((n) => Number.isInteger(n) && (n as number) >= min);
 
@@ -89,6 +97,11 @@ export function parseExperiment(value: unknown, source: string): ExperimentFile 
   const bad = (why: string) => new ExperimentFileError(`${source}: ${why}`);
   if (!isObject(value)) throw bad('not a JSON object');
   if (typeof value.name !== 'string' || value.name === '') throw bad('name is required');
+  if (!EXPERIMENT_NAME.test(value.name))
+    throw bad(
+      `name must be 1 to ${MAX_NAME_LENGTH} letters, digits, '.', '_' or '-', starting with a letter or digit ` +
+        `(it names the runs' threads and the command's temporary folder), got ${JSON.stringify(value.name.slice(0, 80))}`,
+    );
   if (
     !Array.isArray(value.tools) ||
     !value.tools.every(
@@ -144,17 +157,7 @@ export function parseExperiment(value: unknown, source: string): ExperimentFile 
       throw bad("factors.mode is a list of 'associative' and 'threaded'");
     if (ev.kind !== 'subscription') throw bad('factors.mode applies to subscription events only');
   }
-  if (value.classes !== undefined) {
-    if (!isObject(value.classes) || !Object.values(value.classes).every((p) => typeof p === 'string'))
-      throw bad('classes maps a class name to a pattern');
-    for (const [name, p] of Object.entries(value.classes)) {
-      try {
-        new RegExp(p as string, 'i');
-      } catch {
-        throw bad(`classes.${name}: not a regular expression`);
-      }
-    }
-  }
+  if (value.classes !== undefined) checkClasses(value.classes, bad, MAX_NAME_LENGTH);
   return value as unknown as ExperimentFile;
 }
 

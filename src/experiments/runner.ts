@@ -11,6 +11,7 @@ import type { AgentClient } from '../client/agent-client';
 import type { HistoryItem, ThreadStatus } from '../core/types';
 import { canonicalJson } from '../evals/compare';
 import { subscriptionEvent, subscriptionStart, toolResult } from '../tools/messages';
+import { classOf } from './classes';
 import type { ExperimentFile, ExperimentStep } from './file';
 import { type DecisionTable, tabulate } from './table';
 import { type Variant, variantsOf } from './variants';
@@ -57,15 +58,17 @@ export interface ExperimentRunOptions {
   concurrency?: number;
 }
 
-/** The decision of a history: its last model item (a tool call, or a text classed by `classes`). */
+/**
+ * The decision of a history: its last model item (a tool call, or a text classed by `classes`).
+ * @throws ExperimentFileError when a class's pattern is not a regular expression or runs too long (classes.ts)
+ */
 export function decisionOf(items: readonly HistoryItem[], classes: Record<string, string> = {}): Decision {
   for (let i = items.length - 1; i >= 0; i--) {
     const it = items[i]!;
     if (it.kind === 'tool_call')
       return { label: `call ${it.name} ${canonicalJson(it.args)}`, tool: it.name, args: it.args };
     if (it.kind === 'assistant') {
-      const cls = Object.entries(classes).find(([, p]) => new RegExp(p, 'i').test(it.text))?.[0] ?? 'other';
-      return { label: `text:${cls}`, text: it.text };
+      return { label: `text:${classOf(it.text, classes)}`, text: it.text };
     }
   }
   return { label: 'none' };
