@@ -1,5 +1,5 @@
 /**
- * The Reactive Agent Protocol on the wire (RAP, `shared/reference/rap-protocol.md`): manifests, invocations and the
+ * The Reactive Agent Protocol on the wire (RAP, docs/rap-protocol.md): manifests, invocations and the
  * five callbacks, with the validation both sides need. Field names, null/absent handling and tags are exactly the
  * protocol's, so Infinity's Rust peers and ours read each other.
  */
