@@ -2,26 +2,24 @@
  * `AgentClient`: start threads and send them input; a `ThreadHandle` (thread-handle.ts) watches and inspects one.
  */
 import { randomUUID } from 'node:crypto';
-import { type Client, InternalConnectionLikeSymbol, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { InputMessage } from '../core/types';
+import type { ThreadPriority } from '../core/priority';
 import type { ConversationStore } from '../store/conversation-store';
 import { userText } from '../tools/messages';
-import { titleOf } from '../core/title';
-import { priorityViolation, rootPriority, type ThreadPriority } from '../core/priority';
 import { inputLimitViolation } from '../core/validate';
 import type { LocalEventHub } from '../events/event-hub';
-import { searchAttributes, THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
-import type { ThreadOptions, ThreadWorkflowArgs } from '../workflows/contract';
-import { deliverInput, type DeliveryResult, prepareInput, signalFor } from '../inbox/deliver';
+import type { ThreadOptions } from '../workflows/contract';
+import { deliverInput, type DeliveryResult, prepareInput } from '../inbox/deliver';
 import { discardPrepared, type InputLimits } from '../inbox/staging';
-import { InvalidInputError, ThreadClosedError } from '../inbox/errors';
+import { InvalidInputError } from '../inbox/errors';
 import { deliverAcknowledged } from '../inbox/ack-delivery';
 import { typedUnavailable } from '../inbox/unavailable';
-import { sendWhileBusy } from '../inbox/busy';
 import { listThreads, type ThreadFilter, type ThreadSummary } from './listing';
 import { forkThread, type ForkThreadOptions } from './fork';
 import { rewindThread, type RewindResult, type RewindThreadOptions } from './rewind';
 import { ThreadHandle } from './thread-handle';
+import { ThreadStarts } from './thread-start';
 import { type BudgetTarget, budgetStates, setBudget, type SetBudgetResult } from './budgets';
 import type { Budget, BudgetState } from '../core/budget';
 
@@ -92,9 +90,6 @@ export interface AgentClientOptions {
    */
   eagerStart?: boolean;
 }
-
-/** Thread ids an eager-starting client remembers as existing: beyond them, a text tries a start first. */
-const KNOWN_THREADS = 10_000;
 
 /** Options of {@link AgentClient.sendUserText} and {@link ThreadHandle.sendUserText}. */
 export interface SendUserTextOptions {
@@ -187,113 +182,14 @@ export class AgentClient {
   readonly taskQueue: string;
   private readonly options: AgentClientOptions;
 
-  /** Threads known to exist (eager start only): a text to one of them is signalled without trying a start. */
-  private readonly known = new Set<string>();
+  /** Everything about starting a thread (thread-start.ts): its start options, eager start, signal-with-start. */
+  private readonly starts: ThreadStarts;
 
   constructor(options: AgentClientOptions) {
     this.options = options;
     this.temporal = options.client;
     this.taskQueue = options.taskQueue;
-    const connection = options.client.connection as {
-      [InternalConnectionLikeSymbol]?: { supportsEagerStart?: boolean };
-    };
-    if (options.eagerStart && !connection[InternalConnectionLikeSymbol]?.supportsEagerStart)
-      throw new TypeError(
-        "eagerStart needs a Temporal client on a worker's NativeConnection (new Client({ connection: nativeConnection }))",
-      );
-  }
-
-  private remember(threadId: string): void {
-    this.known.add(threadId);
-    if (this.known.size > KNOWN_THREADS) this.known.delete(this.known.values().next().value!);
-  }
-
-  /**
-   * Starts a thread with an input in its arguments, as the payload of the signal `signal` would carry it, asking the
-   * server for eager start; false when the thread exists, running or closed (the caller then signals it, which tells
-   * the two apart). The input comes first in the arguments, so the UI's one-line view of the start shows its text.
-   */
-  private async startWithInput(start: ReturnType<AgentClient['startOptions']>, signal: string, payload: unknown) {
-    try {
-      await typedUnavailable(() =>
-        this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
-          ...start,
-          args: [{ firstInput: payload, ...(signal !== 'input' && { firstInputSignal: signal }), ...start.args[0] }],
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          requestEagerStart: true,
-        }),
-      );
-      return true;
-    } catch (e) {
-      if (e instanceof WorkflowExecutionAlreadyStartedError) return false;
-      throw e;
-    } finally {
-      this.remember(start.workflowId);
-    }
-  }
-
-  /**
-   * Does this client's data converter encode payloads (an encryption codec)? Search attributes bypass every payload
-   * codec and are stored and indexed in plaintext, so a client that encodes writes no text of a thread into them and
-   * tells its threads (and through their options, their children) not to either (security item 6).
-   */
-  private get encodesPayloads(): boolean {
-    return this.temporal.options.loadedDataConverter.payloadCodecs.length > 0;
-  }
-
-  private workflowArgs(threadId: string): ThreadWorkflowArgs {
-    const args: ThreadWorkflowArgs = { threadId, kind: 'root' };
-    const byKind = this.options.signalNames === 'by-kind' && { signalNames: 'by-kind' as const };
-    const sealed = this.encodesPayloads && { titleSearchAttribute: false };
-    if (this.options.threadOptions || byKind || sealed)
-      args.options = { ...this.options.threadOptions, ...byKind, ...sealed };
-    return args;
-  }
-
-  /**
-   * The title at start: memo, static summary, and the `Title` search attribute where threads write it (never with a
-   * payload codec: see {@link encodesPayloads}).
-   */
-  private titled(title: string | undefined): {
-    memo?: { title: string };
-    staticSummary?: string;
-    attributes: { key: typeof searchAttributes.Title; value: string }[];
-  } {
-    if (title === undefined) return { attributes: [] };
-    const t = titleOf(title);
-    return {
-      memo: { title: t },
-      staticSummary: t,
-      // The memo and the static summary go through the codec; the search attribute would not.
-      attributes:
-        this.options.threadOptions?.titleSearchAttribute && !this.encodesPayloads
-          ? [{ key: searchAttributes.Title, value: t }]
-          : [],
-    };
-  }
-
-  private startOptions(threadId: string, priority: ThreadPriority | undefined, title?: string) {
-    const given = { ...this.options.priority, ...priority };
-    const violation = priorityViolation(given);
-    if (violation) throw new InvalidInputError(violation);
-    const { attributes, ...titled } = this.titled(title);
-    return {
-      priority: rootPriority(threadId, given),
-      workflowId: threadId,
-      taskQueue: this.taskQueue,
-      args: [this.workflowArgs(threadId)] as [ThreadWorkflowArgs],
-      typedSearchAttributes: [
-        { key: searchAttributes.ThreadKind, value: 'root' },
-        { key: searchAttributes.AgentStatus, value: 'idle' },
-        ...attributes,
-      ],
-      staticSummary: `agent thread ${threadId}`,
-      // The UI's "Details" of the thread: where the rest of it is.
-      staticDetails:
-        `root thread \`${threadId}\`: its whole conversation with \`infinity-temporal history ${threadId} --full\`; ` +
-        'queries `status`, `drops`, `transcript`; current details: what it waits for and its last reply',
-      ...titled,
-    };
+    this.starts = new ThreadStarts(options);
   }
 
   /**
@@ -316,20 +212,13 @@ export class AgentClient {
     // Before the start request serializes it: a deep metadata object would overflow the stack there.
     const shape = options.metadata === undefined ? undefined : inputLimitViolation({ metadata: options.metadata });
     if (shape) throw new InvalidInputError(shape);
-    const start = this.startOptions(threadId, options.priority, options.title);
+    const start = this.starts.options(threadId, options.priority, options.title);
     if (options.metadata) start.args = [{ ...start.args[0], metadata: options.metadata }];
     if (options.tenant !== undefined) start.args = [{ ...start.args[0], tenant: options.tenant }];
     // In the store before the thread can run a slice: its first slice is checked against them.
     if (options.budget) await this.setBudget({ thread: threadId }, options.budget);
     if (options.treeBudget) await this.setBudget({ tree: threadId }, options.treeBudget);
-    await typedUnavailable(() =>
-      this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
-        ...start,
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        ...(this.options.eagerStart && { requestEagerStart: true }),
-      }),
-    );
-    if (this.options.eagerStart) this.remember(threadId);
+    await this.starts.start(start);
     return this.thread(threadId);
   }
 
@@ -388,7 +277,7 @@ export class AgentClient {
   forkThread(source: string, options: ForkThreadOptions): Promise<ThreadHandle> {
     const deps = { client: this, store: this.options.store, limits: this.limits };
     return forkThread(
-      { ...deps, start: (id, priority, title) => this.startOptions(id, priority, title) },
+      { ...deps, start: (id, priority, title) => this.starts.options(id, priority, title) },
       source,
       options,
     );
@@ -469,31 +358,11 @@ export class AgentClient {
    */
   async sendUserText(threadId: string, text: string, idOrOptions: string | SendUserTextOptions = {}): Promise<string> {
     const { id = randomUUID(), priority, tenant } = typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;
-    // A thread this text creates has its title from the start: no memo write in its first workflow task.
-    const start = this.startOptions(threadId, priority, text);
-    if (tenant !== undefined) start.args = [{ ...start.args[0], tenant }];
     const prepared = await prepareInput(userText(threadId, text, id), this.limits);
-    const { signal, payload } = signalFor(prepared.message, { signalNames: this.options.signalNames ?? 'input' });
     try {
-      if (
-        this.options.eagerStart &&
-        !this.known.has(threadId) &&
-        (await this.startWithInput(start, signal.name, payload))
-      )
-        return id;
-      await sendWhileBusy(threadId, () =>
-        typedUnavailable(() =>
-          this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
-            ...start,
-            workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            signal,
-            signalArgs: [payload],
-          }),
-        ),
-      );
+      await this.starts.sendCreating(threadId, prepared.message, { priority, tenant, title: text });
     } catch (e) {
       await discardPrepared(prepared, this.options.store);
-      if (e instanceof WorkflowExecutionAlreadyStartedError) throw new ThreadClosedError(threadId);
       throw e;
     }
     return id;
