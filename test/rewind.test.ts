@@ -3,16 +3,18 @@
  * back to a point and continues from there as if what came after never happened for the model, while the archived
  * items stay readable as a branch. A rewind with a call pending, past a subscription and a child (each ended, their
  * late inputs dropped `rewound`), to a point between a call and its result, while a slice runs, racing a tool result,
- * refusals, and forks of a rewound thread.
+ * refusals (a thread at its bound of archived ranges among them), and forks of a rewound thread.
  */
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { syntheticInput } from '../src/core/inputs';
 import { InvalidInputError, ThreadNotFoundError } from '../src/inbox/errors';
 import { type ScriptedReply, ScriptedModel } from '../src/model/scripted';
 import type { ModelRequest } from '../src/model/provider';
-import type { ConversationStore } from '../src/store/conversation-store';
+import { type ArchivedRange, type ConversationStore, MAX_ARCHIVED_RANGES } from '../src/store/conversation-store';
 import { PostgresConversationStore } from '../src/store/postgres';
 import { subscriptionEvent, toolResult, userText } from '../src/tools/messages';
 import type { ToolContext } from '../src/tools/tool';
@@ -37,9 +39,13 @@ function script(req: ModelRequest): ScriptedReply {
   return { text: `noted ${textOf(last).slice(0, 40)}` };
 }
 
+let postgresUrl: string | undefined;
 const stores: [string, () => Promise<ConversationStore | undefined>][] = [
   ['SQLite', async () => undefined],
-  ['PostgreSQL', async () => new PostgresConversationStore({ connectionString: await createTestDatabase('rewind') })],
+  [
+    'PostgreSQL',
+    async () => new PostgresConversationStore({ connectionString: (postgresUrl = await createTestDatabase('rewind')) }),
+  ],
 ];
 
 describe.each(stores)('rewind on %s', (storeName, makeStore) => {
@@ -76,6 +82,20 @@ describe.each(stores)('rewind on %s', (storeName, makeStore) => {
     if (storeName === 'SQLite') await checkReplay(sys.client.thread(threadId), name);
   };
   const dropsOf = async (threadId: string) => (await sys.client.thread(threadId).status()).dropped;
+  /** Writes a thread's archived ranges into its record directly: the store refuses a commit past the bound. */
+  const setArchived = async (threadId: string, ranges: ArchivedRange[]) => {
+    const sql = 'UPDATE threads SET archived = $2 WHERE thread_id = $1';
+    if (storeName === 'SQLite') {
+      const db = new Database(sys.storePath);
+      db.prepare(sql.replace(/\$\d/g, '?')).run(JSON.stringify(ranges), threadId);
+      db.close();
+    } else {
+      const c = new pg.Client({ connectionString: postgresUrl });
+      await c.connect();
+      await c.query(sql, [threadId, JSON.stringify(ranges)]);
+      await c.end();
+    }
+  };
 
   it('goes back to a slice: the model sees the prefix, the rest is a readable branch, the thread goes on', async () => {
     const id = uid('rw');
@@ -273,6 +293,46 @@ describe.each(stores)('rewind on %s', (storeName, makeStore) => {
     await say(id, 'c');
     expect(requestsOf(id).at(-1)!.messages.map(textOf)).toEqual(['a', 'c']);
     await replays(id, 'rewind-refused');
+  });
+
+  it(`refuses a rewind past ${MAX_ARCHIVED_RANGES} archived ranges, in the client and in the thread; a fork goes on`, async () => {
+    const id = uid('rw-bound');
+    await say(id, 'a');
+    await say(id, 'b');
+    await sys.client.rewindThread(id, { to: 2 });
+    await say(id, 'c');
+    // As if rewound the most times a thread keeps: the real range, then stand-ins that hide nothing.
+    const real = (await sys.client.thread(id).status()).historyLength;
+    await setArchived(id, [[2, 4], ...Array.from({ length: MAX_ARCHIVED_RANGES - 1 }, (): ArchivedRange => [0, 0])]);
+    const bound = /thread .+ has reached the most rewinds a thread keeps \(1000 archived ranges\): fork it/;
+    await expect(sys.client.rewindThread(id, { to: 5 })).rejects.toThrow(InvalidInputError);
+    await expect(sys.client.rewindThread(id, { to: 5 })).rejects.toThrow(bound);
+    // A hand-made rewind reaches the thread: the activity refuses it (REWIND_REFUSED), the thread drops it as
+    // malformed and says why, and goes on.
+    const bad = await sys.client.deliver(
+      { id: uid('bad'), threadId: id, content: { type: 'text', text: '' }, synthetic: { type: 'rewind', to: 5 } },
+      { acknowledge: true },
+    );
+    expect(bad).toEqual({ delivered: false, reason: 'malformed' });
+    const status = await sys.client.thread(id).status();
+    expect(status.lastError).toMatch(/^rewind to item 5 failed: thread .+ has reached the most rewinds/);
+    expect(status.historyLength).toBe(real);
+    await say(id, 'd');
+    expect(requestsOf(id).at(-1)!.messages.map(textOf)).toEqual(['a', 'ack a', 'c', 'ack c', 'd']);
+    // A fork has no ranges of its own: it takes rewinds again.
+    const fork = await sys.client.forkThread(id, { at: 'now', threadId: uid('rw-bound-fork') });
+    await say(fork.threadId, 'e');
+    expect(await sys.client.rewindThread(fork.threadId, { to: 0 })).toMatchObject({ to: 0, branch: 1 });
+    await say(fork.threadId, 'f');
+    expect(requestsOf(fork.threadId).at(-1)!.messages.map(textOf)).toEqual([
+      'a',
+      'ack a',
+      'c',
+      'ack c',
+      'd',
+      'ack d',
+      'f',
+    ]);
   });
 
   it('forks: one made before the rewind keeps what it saw, one made after sees the thread rewound', async () => {

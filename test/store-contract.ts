@@ -6,7 +6,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SliceResult } from '../src/core/slice-protocol';
 import type { HistoryItem, StoredItem } from '../src/core/types';
-import { CommitConflictError, type ConversationStore, type NewSummary } from '../src/store/conversation-store';
+import {
+  type ArchivedRange,
+  ArchiveLimitError,
+  CommitConflictError,
+  type ConversationStore,
+  MAX_ARCHIVED_RANGES,
+  type NewSummary,
+} from '../src/store/conversation-store';
 import { budgetLedgerContract } from './budget-ledger-contract';
 
 export const result = (sliceId: string, length: number): SliceResult => ({
@@ -248,6 +255,149 @@ export function storeContract(name: string, open: () => ConversationStore | Prom
       await commit(4, { sourceThreadId: 'c3', upTo: 2, summary: 'third' });
       expect(await s.latestSummary('p')).toEqual({ summary: 'third', upTo: 2 }); // latest saved, not the widest
       expect(await s.latestSummary('other')).toBeUndefined();
+    });
+
+    it('keeps archived ranges (rewinds) in commit order: a duplicate or failed commit adds none', async () => {
+      const s = await make();
+      await s.ensureThread({ threadId: 't', kind: 'root' });
+      await commitN(s, 't', 4, 0);
+      const note = (to: number, branch: number): StoredItem => ({
+        messageId: `r${branch}`,
+        item: { kind: 'rewind', to, branch },
+      });
+      const rewind = (sliceId: string, expectedLength: number, archive: ArchivedRange, branch: number) =>
+        s.commit({
+          threadId: 't',
+          sliceId,
+          expectedLength,
+          items: [note(archive[0], branch)],
+          result: result(sliceId, expectedLength + 1),
+          archive,
+        });
+      expect(await rewind('r1', 4, [2, 4], 1)).toBe('committed');
+      expect(await rewind('r1', 4, [2, 4], 1)).toBe('duplicate');
+      await expect(rewind('late', 4, [1, 4], 2)).rejects.toBeInstanceOf(CommitConflictError);
+      await commitN(s, 't', 2, 5);
+      expect(await rewind('r2', 7, [1, 7], 2)).toBe('committed');
+      expect((await s.getThread('t'))!.archived).toEqual([
+        [2, 4],
+        [1, 7],
+      ]);
+      expect(await s.length('t')).toBe(8);
+    });
+
+    it(`refuses a range past ${MAX_ARCHIVED_RANGES} per thread (ArchiveLimitError) and writes nothing of that commit`, async () => {
+      const s = await make();
+      await s.ensureThread({ threadId: 't', kind: 'root' });
+      // Each rewind archives the item before its note: [2k, 2k + 1), the note at 2k + 1.
+      for (let k = 0; k < MAX_ARCHIVED_RANGES; k++)
+        await s.commit({
+          threadId: 't',
+          sliceId: `r${k}`,
+          expectedLength: 2 * k,
+          items: [
+            user(`u${k}`, `item ${2 * k}`),
+            { messageId: `n${k}`, item: { kind: 'rewind', to: 2 * k, branch: k + 1 } },
+          ],
+          result: result(`r${k}`, 2 * k + 2),
+          archive: [2 * k, 2 * k + 1],
+        });
+      const length = 2 * MAX_ARCHIVED_RANGES;
+      const staged = await s.stageInput(Buffer.from('kept'));
+      const error = await s
+        .commit({
+          threadId: 't',
+          sliceId: 'one-more',
+          expectedLength: length,
+          items: [user('x', 'lost')],
+          result: result('one-more', length + 1),
+          summary: { threadId: 't', sourceThreadId: 'c', upTo: 1, summary: 'lost' },
+          consumedStaged: [staged.id],
+          archive: [length - 1, length],
+        })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ArchiveLimitError);
+      expect(error).toMatchObject({ name: 'ArchiveLimitError', threadId: 't', limit: MAX_ARCHIVED_RANGES });
+      expect((error as Error).message).toMatch(/^thread t has reached the most rewinds a thread keeps/);
+      expect(await s.length('t')).toBe(length);
+      expect(await s.findSlice('t', 'one-more')).toBeUndefined();
+      expect(await s.latestSummary('t')).toBeUndefined();
+      expect(await s.loadStaged(staged)).toBeDefined();
+      const archived = (await s.getThread('t'))!.archived!;
+      expect(archived).toHaveLength(MAX_ARCHIVED_RANGES);
+      expect(archived.at(-1)).toEqual([length - 2, length - 1]);
+      // A retried rewind that committed is still a duplicate, and the thread goes on without archiving.
+      expect(
+        await s.commit({
+          threadId: 't',
+          sliceId: 'r0',
+          expectedLength: 0,
+          items: [],
+          result: result('r0', 2),
+          archive: [0, 1],
+        }),
+      ).toBe('duplicate');
+      expect(await commitN(s, 't', 1, length)).toBe('committed');
+      expect((await s.getThread('t'))!.archived).toHaveLength(MAX_ARCHIVED_RANGES);
+    });
+
+    it('leaves out summaries that end inside hidden ranges, however many: nested, touching, thousands', async () => {
+      const s = await make();
+      const save = (sourceThreadId: string, upTo: number) =>
+        s.commit({
+          threadId: sourceThreadId,
+          sliceId: 'end',
+          expectedLength: 0,
+          items: [],
+          result: result('end', 0),
+          summary: { threadId: 'p', sourceThreadId, upTo, summary: `up to ${upTo}` },
+        });
+      for (const [source, upTo] of [
+        ['a', 3],
+        ['b', 10],
+        ['c', 6],
+        ['d', 8],
+      ] as const)
+        await save(source, upTo);
+      const latest = async (hidden: ArchivedRange[], maxUpTo?: number) =>
+        (await s.latestSummary('p', maxUpTo, hidden))?.upTo;
+      expect(await latest([])).toBe(8);
+      expect(await latest([[7, 8]])).toBe(6); // `upTo` in (from, to]
+      expect(await latest([[8, 9]])).toBe(8);
+      expect(
+        await latest([
+          [4, 6],
+          [6, 8],
+        ]),
+      ).toBe(10); // touching
+      expect(
+        await latest([
+          [2, 12],
+          [7, 8],
+        ]),
+      ).toBeUndefined(); // nested
+      expect(
+        await latest([
+          [9, 10],
+          [4, 5],
+          [5, 6],
+          [7, 8],
+        ]),
+      ).toBe(3); // in any order
+      expect(await latest([[2, 5]], 9)).toBe(8);
+      expect(await latest([[6, 8]], 9)).toBe(6);
+      expect(await latest([[5, 8]], 9)).toBe(3);
+      expect(
+        await latest([
+          [1, 1],
+          [9, 3],
+        ]),
+      ).toBe(8); // empty and reversed ranges hide nothing
+      // Thousands of disjoint ranges (a thread rewound that often before the bound, or many children's views).
+      const many = Array.from({ length: 20_000 }, (_, i): ArchivedRange => [100 + 2 * i, 101 + 2 * i]);
+      expect(await latest(many)).toBe(8);
+      expect(await latest([...many, [7, 8]])).toBe(6);
+      expect(await latest([[5, 6], ...many, [7, 8], [9, 10]])).toBe(3);
     });
 
     it('stages inputs until a commit consumes them; a duplicate or failed commit consumes none', async () => {

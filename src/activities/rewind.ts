@@ -10,7 +10,7 @@ import { INTERRUPTED_RESULT } from '../core/texts';
 import { REWIND_REFUSED, type RewindInput, type RewindOutcome, type SliceResult } from '../core/slice-protocol';
 import type { StoredItem } from '../core/types';
 import { pendingAt, rewindPointError } from '../store/chain';
-import type { ConversationStore, ThreadRecord } from '../store/conversation-store';
+import { ArchiveLimitError, type ConversationStore, type ThreadRecord } from '../store/conversation-store';
 
 export function createRewind(store: ConversationStore, cancelled: (threadId: string, callId: string) => void) {
   return async function rewindThread(input: RewindInput): Promise<RewindOutcome> {
@@ -51,7 +51,13 @@ export function createRewind(store: ConversationStore, cancelled: (threadId: str
         interrupted: false,
         appended: items.length,
       };
-      await store.commit({ threadId, sliceId, expectedLength, items, result, archive: [to, expectedLength] });
+      try {
+        await store.commit({ threadId, sliceId, expectedLength, items, result, archive: [to, expectedLength] });
+      } catch (e) {
+        // The thread holds the most archived ranges it keeps (checked above; the store is the last word).
+        if (e instanceof ArchiveLimitError) throw refuse(e.message);
+        throw e;
+      }
     }
     const archived = new Set<string>();
     for (const s of await store.load(threadId, to, expectedLength))

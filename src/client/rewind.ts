@@ -35,6 +35,17 @@ export interface RewindResult {
   archived: ArchivedRange;
 }
 
+/** The thread's own reason for refusing a rewind to `to` (its `lastError`), when it still says so. */
+async function refusal(client: AgentClient, threadId: string, to: number): Promise<string | undefined> {
+  const prefix = `rewind to item ${to} failed: `;
+  try {
+    const last = (await client.thread(threadId).status()).lastError;
+    return last?.startsWith(prefix) ? last.slice(prefix.length) : undefined;
+  } catch {
+    return undefined; // the refusal stands without its reason
+  }
+}
+
 /** Rewinds `threadId` (see the module comment); the caller is {@link AgentClient.rewindThread}. */
 export async function rewindThread(
   client: AgentClient,
@@ -48,7 +59,8 @@ export async function rewindThread(
   if (options.to === 'now') throw new InvalidInputError('rewinding to now changes nothing: give an earlier point');
   const to = await resolveForkPoint(store, threadId, options.to as ForkAt);
   // Checked against the length now plus one: a slice running now may still commit items after the point (the thread
-  // checks again against its length when it takes the rewind).
+  // checks again against its length when it takes the rewind). Refuses too when the thread holds the most archived
+  // ranges it keeps (MAX_ARCHIVED_RANGES): the thread would refuse it.
   const error = rewindPointError(record, to, (await store.length(threadId)) + 1);
   if (error) throw new InvalidInputError(error);
   // A thread waiting for a budget raise takes no input until then: its rewind would wait as long, and so would this call.
@@ -60,8 +72,12 @@ export async function rewindThread(
   if (!r.delivered) {
     if (r.reason === 'closed') throw new ThreadClosedError(threadId);
     // The thread refused it: nothing was committed after the point, the point fell inside a range another rewind
-    // archived meanwhile, or a worker older than release 0.8 took it (its `lastError` and drops say which).
-    if (r.reason !== 'duplicate') throw new InvalidInputError(`thread ${threadId} refused the rewind (${r.reason})`);
+    // archived meanwhile, another rewind took the thread's last one (MAX_ARCHIVED_RANGES), or a worker older than
+    // release 0.8 took it (its `lastError` and drops say which).
+    if (r.reason !== 'duplicate') {
+      const why = await refusal(client, threadId, to);
+      throw new InvalidInputError(`thread ${threadId} refused the rewind (${r.reason})${why ? `: ${why}` : ''}`);
+    }
   }
   const ranges = (await store.getThread(threadId))?.archived ?? [];
   let branch = 0;

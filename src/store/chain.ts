@@ -5,7 +5,14 @@
  */
 import { BUILTIN_TOOLS } from '../core/builtins';
 import type { HistoryItem, PendingCall, StoredItem } from '../core/types';
-import type { ArchivedRange, ConversationStore, ThreadRecord } from './conversation-store';
+import { coveringRange, mergeRanges, withoutRanges } from './archived-ranges';
+import {
+  type ArchivedRange,
+  archiveLimitMessage,
+  type ConversationStore,
+  MAX_ARCHIVED_RANGES,
+  type ThreadRecord,
+} from './conversation-store';
 
 /** The records from the root down to `threadId`. */
 export async function threadChain(store: ConversationStore, threadId: string): Promise<ThreadRecord[]> {
@@ -63,17 +70,18 @@ export function branchAt(rec: ThreadRecord, at: number): number {
   return (rec.archived ?? []).findIndex(([from, to]) => at > from && at <= to) + 1;
 }
 
-/** Why `to` is no rewind point of a thread `length` items long with these archived ranges, or undefined. */
+/**
+ * Why `to` is no rewind point of a thread `length` items long with these archived ranges, or undefined. A thread that
+ * holds {@link MAX_ARCHIVED_RANGES} ranges takes no further rewind (the store would refuse its commit).
+ */
 export function rewindPointError(record: ThreadRecord, to: number, length: number): string | undefined {
   if (!Number.isSafeInteger(to) || to < 0 || to >= length)
     return `rewind point ${to} is not before the end of thread ${record.threadId} (0..${length - 1})`;
   const inside = branchAt(record, to);
   if (inside > 0) return `rewind point ${to} lies inside branch ${inside} of thread ${record.threadId}, archived`;
+  if ((record.archived?.length ?? 0) >= MAX_ARCHIVED_RANGES) return archiveLimitMessage(record.threadId);
   return undefined;
 }
-
-const hiddenBy = (ranges: readonly ArchivedRange[], position: number): ArchivedRange | undefined =>
-  ranges.find(([from, to]) => position >= from && position < to);
 
 /** Own items `[from, to)` of `rec` (default: all) without those its archived ranges hide from that view. */
 export async function loadVisible(
@@ -84,7 +92,7 @@ export async function loadVisible(
 ): Promise<StoredItem[]> {
   const items = await store.load(rec.threadId, from, to);
   const ranges = visibleRanges(rec, to);
-  return ranges.length === 0 ? items : items.filter((_, i) => hiddenBy(ranges, from + i) === undefined);
+  return ranges.length === 0 ? items : withoutRanges(items, from, ranges);
 }
 
 /**
@@ -101,8 +109,7 @@ export async function committedSince(
   const items = await store.load(threadId, from, to);
   const length = from + items.length;
   if (!rec) return { items, length };
-  const ranges = visibleRanges(rec);
-  return { items: items.filter((_, i) => hiddenBy(ranges, from + i) === undefined), length };
+  return { items: withoutRanges(items, from, visibleRanges(rec)), length };
 }
 
 /**
@@ -114,9 +121,9 @@ export async function lastVisibleItem(
   rec: ThreadRecord,
   upTo: number,
 ): Promise<HistoryItem | undefined> {
-  const ranges = visibleRanges(rec, upTo);
+  const ranges = mergeRanges(visibleRanges(rec, upTo));
   for (let p = upTo - 1; p >= 0; p--) {
-    const range = hiddenBy(ranges, p);
+    const range = coveringRange(ranges, p);
     if (range) {
       p = range[0];
       continue;

@@ -39,6 +39,14 @@ export interface ThreadRecord {
  */
 export type ArchivedRange = [from: number, to: number];
 
+/**
+ * The most archived ranges a thread keeps (issue 38 finding 7): a commit that would add one more throws
+ * {@link ArchiveLimitError}, and a rewind past it is refused. Every view of the thread and of the children and forks
+ * made after its rewinds reads the ranges, and every rewind rewrites them with the thread's record; a fork starts with
+ * none of its own.
+ */
+export const MAX_ARCHIVED_RANGES = 1_000;
+
 /** Where a fork's history comes from: the first `upTo` own items of `threadId` (see {@link ThreadRecord.base}). */
 export interface ForkBase {
   threadId: string;
@@ -64,7 +72,10 @@ export interface CommitRequest {
    * commit adds nothing, so a retried slice is billed once. Also ends the thread's wait for budget, if it waited.
    */
   spend?: { refs: BudgetRef[]; amount: SpendAmount };
-  /** A rewind (issue 28 §2): appended to the thread's archived ranges in the same transaction. */
+  /**
+   * A rewind (issue 28 §2): appended to the thread's archived ranges in the same transaction. A thread already holding
+   * {@link MAX_ARCHIVED_RANGES} refuses it: the commit throws {@link ArchiveLimitError} and writes nothing.
+   */
   archive?: ArchivedRange;
 }
 
@@ -108,6 +119,22 @@ export class CommitConflictError extends Error {
   }
 }
 
+/** A rewind's commit to a thread that already holds {@link MAX_ARCHIVED_RANGES} archived ranges. Not retryable. */
+export class ArchiveLimitError extends Error {
+  override readonly name = 'ArchiveLimitError';
+  constructor(
+    readonly threadId: string,
+    readonly limit = MAX_ARCHIVED_RANGES,
+  ) {
+    super(archiveLimitMessage(threadId, limit));
+  }
+}
+
+/** Why a thread holding `limit` archived ranges takes no further rewind. */
+export const archiveLimitMessage = (threadId: string, limit = MAX_ARCHIVED_RANGES): string =>
+  `thread ${threadId} has reached the most rewinds a thread keeps (${limit} archived ranges): fork it ` +
+  '(forkThread) at the point to go on from there';
+
 /**
  * The store every worker and client of one deployment share: threads' committed histories, the slices that wrote
  * them, compaction summaries and staged large inputs. Committed items never change, so readers may cache them; a
@@ -132,7 +159,8 @@ export interface ConversationStore {
   findSlice(threadId: string, sliceId: string): Promise<SliceResult | undefined>;
   /**
    * Appends `items` and records the slice atomically. Committing a slice id twice is a no-op that returns
-   * `'duplicate'`; a length mismatch throws {@link CommitConflictError}.
+   * `'duplicate'`; a length mismatch throws {@link CommitConflictError}; an `archive` past the bound throws
+   * {@link ArchiveLimitError}.
    */
   commit(request: CommitRequest): Promise<'committed' | 'duplicate'>;
   /** The thread's tool call with this id among its first `before` items (default: all), if any. */

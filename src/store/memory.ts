@@ -5,8 +5,11 @@ import { MemoryEvals } from './memory-evals';
 import type { EvalRecords } from './eval-records';
 import type { HistoryItem, StagedRef, StoredItem } from '../core/types';
 import { newStagedRef } from './staged-blobs';
+import { endsInside, mergeRanges } from './archived-ranges';
 import {
+  ArchiveLimitError,
   CommitConflictError,
+  MAX_ARCHIVED_RANGES,
   type CapacityLedger,
   type ArchivedRange,
   type CommitRequest,
@@ -71,11 +74,13 @@ export class InMemoryConversationStore implements ConversationStore {
     const list = this.items.get(req.threadId) ?? [];
     if (list.length !== req.expectedLength)
       throw new CommitConflictError(req.threadId, req.expectedLength, list.length);
+    const rec = this.threads.get(req.threadId);
+    if (req.archive && rec && (rec.archived?.length ?? 0) >= MAX_ARCHIVED_RANGES)
+      throw new ArchiveLimitError(req.threadId);
     list.push(...structuredClone(req.items));
     this.items.set(req.threadId, list);
     this.slices.set(key, structuredClone(req.result));
     for (const id of req.consumedStaged ?? []) this.staged.delete(id);
-    const rec = this.threads.get(req.threadId);
     if (req.archive && rec) rec.archived = [...(rec.archived ?? []), [...req.archive]];
     if (req.spend) {
       for (const ref of req.spend.refs) {
@@ -111,8 +116,9 @@ export class InMemoryConversationStore implements ConversationStore {
     maxUpTo = Number.MAX_SAFE_INTEGER,
     hidden: readonly ArchivedRange[] = [],
   ): Promise<Summary | undefined> {
+    const merged = mergeRanges(hidden);
     const found = (this.summaries.get(threadId) ?? [])
-      .filter((s) => s.upTo <= maxUpTo && !hidden.some(([from, to]) => s.upTo > from && s.upTo <= to))
+      .filter((s) => s.upTo <= maxUpTo && !endsInside(merged, s.upTo))
       .pop();
     return found && { summary: found.summary, upTo: found.upTo };
   }

@@ -8,8 +8,11 @@ import type { EvalRecords } from './eval-records';
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
+import { mergeRanges } from './archived-ranges';
 import {
+  ArchiveLimitError,
   CommitConflictError,
+  MAX_ARCHIVED_RANGES,
   type ArchivedRange,
   type CapacityLedger,
   type CommitRequest,
@@ -249,6 +252,9 @@ export class PostgresConversationStore implements ConversationStore {
       ).rows;
       if (state!.duplicate) return 'duplicate';
       if (state!.n !== req.expectedLength) throw new CommitConflictError(req.threadId, req.expectedLength, state!.n);
+      // Under the thread's lock, so two rewinds' ranges are appended in commit order.
+      const ranges = req.archive ? await this.archivedRanges(c, req.threadId) : [];
+      if (req.archive && ranges.length >= MAX_ARCHIVED_RANGES) throw new ArchiveLimitError(req.threadId);
       if (req.items.length > 0) {
         // One statement for all the items: arrays of their columns, numbered from the thread's length.
         await c.query(
@@ -271,12 +277,6 @@ export class PostgresConversationStore implements ConversationStore {
       ]);
       if (req.summary) await this.saveSummary(c, req.summary);
       if (req.archive) {
-        // Under the thread's lock, so two rewinds' ranges are appended in commit order.
-        const { rows } = await c.query<{ archived: string | null }>(
-          `SELECT archived FROM ${this.t('threads')} WHERE thread_id = $1`,
-          [req.threadId],
-        );
-        const ranges = rows[0]?.archived ? (JSON.parse(rows[0].archived) as ArchivedRange[]) : [];
         await c.query(`UPDATE ${this.t('threads')} SET archived = $2 WHERE thread_id = $1`, [
           req.threadId,
           JSON.stringify([...ranges, req.archive]),
@@ -286,6 +286,14 @@ export class PostgresConversationStore implements ConversationStore {
       if (req.spend) await this.ledger.add(c, req.threadId, req.spend.refs, req.spend.amount);
       return 'committed';
     });
+  }
+
+  private async archivedRanges(c: PoolClient, threadId: string): Promise<ArchivedRange[]> {
+    const { rows } = await c.query<{ archived: string | null }>(
+      `SELECT archived FROM ${this.t('threads')} WHERE thread_id = $1`,
+      [threadId],
+    );
+    return rows[0]?.archived ? (JSON.parse(rows[0].archived) as ArchivedRange[]) : [];
   }
 
   /** Until the transaction ends. Keyed by schema too, so stores in different schemas never wait for each other. */
@@ -323,10 +331,16 @@ export class PostgresConversationStore implements ConversationStore {
     maxUpTo = ALL,
     hidden: readonly ArchivedRange[] = [],
   ): Promise<Summary | undefined> {
-    const skip = hidden.map((_, i) => ` AND NOT (up_to > $${3 + 2 * i} AND up_to <= $${4 + 2 * i})`).join('');
+    const merged = mergeRanges(hidden);
+    // The hidden ranges as two array parameters: one statement however many there are (two parameters per range
+    // reached PostgreSQL's 65,535 past 32,766 ranges).
+    const skip =
+      merged.length === 0
+        ? ''
+        : ` AND NOT EXISTS (SELECT 1 FROM unnest($3::bigint[], $4::bigint[]) AS h(f, t) WHERE up_to > h.f AND up_to <= h.t)`;
     const [row] = await this.query<{ summary: string; up_to: number }>(
       `SELECT summary, up_to FROM ${this.t('summaries')} WHERE thread_id = $1 AND up_to <= $2::bigint${skip} ORDER BY seq DESC LIMIT 1`,
-      [threadId, maxUpTo, ...hidden.flat()],
+      merged.length === 0 ? [threadId, maxUpTo] : [threadId, maxUpTo, merged.map(([f]) => f), merged.map(([, t]) => t)],
     );
     return row && { summary: row.summary, upTo: row.up_to };
   }

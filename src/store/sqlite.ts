@@ -11,8 +11,11 @@ import { CAPACITY_MIGRATION, SqliteCapacity } from './sqlite-capacity';
 import { SCORES_MIGRATION, SqliteEvals } from './sqlite-evals';
 import type { EvalRecords } from './eval-records';
 import type { Budget, BudgetRef, BudgetState } from '../core/budget';
+import { mergeRanges } from './archived-ranges';
 import {
+  ArchiveLimitError,
   CommitConflictError,
+  MAX_ARCHIVED_RANGES,
   type CapacityLedger,
   type CommitRequest,
   type ConversationStore,
@@ -223,6 +226,14 @@ export class SqliteConversationStore implements ConversationStore {
       latestSummary: this.db.prepare<[string, number], { summary: string; up_to: number }>(
         'SELECT summary, up_to FROM summaries WHERE thread_id = ? AND up_to <= ? ORDER BY rowid DESC LIMIT 1',
       ),
+      // The hidden ranges as one JSON parameter (`[[from, to], ...]`): one statement however many there are (a clause
+      // per range made SQLite refuse the query past 996 ranges, "Expression tree is too large").
+      latestVisibleSummary: this.db.prepare<[string, number, string], { summary: string; up_to: number }>(
+        `SELECT summary, up_to FROM summaries WHERE thread_id = ? AND up_to <= ?
+           AND NOT EXISTS (SELECT 1 FROM json_each(?) AS h
+             WHERE summaries.up_to > json_extract(h.value, '$[0]') AND summaries.up_to <= json_extract(h.value, '$[1]'))
+         ORDER BY rowid DESC LIMIT 1`,
+      ),
     };
   }
 
@@ -297,14 +308,15 @@ export class SqliteConversationStore implements ConversationStore {
         if (this.stmts.findSlice.get(req.threadId, req.sliceId)) return 'duplicate';
         const length = (this.stmts.length.get(req.threadId) as { n: number }).n;
         if (length !== req.expectedLength) throw new CommitConflictError(req.threadId, req.expectedLength, length);
+        const row = req.archive ? this.stmts.getThread.get(req.threadId) : undefined;
+        const ranges = row?.archived ? (JSON.parse(row.archived) as ArchivedRange[]) : [];
+        if (req.archive && ranges.length >= MAX_ARCHIVED_RANGES) throw new ArchiveLimitError(req.threadId);
         req.items.forEach((s, i) =>
           this.stmts.insertItem.run(req.threadId, length + i, s.messageId, req.sliceId, JSON.stringify(s.item)),
         );
         this.stmts.insertSlice.run(req.threadId, req.sliceId, JSON.stringify(req.result), Date.now());
         if (req.summary) this.stmts.saveSummary.run(req.summary);
         if (req.archive) {
-          const row = this.stmts.getThread.get(req.threadId);
-          const ranges = row?.archived ? (JSON.parse(row.archived) as ArchivedRange[]) : [];
           this.db
             .prepare('UPDATE threads SET archived = ? WHERE thread_id = ?')
             .run(JSON.stringify([...ranges, req.archive]), req.threadId);
@@ -337,15 +349,11 @@ export class SqliteConversationStore implements ConversationStore {
     maxUpTo = Number.MAX_SAFE_INTEGER,
     hidden: readonly ArchivedRange[] = [],
   ): Promise<Summary | undefined> {
+    const merged = mergeRanges(hidden);
     const row =
-      hidden.length === 0
+      merged.length === 0
         ? this.stmts.latestSummary.get(threadId, maxUpTo)
-        : (this.db
-            .prepare(
-              `SELECT summary, up_to FROM summaries WHERE thread_id = ? AND up_to <= ?
-                 ${hidden.map(() => 'AND NOT (up_to > ? AND up_to <= ?)').join(' ')} ORDER BY rowid DESC LIMIT 1`,
-            )
-            .get(threadId, maxUpTo, ...hidden.flat()) as { summary: string; up_to: number } | undefined);
+        : this.stmts.latestVisibleSummary.get(threadId, maxUpTo, JSON.stringify(merged));
     return row && { summary: row.summary, upTo: row.up_to };
   }
 
