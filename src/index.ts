@@ -60,7 +60,9 @@ export * from './testing';
 export { aiSdkModel, type AiSdkModelOptions } from './model/ai-sdk';
 
 export {
+  ArchiveLimitError,
   CommitConflictError,
+  MAX_ARCHIVED_RANGES,
   type ConversationStore,
   type ThreadRecord,
   type ArchivedRange,
