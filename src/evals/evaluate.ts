@@ -5,6 +5,7 @@
  * by the slice's own `modelRequest` — and from `fromSlice` on the candidate answers it. Before `fromSlice` nothing is
  * called; no tool ever runs; the store is only read.
  */
+import { coveringRange, mergeRanges } from '../store/archived-ranges';
 import { modelRequest } from '../activities/completion';
 import { modelView } from '../activities/history';
 import { toolSpecs } from '../activities/tool-calls';
@@ -272,7 +273,9 @@ async function historyBefore(
   // positions map onto its tail.
   const hidden = visibleRanges(self);
   const ownStart = (await asOf.latestSummary(threadId, undefined, hidden))?.upTo ?? 0;
-  const isHidden = (p: number) => hidden.some(([from, to]) => p >= from && p < to);
+  // Merged once: a thread may hold up to 1,000 archived ranges (issue 38 finding 7), and this runs per position.
+  const merged = mergeRanges(hidden);
+  const isHidden = (p: number) => coveringRange(merged, p) !== undefined;
   const shown = (from: number, to: number) => {
     let n = 0;
     for (let p = from; p < to; p++) if (!isHidden(p)) n++;
