@@ -8,7 +8,7 @@ import type { BudgetTarget } from '../client/budgets';
 import type { Out } from './format';
 import { budgetsClient } from './lazy';
 import { withCommandStore } from './store-of';
-import { CliError } from './target';
+import { CliError } from './errors';
 
 export interface ScopeFlags {
   thread?: string;

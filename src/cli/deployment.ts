@@ -5,7 +5,7 @@
  */
 import { type Command, Option } from 'commander';
 import type { WorkerDeployment } from '../worker/create-worker';
-import { CliError } from './target';
+import { CliError } from './errors';
 
 export interface DeploymentFlags {
   deploymentName?: string;

@@ -8,7 +8,7 @@
 import { isLoopbackHost, weakTokenError } from '../http/listener';
 import type { EventServerOptions } from '../events/event-server';
 import { localEventsToken } from '../events/local-token';
-import { CliError } from './target';
+import { CliError } from './errors';
 
 /** The flags of `dev` and `worker` that shape the endpoint. */
 export interface EventsFlags {

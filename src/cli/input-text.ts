@@ -1,6 +1,6 @@
 /** The texts commands take as input: given inline or read from a file (`-`: standard input), and JSON ones parsed. */
 import { readFileSync } from 'node:fs';
-import { CliError } from './target';
+import { CliError } from './errors';
 
 export function parseJson(what: string, text: string): unknown {
   try {

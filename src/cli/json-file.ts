@@ -4,7 +4,7 @@
  */
 import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { PRIVATE_FILE_MODE } from '../store/file-modes';
-import { CliError } from './target';
+import { CliError } from './errors';
 
 /**
  * The parsed file: a {@link CliError} when it cannot be read, `notJson(message)` (the command's own typed error) when it

@@ -6,6 +6,10 @@
  * `require`, not `import()`: the package compiles to CommonJS, and in a checkout bin/ runs the sources through tsx's
  * CommonJS hook (`tsx/cjs`), which teaches `require` TypeScript but leaves `import()` to Node's own ESM loader, which
  * finds no `./x.js` (nor `./x`) next to `./x.ts`. The types are the modules' own (`typeof import`).
+ *
+ * Libraries only, outside the CLI: every part of the CLI may load them. What the long-running commands do (actions/)
+ * is loaded by lazy-actions.ts, which only commands import: an action uses the CLI's helpers, and a helper that could
+ * load an action would make a circle (issue 42 §2).
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
 
@@ -30,13 +34,3 @@ export const tracingInterceptors = () => require('../tracing/interceptors') as t
 
 /** The model providers (AI SDK). */
 export const modelRegistry = () => require('../model/registry') as typeof import('../model/registry');
-
-/** What the long-running commands and `replay` do, with everything they run on (see actions/). */
-export const devAction = () => require('./actions/dev') as typeof import('./actions/dev');
-export const workerAction = () => require('./actions/worker') as typeof import('./actions/worker');
-export const gatewayAction = () => require('./actions/gateway') as typeof import('./actions/gateway');
-export const replayAction = () => require('./actions/replay') as typeof import('./actions/replay');
-/** Replay-evals, exports and outcome scores (`eval`, `export`, `score`, `scores`): the model providers and ajv. */
-export const evalAction = () => require('./actions/eval') as typeof import('./actions/eval');
-/** Interleaving experiments (`experiment run`): the worker, a dev server, the model providers. */
-export const experimentAction = () => require('./actions/experiment') as typeof import('./actions/experiment');

@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import type { Tool } from '../tools/tool';
-import { CliError } from './target';
+import { CliError } from './errors';
 
 const TYPESCRIPT = /\.[cm]?tsx?$/;
 

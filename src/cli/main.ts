@@ -39,7 +39,7 @@ import { registerThreads } from './commands/threads';
 import { registerUsage } from './commands/usage';
 import { registerWorker } from './commands/worker';
 import { colour, type Out } from './format';
-import { CliError } from './target';
+import { CliError } from './errors';
 import { toStderr, toTerminal } from './terminal-text';
 
 /**

@@ -1,7 +1,7 @@
 /** `--priority`, `--fairness-key`, `--fairness-weight`: the task priority of a thread a command may start. */
 import type { Command } from 'commander';
 import { priorityViolation, type ThreadPriority } from '../core/priority';
-import { CliError } from './target';
+import { CliError } from './errors';
 
 export interface PriorityFlags {
   priority?: string;

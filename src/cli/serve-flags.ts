@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { limitsProblem, type ProviderLimits } from '../core/capacity';
 import type { ResourceTargets } from '../worker/resource-targets';
 import { modelRegistry } from './lazy';
-import { CliError } from './target';
+import { CliError } from './errors';
 
 export interface ServeOptions {
   model?: string;

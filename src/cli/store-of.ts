@@ -6,7 +6,8 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ConversationStore } from '../store/conversation-store';
 import { storeOpen } from './lazy';
-import { CliError, storePathOf, type TargetFlags } from './target';
+import { CliError } from './errors';
+import { storePathOf, type TargetFlags } from './target';
 
 /** Opens the command's store (read-only unless `write`); a SQLite file that is not there is an error, not created. */
 export function openCommandStore(cmd: Command, options: { write?: boolean } = {}): ConversationStore {

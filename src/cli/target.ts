@@ -8,7 +8,11 @@ import { join, resolve } from 'node:path';
 import type { Connection, TLSConfig } from '@temporalio/client';
 import type { AgentClient } from '../client/agent-client';
 import { tracingFromEnv } from '../tracing/config';
+import { CliError } from './errors';
 import { agentClient, storeOpen, temporalClient, tracingInstall, tracingInterceptors } from './lazy';
+
+/** Where it was defined before errors.ts (test/events-security.test.ts imports it from here). */
+export { CliError } from './errors';
 
 /** Options every command accepts (see `--help`). */
 export interface TargetFlags {
@@ -61,10 +65,6 @@ export interface Target {
   signalNames?: 'input' | 'by-kind';
   /** From a running `dev` (see {@link DevState.titleSearchAttribute}). */
   titleSearchAttribute?: boolean;
-}
-
-export class CliError extends Error {
-  override readonly name = 'CliError';
 }
 
 export const DEFAULT_TASK_QUEUE = 'infinity-agents';

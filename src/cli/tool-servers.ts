@@ -5,7 +5,7 @@ import type { InputMessage } from '../core/types';
 import { callbackKeysFromEnv, startRemoteTools } from '../worker/remote-tools';
 import { colour, type Out } from './format';
 import type { ServeOptions } from './serve-flags';
-import { CliError } from './target';
+import { CliError } from './errors';
 
 /** `name=url` or `name=command args` → an MCP server config. */
 function mcpServer(spec: string) {

@@ -1,6 +1,6 @@
 /**
  * What `dev` does (its flags and help: commands/dev.ts): a Temporal dev server, a worker and the live events endpoint in
- * this process, until a signal. Loaded only when the command runs (see lazy.ts).
+ * this process, until a signal. Loaded only when the command runs (see lazy-actions.ts).
  */
 import type { Command } from 'commander';
 import { callbackStateOf } from '../../client/callback-check';
@@ -14,7 +14,8 @@ import { colour, type Out } from '../format';
 import { loadTools, toolNames } from '../load-tools';
 import { quietRuntime, until } from '../runtime';
 import { limitsLine, limitsOf, modelOf, portOf, resourceTargetsOf, type ServeOptions } from '../serve-flags';
-import { CliError, dataDirOf, DEFAULT_TASK_QUEUE, type TargetFlags, writeDevState } from '../target';
+import { CliError } from '../errors';
+import { dataDirOf, DEFAULT_TASK_QUEUE, type TargetFlags, writeDevState } from '../target';
 import { remoteTools } from '../tool-servers';
 
 export type DevOptions = ServeOptions & { port?: string; uiPort?: string; ui?: boolean; answerByHand?: boolean };

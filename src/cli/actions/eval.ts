@@ -1,6 +1,7 @@
 /**
  * What `eval`, `export`, `score` and `scores` do (docs/evals.md): they read (and `score` writes) the conversation store
- * alone, no Temporal server. Loaded when one of them runs: evals bring the model providers and ajv (see lazy.ts).
+ * alone, no Temporal server. Loaded when one of them runs: evals bring the model providers and ajv
+ * (see lazy-actions.ts).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { Command } from 'commander';
@@ -26,7 +27,7 @@ import { modelRegistry } from '../lazy';
 import { readJsonFile, writePrivateFile } from '../json-file';
 import { loadTools, loadUserModule } from '../load-tools';
 import { withCommandStore } from '../store-of';
-import { CliError } from '../target';
+import { CliError } from '../errors';
 
 export interface EvalFlags {
   threads: string;

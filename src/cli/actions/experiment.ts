@@ -1,7 +1,7 @@
 /**
  * What `experiment run` does (issue 29 §2, docs/experiments.md): a worker with the experiment's tools and the given
  * model, on a Temporal server (`--address`, or a dev server started for the run) and a new SQLite store, then every
- * variant, then the table. Loaded when it runs: it brings the worker and the model providers (see lazy.ts).
+ * variant, then the table. Loaded when it runs: it brings the worker and the model providers (see lazy-actions.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -21,7 +21,8 @@ import { startLocalSystem } from '../../local-system';
 import { colour, type Out } from '../format';
 import { readJsonFile } from '../json-file';
 import { modelRegistry } from '../lazy';
-import { CliError, type TargetFlags } from '../target';
+import { CliError } from '../errors';
+import { type TargetFlags } from '../target';
 import { toStderr } from '../terminal-text';
 
 export interface ExperimentFlags {

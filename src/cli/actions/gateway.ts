@@ -1,6 +1,6 @@
 /**
  * What `gateway` does (its flags and help: commands/gateway.ts): the RAP callback gateway, delivering through a client,
- * until a signal. Loaded only when the command runs (see lazy.ts).
+ * until a signal. Loaded only when the command runs (see lazy-actions.ts).
  */
 import { Runtime } from '@temporalio/worker';
 import type { Command } from 'commander';
@@ -10,7 +10,8 @@ import { CallbackTokens } from '../../rap/tokens';
 import { callbackKeysFromEnv } from '../../worker/remote-tools';
 import type { Out } from '../format';
 import { quietRuntime, until } from '../runtime';
-import { CliError, openClient, resolveTarget, type TargetFlags } from '../target';
+import { CliError } from '../errors';
+import { openClient, resolveTarget, type TargetFlags } from '../target';
 
 export interface GatewayOptions {
   port: string;

@@ -1,14 +1,14 @@
 /**
  * What `replay` does (its arguments and help: commands/replay.ts): bundle this build's workflow code (or take a
- * prebuilt bundle) and replay each history against it. Loaded only when the command runs (see lazy.ts).
+ * prebuilt bundle) and replay each history against it. Loaded only when the command runs (see lazy-actions.ts).
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { threadWorkflowsPath } from '../../worker/create-worker';
-import { workflowIdOfHistory } from '../commands/replay';
 import type { Out } from '../format';
-import { CliError } from '../target';
+import { workflowIdOfHistory } from '../replay-history';
+import { CliError } from '../errors';
 
 export async function runReplay(files: string[], opts: { workflowsBundle?: string }, out: Out): Promise<void> {
   // One replay worker per history; their lifecycle lines would bury the verdicts.

@@ -1,6 +1,6 @@
 /**
  * What `worker` does (its flags and help: commands/worker.ts): connect to the cluster, open the store, serve threads
- * until a signal. Loaded only when the command runs (see lazy.ts).
+ * until a signal. Loaded only when the command runs (see lazy-actions.ts).
  */
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
@@ -20,7 +20,8 @@ import { colour, type Out } from '../format';
 import { loadTools } from '../load-tools';
 import { quietRuntime, until } from '../runtime';
 import { limitsLine, limitsOf, modelOf, resourceTargetsOf, type ServeOptions } from '../serve-flags';
-import { CliError, dataDirOf, resolveTarget, type TargetFlags } from '../target';
+import { CliError } from '../errors';
+import { dataDirOf, resolveTarget, type TargetFlags } from '../target';
 import { remoteTools } from '../tool-servers';
 
 export async function runWorker(opts: ServeOptions & DeploymentFlags, cmd: Command, out: Out): Promise<void> {

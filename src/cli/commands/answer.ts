@@ -1,7 +1,7 @@
 /** `answer <thread> <choice> [index]`: answer a tool's pending choice, or dismiss it without an index. */
 import type { Command } from 'commander';
 import type { Out } from '../format';
-import { CliError } from '../target';
+import { CliError } from '../errors';
 import { withClient } from '../with-client';
 
 export function registerAnswer(program: Command, out: Out): void {

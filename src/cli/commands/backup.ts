@@ -4,7 +4,8 @@ import type { Command } from 'commander';
 import { BackupDestinationError, checkBackupDestination } from '../../store/sqlite-backup';
 import type { Out } from '../format';
 import { sqliteStore, storeOpen } from '../lazy';
-import { CliError, storePathOf, type TargetFlags } from '../target';
+import { CliError } from '../errors';
+import { storePathOf, type TargetFlags } from '../target';
 
 export function registerBackup(program: Command, out: Out): void {
   program

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import type { Budget } from '../../core/budget';
 import { limitText, type ScopeFlags, showBudgets, targetsOf, withScopes } from '../budget-scopes';
 import type { Out } from '../format';
-import { CliError } from '../target';
+import { CliError } from '../errors';
 import { withClient } from '../with-client';
 
 interface SetFlags extends ScopeFlags {

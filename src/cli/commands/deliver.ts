@@ -4,7 +4,7 @@ import type { InputMessage } from '../../core/types';
 import { subscriptionEvent, toolResult } from '../../tools/messages';
 import type { Out } from '../format';
 import { parseJson, readSource, textOf } from '../input-text';
-import { CliError } from '../target';
+import { CliError } from '../errors';
 import { withClient } from '../with-client';
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { DevOptions } from '../actions/dev';
 import type { Out } from '../format';
-import { devAction } from '../lazy';
+import { devAction } from '../lazy-actions';
 import { serveOptions } from '../serve-flags';
 
 export function registerDev(program: Command, out: Out): void {

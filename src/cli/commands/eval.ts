@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { EvalFlags } from '../actions/eval';
 import type { Out } from '../format';
-import { evalAction } from '../lazy';
+import { evalAction } from '../lazy-actions';
 
 export function registerEval(program: Command, out: Out): void {
   program

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { ExperimentFlags } from '../actions/experiment';
 import type { Out } from '../format';
-import { experimentAction } from '../lazy';
+import { experimentAction } from '../lazy-actions';
 
 export function registerExperiment(program: Command, out: Out): void {
   const experiment = program

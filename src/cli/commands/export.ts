@@ -1,7 +1,7 @@
 /** `export <thread>`: a thread and what its history comes from, as one JSON file for `eval --threads <file>`. */
 import type { Command } from 'commander';
 import type { Out } from '../format';
-import { evalAction } from '../lazy';
+import { evalAction } from '../lazy-actions';
 
 export function registerExport(program: Command, out: Out): void {
   program

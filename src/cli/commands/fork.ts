@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { ForkAt } from '../../client/fork';
 import type { Out } from '../format';
-import { CliError } from '../target';
+import { CliError } from '../errors';
 import { withClient } from '../with-client';
 
 /** `--at`: an item count (digits), `now`, or a slice (`slice-<n>` of the source, or a whole slice id). */

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { GatewayOptions } from '../actions/gateway';
 import type { Out } from '../format';
-import { gatewayAction } from '../lazy';
+import { gatewayAction } from '../lazy-actions';
 
 export function registerGateway(program: Command, out: Out): void {
   program

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { historyLine, type Out } from '../format';
 import { storeOpen } from '../lazy';
-import { CliError } from '../target';
+import { CliError } from '../errors';
 import { withClient } from '../with-client';
 
 export function registerHistory(program: Command, out: Out): void {

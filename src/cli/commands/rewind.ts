@@ -1,7 +1,7 @@
 /** `rewind <thread> --to <slice|item>`: the thread continues from a point of its history (issue 28 §2). */
 import type { Command } from 'commander';
 import type { Out } from '../format';
-import { CliError } from '../target';
+import { CliError } from '../errors';
 import { withClient } from '../with-client';
 
 /** `--to`: an item count (digits) or a slice (`slice-<n>`, or a whole slice id). */

@@ -1,7 +1,7 @@
 /** `score <thread> <name> <value>`: attach an outcome score to a thread or one of its slices (docs/evals.md). */
 import type { Command } from 'commander';
 import type { Out } from '../format';
-import { evalAction } from '../lazy';
+import { evalAction } from '../lazy-actions';
 
 export function registerScore(program: Command, out: Out): void {
   program

@@ -1,7 +1,7 @@
 /** `scores`: the stored outcome scores, filtered by thread, slice and name (docs/evals.md). */
 import type { Command } from 'commander';
 import type { Out } from '../format';
-import { evalAction } from '../lazy';
+import { evalAction } from '../lazy-actions';
 
 export function registerScores(program: Command, out: Out): void {
   program

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { Out } from '../format';
 import { textOf } from '../input-text';
 import { priorityOf, priorityOptions, type PriorityFlags } from '../priority-flags';
-import { CliError } from '../target';
+import { CliError } from '../errors';
 import { withClient } from '../with-client';
 
 export function registerSend(program: Command, out: Out): void {

@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import type { Out } from '../format';
 import { parseJson } from '../input-text';
 import { priorityOf, priorityOptions, type PriorityFlags } from '../priority-flags';
-import { CliError, type Target } from '../target';
+import { CliError } from '../errors';
+import { type Target } from '../target';
 import { toStderr } from '../terminal-text';
 import { withClient } from '../with-client';
 

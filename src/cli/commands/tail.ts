@@ -8,7 +8,8 @@ import type { Followed } from '../../client/follow';
 import { EventStreamError } from '../../events/live-events';
 import { colour, EventPrinter, historyLine, type Out } from '../format';
 import { followHistory, refusalOf, withLocalEventsToken } from '../tail';
-import { CliError, openClient, resolveTarget, type TargetFlags } from '../target';
+import { CliError } from '../errors';
+import { openClient, resolveTarget, type TargetFlags } from '../target';
 import { toStderr } from '../terminal-text';
 
 interface TailOptions {

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { AgentStatus, ThreadKind } from '../../core/types';
 import type { Out } from '../format';
-import { CliError } from '../target';
+import { CliError } from '../errors';
 import { withClient } from '../with-client';
 
 const STATUSES: readonly AgentStatus[] = ['idle', 'running', 'waiting_tool', 'failed', 'closed', 'over_budget'];

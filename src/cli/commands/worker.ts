@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { type DeploymentFlags, deploymentOptions } from '../deployment';
 import type { Out } from '../format';
-import { workerAction } from '../lazy';
+import { workerAction } from '../lazy-actions';
 import { serveOptions, type ServeOptions } from '../serve-flags';
 
 export function registerWorker(program: Command, out: Out): void {
