@@ -9,6 +9,7 @@ import { type LogLevel, NativeConnection, Runtime } from '@temporalio/worker';
 import { AgentClient } from './client/agent-client';
 import { type DevServer, type DevServerOptions, startDevServer } from './devserver/server';
 import { generateCodecToken, startCodecServer, uiOrigins } from './codec/codec-server';
+import { canCheckPeerUser } from './codec/peer-user';
 import type { ModelProvider } from './model/provider';
 import { modelFromEnv } from './model/registry';
 import type { ConversationStore } from './store/conversation-store';
@@ -70,12 +71,27 @@ export interface LocalSystemOptions extends Pick<AgentWorkerOptions, (typeof WOR
    */
   signalNames?: 'input' | 'by-kind';
   /**
-   * With `payloadCodec`: serve it as the Web UI's codec endpoint, so the UI shows payloads decoded. The endpoint
-   * needs `token` (made up when not given: `LocalSystem.codecToken`), which the dev server started here passes to its
-   * UI in the endpoint's path; only that UI's origin may call it from a browser.
+   * With `payloadCodec`: serve it as the Web UI's codec endpoint, so the UI shows payloads decoded. Callers send its
+   * `token` (made up when not given: `LocalSystem.codecToken`) as a bearer token. The dev server started here gives
+   * its UI the endpoint without the token, which the UI would show any local user (`/api/v1/settings`): the endpoint
+   * serves a browser at that UI's origin only over a connection the kernel says this process's own user opened
+   * (Linux; `startCodecServer`'s `sameUserBrowser`). A browser that is no process of this user on this machine (WSL2's
+   * Windows browser, another account's) is refused then: paste `<codecUrl>/<codecToken>` into the UI's own "Codec
+   * Server" setting, which that browser keeps to itself, or set `tokenInUiSettings`. Where the connection's user cannot
+   * be checked (macOS, Windows) the UI gets the token in the endpoint's path, as with `tokenInUiSettings`. Never on a
+   * command line (`devServer.uiCodecEndpoint`).
    * @default none
    */
-  codecEndpoint?: { token?: string; port?: number };
+  codecEndpoint?: {
+    token?: string;
+    port?: number;
+    /**
+     * Give the UI the endpoint with the token in its path, for any browser: any local user can then read the token
+     * in the UI's settings and decrypt every payload with it.
+     * @default false on Linux, true elsewhere
+     */
+    tokenInUiSettings?: boolean;
+  };
   /**
    * Serve Prometheus metrics (Temporal's and `infinity_*`) at `http://<host>:<port>/metrics`. Installs the process's
    * Temporal runtime, so it must be the first Temporal thing the process does (see `installMetricsRuntime`).
@@ -131,7 +147,10 @@ export interface LocalSystem {
   eventsToken?: string;
   /** The Web UI's codec endpoint, with `codecEndpoint`. */
   codecUrl?: string;
-  /** Its token (given in `codecEndpoint.token`, or made at start): `Authorization: Bearer <token>`, or `<url>/<token>/decode`. */
+  /**
+   * Its token (given in `codecEndpoint.token`, or made at start): `Authorization: Bearer <token>` (`temporal
+   * --codec-endpoint <codecUrl> --codec-auth 'Bearer <token>'`), or `<url>/<token>/decode`.
+   */
   codecToken?: string;
   /** The Prometheus endpoint, with `metrics`. */
   metricsUrl?: string;
@@ -192,14 +211,18 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
   const codec = options.payloadCodec;
   let uiOriginList: string[] = [];
   const codecToken = options.codecEndpoint && (options.codecEndpoint.token ?? generateCodecToken());
+  // The UI's own user, checked by the kernel, instead of a token its settings would publish (issue 38, finding 4).
+  const { tokenInUiSettings, ...codecOptions } = options.codecEndpoint ?? {};
+  const sameUserBrowser = !tokenInUiSettings && canCheckPeerUser();
   const codecServer =
     codec && options.codecEndpoint
       ? await startCodecServer({
           codec,
-          ...options.codecEndpoint,
+          ...codecOptions,
           token: codecToken!,
           // The UI's origin is known once its server runs (below); until then no browser may call.
           origins: (origin) => uiOriginList.includes(origin),
+          sameUserBrowser,
         })
       : undefined;
   if (codecServer) cleanups.push(() => codecServer.close());
@@ -209,7 +232,7 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       ? options.devServer
       : await startDevServer({
           dbFilename: join(dataDir, 'temporal.sqlite'),
-          ...(codecServer && { uiCodecEndpoint: codecServer.uiEndpoint ?? codecServer.url }),
+          ...(codecServer && { uiCodecEndpoint: sameUserBrowser ? codecServer.url : codecServer.uiEndpoint! }),
           ...options.devServer,
         });
     if (ownServer) cleanups.push(() => devServer.stop());

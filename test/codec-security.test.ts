@@ -17,6 +17,7 @@ import {
   startCodecServer,
 } from '../src/codec/codec-server';
 import { EncryptionCodec } from '../src/codec/encryption-codec';
+import { canCheckPeerUser } from '../src/codec/peer-user';
 import type { DevServer } from '../src/devserver/server';
 import { startLocalSystem } from '../src/local-system';
 import { SimulatedModel } from '../src/model/simulated';
@@ -101,6 +102,23 @@ describe('codec endpoint: who may use it', () => {
     expect(server.uiEndpoint).toBe(`${server.url}/${TOKEN}`);
     expect((await post(`${server.url}/wrong/decode`, body)).status).toBe(401);
     expect((await post(`${server.url}/decode`, body)).status).toBe(401);
+  });
+});
+
+describe.skipIf(!canCheckPeerUser())('codec endpoint: sameUserBrowser (issue 38, finding 4)', () => {
+  it('serves a browser of this user at an allowed origin without the token, and nobody else without it', async () => {
+    const ui = 'http://127.0.0.1:8233';
+    const sealed = await codec.encode([defaultPayloadConverter.toPayload('secret')]);
+    const body = { payloads: sealed.map(toJson) };
+    const server = await serve({ token: TOKEN, origins: [ui], sameUserBrowser: true });
+    const ok = await post(`${server.url}/decode`, body, { origin: ui });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toContain(Buffer.from('"secret"').toString('base64'));
+    expect((await post(`${server.url}/decode`, body)).status).toBe(401);
+    expect((await post(`${server.url}/decode`, body, { origin: 'http://127.0.0.1:9999' })).status).toBe(401);
+    // Off by default: an allowed origin alone is no credential.
+    const plain = await serve({ token: TOKEN, origins: [ui] });
+    expect((await post(`${plain.url}/decode`, body, { origin: ui })).status).toBe(401);
   });
 });
 

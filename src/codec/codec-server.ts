@@ -6,12 +6,15 @@
  *
  * It decrypts the conversation for whoever passes, so it never starts open: it needs a bearer `token` or an
  * `authorize` function. The Temporal UI can send no bearer token of its own (only its OIDC access token, or cookies),
- * so the token is also taken as the first path segment: give the UI {@link CodecServer.uiEndpoint}.
+ * so the token is also taken as the first path segment: give the UI {@link CodecServer.uiEndpoint}. A UI whose settings
+ * other users can read (any local dev server's: `/api/v1/settings`) would publish it, so for the UI of a local dev
+ * server there is `sameUserBrowser` instead: the endpoint checks who opened the connection (issue 38, finding 4).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { guardListener, type ListenerLimits, listenerServerOptions, weakTokenError } from '../http/listener';
+import { canCheckPeerUser, isOwnUserPeer } from './peer-user';
 
 /** Options of {@link startCodecServer}: the Temporal UI's codec endpoint. `codec`, and `token` or `authorize`. */
 export interface CodecServerOptions extends ListenerLimits {
@@ -46,6 +49,16 @@ export interface CodecServerOptions extends ListenerLimits {
    */
   token?: string;
   /**
+   * Also serve, without the token, a browser of this process's own OS user at one of `origins`: a request over
+   * loopback whose `Origin` is allowed and whose TCP connection was opened by a process of this user (the kernel's
+   * socket table, `/proc/net/tcp`). For the Temporal UI of a local dev server, which can send no credential of its own
+   * and whose settings any local user can read: it is given `url`, with no token in it. A process of another user is
+   * refused whatever `Origin` it sends; one of the same user is not (it could read the app's memory and its
+   * conversation store as well). Linux only: elsewhere it refuses to start ({@link canCheckPeerUser}).
+   * @default false
+   */
+  sameUserBrowser?: boolean;
+  /**
    * Host names (a `Host` header without its port) accepted besides loopback names; see `guardListener`.
    * @default none (on a loopback bind, loopback names only)
    */
@@ -70,7 +83,9 @@ export interface CodecServer {
   /**
    * The endpoint to give the Temporal UI (its codec setting, or the dev server's `--ui-codec-endpoint`): `url` with the
    * token as its first path segment, since the UI sends no bearer token. Present with `token` and no `authorize`.
-   * Whoever can read the UI's settings can read it: on a shared UI, use `authorize` with the UI's access token instead.
+   * Whoever can read the UI's settings can read it (any local user, for a dev server's UI: its `/api/v1/settings`):
+   * for a local UI prefer `sameUserBrowser` and give it `url`; on a shared UI, use `authorize` with the UI's access
+   * token instead.
    */
   uiEndpoint?: string;
   close(): Promise<void>;
@@ -132,6 +147,10 @@ function tokenCheck(token: string) {
   };
 }
 
+/** Is this a loopback peer address (`127.x.x.x`, `::1`, `::ffff:127.x.x.x`)? */
+const isLoopbackAddress = (address: string | undefined) =>
+  address !== undefined && (/^(::ffff:)?127\./i.test(address) || address === '::1');
+
 /** A fresh random codec token: 32 bytes, base64url (safe as a path segment). */
 export const generateCodecToken = (): string => randomBytes(32).toString('base64url');
 
@@ -158,9 +177,11 @@ export function uiOrigins(uiUrl: string): string[] {
  *   codec, // the workers' EncryptionCodec
  *   token: generateCodecToken(), // or process.env.CODEC_TOKEN
  *   origins: uiOrigins('http://localhost:8233'), // the Temporal UI's origin may call it from the browser
+ *   sameUserBrowser: true, // Linux: this user's browser needs no token, so the UI can be given `url`
  * });
- * // temporal server start-dev --ui-codec-endpoint <server.uiEndpoint>, or the UI's codec setting
- * console.log(server.uiEndpoint);
+ * // startDevServer({ uiCodecEndpoint: server.url }); or paste server.uiEndpoint into the UI's own codec setting
+ * // (kept in that browser). A URL with the token on a command line or in the UI's settings is any local user's to read.
+ * console.log(server.url);
  * ```
  */
 export async function startCodecServer(options: CodecServerOptions): Promise<CodecServer> {
@@ -173,6 +194,10 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
   const host = options.host ?? '127.0.0.1';
   const weak = weakTokenError('the codec endpoint', host, options.token);
   if (weak) throw new TypeError(weak);
+  if (options.sameUserBrowser && !canCheckPeerUser())
+    throw new TypeError(
+      `sameUserBrowser needs the kernel's socket table (/proc/net/tcp, Linux), which ${process.platform} does not have here: use the token (uiEndpoint) or authorize`,
+    );
   const maxPayloads = options.maxPayloads ?? DEFAULT_CODEC_LIMITS.maxPayloads;
   const app = Fastify({
     logger: false,
@@ -184,9 +209,22 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     ...(options.allowedHosts && { allowedHosts: options.allowedHosts }),
     ...(options.maxConnections !== undefined && { maxConnections: options.maxConnections }),
   });
-  const authorize = options.authorize ?? tokenCheck(options.token!);
+  const byCredential = options.authorize ?? tokenCheck(options.token!);
   const list = options.origins ?? [];
   const allowed = typeof list === 'function' ? list : (origin: string) => list.includes(origin);
+  /** A browser of our own user at an allowed origin (`sameUserBrowser`): a check of who opened the connection. */
+  const ownBrowser = async (req: FastifyRequest) => {
+    const origin = req.headers.origin;
+    return (
+      origin !== undefined &&
+      allowed(origin) &&
+      isLoopbackAddress(req.socket.remoteAddress) &&
+      isOwnUserPeer(req.socket)
+    );
+  };
+  const authorize = options.sameUserBrowser
+    ? async (req: FastifyRequest) => (await byCredential(req)) || (await ownBrowser(req))
+    : byCredential;
 
   app.addHook('onRequest', async (req, reply) => {
     const origin = req.headers.origin;

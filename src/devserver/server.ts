@@ -3,7 +3,7 @@
  * registered, and the dynamic config the runtime relies on.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,7 +25,12 @@ export interface DevServerOptions {
   /** Web UI port. @default a free port */
   uiPort?: number;
   namespace?: string;
-  /** A remote codec endpoint for the Web UI (see `startCodecServer`): encrypted payloads then read as JSON. */
+  /**
+   * A remote codec endpoint for the Web UI (see `startCodecServer`): encrypted payloads then read as JSON. It reaches
+   * the server through a 0600 settings file (`--env-file`), never its command line, which any local user can read
+   * (`ps`, `/proc/<pid>/cmdline`); the file is removed once the server runs. The UI hands it to every browser, and to
+   * any local process, at `/api/v1/settings`: a URL with a secret in it is published there.
+   */
   uiCodecEndpoint?: string;
   /** Extra dynamic config, e.g. `{ 'limit.historyCount.suggestContinueAsNew': 40 }`. */
   dynamicConfig?: Record<string, unknown>;
@@ -187,6 +192,20 @@ export function serverEnv(from: NodeJS.ProcessEnv = process.env): NodeJS.Process
   return env;
 }
 
+/**
+ * Flags for the CLI in a file of its own (the CLI's environment file, YAML: `env.default.<flag>`), so that their values
+ * stay off the command line, which every local user can read. The file is 0600 in a new 0700 directory. The CLI then
+ * reads this file instead of the user's own (`~/.config/temporalio/temporal.yaml`), for this server only.
+ */
+export function privateFlagsFile(flags: Record<string, string>): { dir: string; path: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'infinity-temporal-flags-'));
+  const path = join(dir, 'env.yaml');
+  // A JSON string is a YAML double-quoted scalar.
+  const lines = Object.entries(flags).map(([k, v]) => `    ${k}: ${JSON.stringify(v)}`);
+  writeFileSync(path, ['env:', '  default:', ...lines, ''].join('\n'), { mode: 0o600 });
+  return { dir, path };
+}
+
 /** Starts on free ports this many times when another process took a port between our choice and the server's bind. */
 const PORT_RACE_ATTEMPTS = 3;
 
@@ -217,10 +236,14 @@ async function startOnce(cli: string, options: DevServerOptions): Promise<DevSer
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', dbFilename];
   args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL', '--log-level', 'error');
   if (namespace !== 'default') args.push('--namespace', namespace);
+  // A file only the CLI reads at its start, removed once the server runs (below, and at stop should it fail first).
+  const settings =
+    ui && options.uiCodecEndpoint ? privateFlagsFile({ 'ui-codec-endpoint': options.uiCodecEndpoint }) : undefined;
+  const removeSettings = () => settings && rmSync(settings.dir, { recursive: true, force: true });
   if (!ui) args.push('--headless');
   else {
     args.push('--ui-port', String(uiPort), '--ui-disable-news-fetch');
-    if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
+    if (settings) args.push('--env-file', settings.path);
   }
   for (const [k, v] of Object.entries({
     ...THREAD_SEARCH_ATTRIBUTES,
@@ -261,6 +284,7 @@ async function startOnce(cli: string, options: DevServerOptions): Promise<DevSer
       clearTimeout(timer);
     }
     removeOwnDir();
+    removeSettings();
   };
   const uiUrl = ui ? `http://127.0.0.1:${uiPort}` : undefined;
   const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
@@ -271,6 +295,8 @@ async function startOnce(cli: string, options: DevServerOptions): Promise<DevSer
   } catch (e) {
     await stop();
     throw e;
+  } finally {
+    removeSettings();
   }
   return {
     address,

@@ -1,7 +1,7 @@
 /** Finding the Temporal CLI: clear errors that say what was tried and what to do. */
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { findTemporalCli, TemporalCliNotFoundError } from '../../src/devserver/cli';
@@ -163,3 +163,37 @@ it('passes on only the variables the server needs', () => {
     TZ: 'UTC',
   });
 });
+
+it('gives the UI its codec endpoint through a 0600 file the CLI reads at start, never its command line (issue 38, finding 4)', async () => {
+  // A stand-in CLI that notes the settings file's mode and its folder's, then runs the real one.
+  const dir = mkdtempSync(join(tmpdir(), 'flags-file-'));
+  const log = join(dir, 'modes');
+  const cli = join(dir, 'temporal');
+  writeFileSync(
+    cli,
+    `#!/bin/sh
+prev=''
+for a in "$@"; do
+  if [ "$prev" = '--env-file' ]; then stat -c '%a %U' "$a" "$(dirname "$a")" > '${log}'; fi
+  prev="$a"
+done
+exec '${findTemporalCli()}' "$@"
+`,
+  );
+  chmodSync(cli, 0o755);
+  const endpoint = `http://127.0.0.1:1/codec-secret-${Date.now()}`;
+  const server = await startDevServer({ cliPath: cli, uiCodecEndpoint: endpoint });
+  try {
+    const argv = readFileSync(`/proc/${server.pid}/cmdline`, 'utf8').split('\0');
+    expect(argv.join(' ')).not.toContain('codec-secret');
+    const file = argv[argv.indexOf('--env-file') + 1]!;
+    const user = userInfo().username;
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual([`600 ${user}`, `700 ${user}`]);
+    expect(existsSync(dirname(file))).toBe(false); // removed once the server ran
+    // The UI has it (and hands it to anyone who asks: a URL given here should carry no secret).
+    const settings = (await (await fetch(`${server.uiUrl}/api/v1/settings`)).json()) as { Codec: { Endpoint: string } };
+    expect(settings.Codec.Endpoint).toBe(endpoint);
+  } finally {
+    await server.stop();
+  }
+}, 60_000);
