@@ -158,6 +158,33 @@ describe('infinity-temporal CLI', () => {
     });
   });
 
+  it("tails a fork live: its source's items first, marked inherited, then its own once", async () => {
+    const source = `tsrc-${randomUUID().slice(0, 8)}`;
+    expect(await cli('start', 'Is build 42 green?', '--thread-id', source)).toMatchObject({ code: 0 });
+    expect((await cli('tail', source, '--until-idle')).code).toBe(0);
+    const sourceItems = json<HistoryItem>((await cli('history', source, '--json')).stdout);
+    const fork = `tfork-${randomUUID().slice(0, 8)}`;
+    expect((await cli('fork', source, '--at', 'now', '--as', fork)).code).toBe(0);
+    // Attached before the fork has items of its own: what it inherits, then its own items and live events (follow).
+    const follower = start(['tail', fork, '--json']);
+    const got: (Followed & { inheritedFrom?: string })[] = [];
+    const reading = (async () => {
+      for await (const l of lines(follower)) got.push(JSON.parse(l) as Followed & { inheritedFrom?: string });
+    })();
+    const n = sourceItems.length;
+    await expect.poll(() => got.length, { timeout: 30_000 }).toBeGreaterThanOrEqual(n);
+    expect(got.slice(0, n)).toEqual(sourceItems.map((item) => ({ history: item, inheritedFrom: source })));
+    expect((await cli('send', fork, 'Is build 43 green?')).code).toBe(0);
+    expect((await cli('tail', fork, '--until-idle')).code).toBe(0);
+    const own = json<HistoryItem>((await cli('history', fork, '--own', '--json')).stdout);
+    expect(own[0]).toEqual({ kind: 'user', text: 'Is build 43 green?' });
+    const expected = own.map(itemLine).filter((l) => l !== undefined);
+    await expect.poll(() => transcript(got.slice(n)), { timeout: 30_000 }).toEqual(expected);
+    follower.kill('SIGTERM');
+    await reading;
+    expect(got.slice(n).filter((s) => 'inheritedFrom' in s)).toEqual([]);
+  });
+
   it('tails tokens live from another process and resumes after a kill without drops or repeats', async () => {
     const threadId = `tail-${randomUUID().slice(0, 8)}`;
     await cli('start', '--thread-id', threadId);

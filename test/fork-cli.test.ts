@@ -1,7 +1,8 @@
 /**
  * `infinity-temporal fork` as a real process against the suite's dev server and a worker process (issue 28 §1): fork
- * at now with --as and --send, the fork's status naming its source and point, its own history, the source untouched;
- * a slice as the point; usage errors. `rewind` and `history --branch` (issue 28 §2) likewise.
+ * at now with --as and --send, the fork's status naming its source and point, its history (the source's items marked
+ * inherited, then its own), the source untouched; a slice as the point; usage errors. `rewind` and `history --branch`
+ * (issue 28 §2) likewise.
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -45,9 +46,16 @@ it('forks a thread at now, with a first text, and at a slice; usage errors exit 
   const status = JSON.parse((await cli('status', forkId, '--json')).stdout) as ThreadStatus;
   expect(status.forkedFrom).toEqual({ threadId: source, at: sourceItems.length });
   expect((await cli('status', forkId)).stdout).toContain(`forked from ${source} at item ${sourceItems.length}`);
-  // Its own history starts with its first text; the source's is as it was.
-  const own = jsonLines<HistoryItem>((await cli('history', forkId, '--json')).stdout);
+  // Its history: the source's items, marked as inherited (issue 42 §2), then its own, which start with its first
+  // text (alone with --own); the source's is as it was.
+  const whole = jsonLines<HistoryItem & { inheritedFrom?: string }>((await cli('history', forkId, '--json')).stdout);
+  expect(whole.slice(0, sourceItems.length)).toEqual(sourceItems.map((i) => ({ ...i, inheritedFrom: source })));
+  const own = jsonLines<HistoryItem>((await cli('history', forkId, '--own', '--json')).stdout);
   expect(own[0]).toEqual({ kind: 'user', text: 'second question' });
+  expect(whole.slice(sourceItems.length)).toEqual(own);
+  expect((await cli('history', forkId)).stdout).toContain(
+    `── ${forkId}: its own items (forked from ${source} at item ${sourceItems.length}) ──\nuser: second question\n`,
+  );
   expect(jsonLines<HistoryItem>((await cli('history', source, '--json')).stdout)).toEqual(sourceItems);
 
   const atSlice = await cli('fork', source, '--at', 'slice-0');

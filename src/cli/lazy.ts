@@ -25,6 +25,9 @@ export const budgetsClient = () => require('../client/budgets') as typeof import
 /** Opening a conversation store (SQLite or PostgreSQL). */
 export const storeOpen = () => require('../store/open') as typeof import('../store/open');
 
+/** A thread's chain of records in a store: what a fork or a child inherits (`history`, `tail`). */
+export const storeChain = () => require('../store/chain') as typeof import('../store/chain');
+
 /** The SQLite conversation store (`backup`). */
 export const sqliteStore = () => require('../store/sqlite') as typeof import('../store/sqlite');
 

@@ -8,7 +8,7 @@ import { readLocalEventsToken } from '../events/local-token';
 import { dataDirOf, type Target, type TargetFlags } from './target';
 import type { ThreadHandle } from '../client/thread-handle';
 import type { EventStreamError } from '../events/live-events';
-import { historyLine } from './format';
+import type { HistoryItem } from '../core/types';
 
 /**
  * Without a token given (`--events-token`, `INFINITY_EVENTS_TOKEN`), the one `dev` and `worker` keep in the data
@@ -45,18 +45,21 @@ export function refusalOf(e: EventStreamError): string {
   }
 }
 
-/** Follows committed items (when no live events can be had); returns when `stop` says so. */
+/**
+ * Follows committed items (when no live events can be had), each to `show` (as a line or as JSON, as the rest of the
+ * output); returns when `stop` says so.
+ */
 export async function followHistory(
   thread: ThreadHandle,
   from: number,
-  show: (line: string) => void,
+  show: (item: HistoryItem) => void,
   stop: () => Promise<boolean>,
   pollMs: number,
 ): Promise<void> {
   let seen = from;
   for (;;) {
     const items = await thread.history();
-    for (const item of items.slice(seen)) show(historyLine(item));
+    for (const item of items.slice(seen)) show(item);
     seen = items.length;
     if (await stop()) return;
     await sleep(pollMs);

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Connection, TLSConfig } from '@temporalio/client';
 import type { AgentClient } from '../client/agent-client';
+import type { ConversationStore } from '../store/conversation-store';
 import { tracingFromEnv } from '../tracing/config';
 import { CliError } from './errors';
 import { agentClient, storeOpen, temporalClient, tracingInstall, tracingInterceptors } from './lazy';
@@ -142,14 +143,20 @@ export async function resolveTarget(flags: TargetFlags): Promise<Target> {
   return target;
 }
 
+/** What {@link openClient} opens. */
+export interface OpenedClient {
+  client: AgentClient;
+  /** The client's conversation store, when the target names one that is there (a SQLite file that exists). */
+  store: ConversationStore | undefined;
+  /** Releases the connection and the store. */
+  close(): Promise<void>;
+}
+
 /**
  * An {@link AgentClient} for the target; `close` releases the connection and the store. The store is opened read-only
  * unless `stage` (commands that send input stage large inputs in it, as the worker's tools do).
  */
-export async function openClient(
-  target: Target,
-  options: { stage?: boolean } = {},
-): Promise<{ client: AgentClient; close(): Promise<void> }> {
+export async function openClient(target: Target, options: { stage?: boolean } = {}): Promise<OpenedClient> {
   // Loaded here, not at start-up: only the commands that connect pay for the client (see lazy.ts).
   const { Client, Connection } = temporalClient();
   const { AgentClient } = agentClient();
@@ -193,6 +200,7 @@ export async function openClient(
   });
   return {
     client,
+    store,
     close: async () => {
       await store?.close();
       await connection.close();

@@ -1,12 +1,15 @@
 /**
  * `tail <thread>`: follow a thread: the committed history, then live events from the worker's events endpoint. Where
- * live events are not available (no endpoint, or it goes away), it follows the committed history instead.
+ * live events are not available (no endpoint, or it goes away), it follows the committed history instead. A fork's or
+ * a child's history starts with what it inherits, marked as `history` marks it (`--own`: its own items only); that
+ * part never changes, so it is printed once, before the thread's own items are followed.
  */
 import type { Command } from 'commander';
 import type { HistoryItem, ThreadEvent } from '../../core/types';
 import type { Followed } from '../../client/follow';
 import { EventStreamError } from '../../events/live-events';
-import { colour, EventPrinter, historyLine, type Out } from '../format';
+import { colour, EventPrinter, type Out } from '../format';
+import { inheritedLines, inheritedOf, itemLine } from '../inherited';
 import { followHistory, refusalOf, withLocalEventsToken } from '../tail';
 import { CliError } from '../errors';
 import { openClient, resolveTarget, type TargetFlags } from '../target';
@@ -15,6 +18,7 @@ import { toStderr } from '../terminal-text';
 interface TailOptions {
   json?: boolean;
   history?: boolean;
+  own?: boolean;
   after?: string;
   untilIdle?: boolean;
   pollMs?: string;
@@ -25,8 +29,12 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
     .command('tail')
     .description('follow a thread: committed history, then live events (tokens included)')
     .argument('<thread>', 'thread id')
-    .option('--json', 'one JSON object per line: {"history":item} first, then live events with their eventId')
+    .option(
+      '--json',
+      'one JSON object per line: {"history":item} first (inherited ones with "inheritedFrom"), then live events with their eventId',
+    )
     .option('--no-history', 'live events only')
+    .option('--own', "only the thread's own history, not what a fork or a child inherits")
     .option('--after <eventId>', 'resume right after this live event (implies --no-history)')
     .option('--until-idle', 'exit when the thread is idle with no tool call pending')
     .option('--poll-ms <ms>', 'history polling interval without live events', '1000')
@@ -37,12 +45,16 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
       }
       const flags = cmd.optsWithGlobals<TargetFlags>();
       const target = withLocalEventsToken(await resolveTarget(flags), flags);
-      const { client, close } = await openClient(target);
+      const { client, store, close } = await openClient(target);
       try {
         const thread = client.thread(threadId);
         const status = await thread.status(); // fails clearly for an unknown thread
         const withHistory = opts.history !== false && opts.after === undefined && target.store !== undefined;
-        const showItem = (item: HistoryItem) => out(opts.json ? JSON.stringify({ history: item }) : historyLine(item));
+        const format = { json: opts.json === true, wrapped: true };
+        const showItem = (item: HistoryItem) => out(itemLine(item, format));
+        // What a fork or a child inherits, before its own items: committed for good, so read once.
+        if (withHistory && store && !opts.own)
+          inheritedLines(threadId, await inheritedOf(store, threadId), format).forEach((line) => out(line));
         let shown = 0;
         const settled = async () => {
           const s = await thread.status();
@@ -65,12 +77,14 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
           await followHistory(
             thread,
             shown,
-            out,
+            showItem,
             async () => (opts.untilIdle ? settled() : false),
             Number(opts.pollMs),
           );
         };
-        if (!target.eventsUrl) return fallback('no live events endpoint (--events-url)');
+        // Awaited here, inside the try: a promise returned unawaited would meet a store and connection `finally`
+        // had closed already.
+        if (!target.eventsUrl) return await fallback('no live events endpoint (--events-url)');
 
         const printer = new EventPrinter(write);
         // With a store, the committed history and live events are joined by the thread's follow (no gap, no repeat);
