@@ -26,8 +26,11 @@ export async function remoteTools(
 ) {
   if (!opts.rap?.length && !opts.mcp?.length) return undefined;
   const keys = callbackKeysFromEnv(process.env.INFINITY_CALLBACK_KEYS);
+  // The RAP tool servers' bearer token, from the environment (never argv): one for every `--rap` server. The SDK's
+  // servers want one by default (`createRapToolServer`'s `server.token`, or the `token` it was given).
+  const rapToken = process.env.INFINITY_RAP_TOKEN;
   const remote = await startRemoteTools({
-    ...(opts.rap && { rapServers: opts.rap.map((url) => ({ url })) }),
+    ...(opts.rap && { rapServers: opts.rap.map((url) => ({ url, ...(rapToken && { token: rapToken }) })) }),
     ...(opts.mcp && { mcpServers: opts.mcp.map(mcpServer) }),
     deliver,
     callbackState,

@@ -16,8 +16,11 @@ import { eventually } from '../helpers';
 const taskQueue = `rap-cli-${randomUUID()}`;
 const store = join(inject('scratchDir'), `rap-cli-${randomUUID()}.sqlite`);
 const keys = `k2:${randomBytes(32).toString('base64')},k1:${randomBytes(32).toString('base64')}`;
+const rapToken = randomBytes(32).toString('hex');
 const runner = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store], {
   INFINITY_CALLBACK_KEYS: keys,
+  // The CLI's `--rap` servers get this bearer token (src/cli/tool-servers.ts), as the SDK's server wants one.
+  INFINITY_RAP_TOKEN: rapToken,
 });
 let toolServer: RapToolServer;
 const processes: ChildProcess[] = [];
@@ -25,8 +28,7 @@ const processes: ChildProcess[] = [];
 beforeAll(async () => {
   toolServer = await createRapToolServer({
     name: 'ci',
-    // The CLI's `--rap <url>` sends no token (src/cli/tool-servers.ts), so this server opts out of its default one.
-    token: false,
+    token: rapToken,
     tools: [
       {
         name: 'get_build_status',

@@ -38,14 +38,14 @@ const freePort = () =>
 beforeAll(async () => {
   toolServer = await createRapToolServer({
     name: 'ci',
-    // The CLI's `--rap <url>` sends no token (src/cli/tool-servers.ts), so this server opts out of its default one.
-    token: false,
     tools: [{ name: 'noop', description: 'Does nothing', inputSchema: { type: 'object' }, handler: async () => 'ok' }],
   });
   const runner = cliRunner(
     () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store],
     {
       INFINITY_CALLBACK_KEYS: `k1:${secret.toString('base64')}`,
+      // The server's own random token, handed to the CLI's `--rap` through the environment.
+      INFINITY_RAP_TOKEN: toolServer.token!,
     },
   );
   worker = runner.start([
