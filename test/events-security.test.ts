@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { take } from './take-events';
 import type { ThreadEvent } from '../src/core/types';
 import { eventsEndpointOf } from '../src/cli/events-endpoint';
-import { CliError } from '../src/cli/target';
+import { CliError } from '../src/cli/errors';
 import { LocalEventHub } from '../src/events/event-hub';
 import { localEventsToken } from '../src/events/local-token';
 import { EventLog } from '../src/events/event-log';

@@ -16,7 +16,7 @@ import type { ThreadHandle } from '../src/client/thread-handle';
 import type { ThreadStatus } from '../src/core/types';
 import { ScriptedModel } from '../src/model/scripted';
 import type { ThreadOptions } from '../src/workflows/contract';
-import { workflowIdOfHistory } from '../src/cli/commands/replay';
+import { workflowIdOfHistory } from '../src/cli/replay-history';
 import { treeScript, treeTools } from './fixtures/tree-script';
 import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from './helpers';
 

@@ -7,7 +7,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { workflowIdOfHistory } from '../src/cli/commands/replay';
+import { workflowIdOfHistory } from '../src/cli/replay-history';
 
 export const HISTORIES = join(__dirname, 'fixtures', 'histories');
 

@@ -11,7 +11,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import webpack from 'webpack';
 import { threadWorkflowsPath } from '../src/worker/create-worker';
-import { workflowIdOfHistory } from '../src/cli/commands/replay';
+import { workflowIdOfHistory } from '../src/cli/replay-history';
 import { expect, inject, it } from 'vitest';
 
 const root = join(__dirname, 'fixtures', 'histories');

@@ -12,9 +12,6 @@ import { tracingFromEnv } from '../tracing/config';
 import { CliError } from './errors';
 import { agentClient, storeOpen, temporalClient, tracingInstall, tracingInterceptors } from './lazy';
 
-/** Where it was defined before errors.ts (test/events-security.test.ts imports it from here). */
-export { CliError } from './errors';
-
 /** Options every command accepts (see `--help`). */
 export interface TargetFlags {
   address?: string;

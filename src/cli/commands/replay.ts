@@ -9,9 +9,6 @@ import type { Command } from 'commander';
 import type { Out } from '../format';
 import { replayAction } from '../lazy-actions';
 
-/** Where it was defined before replay-history.ts (the replay tests import it from here). */
-export { workflowIdOfHistory } from '../replay-history';
-
 export function registerReplay(program: Command, out: Out): void {
   program
     .command('replay')
