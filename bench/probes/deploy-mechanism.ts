@@ -12,7 +12,6 @@
  * thread (the old run's tail and the new run), and the CPU the dev server and this process (both workers) spent.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
@@ -21,17 +20,9 @@ import { runScratch } from '../../infra/scratch';
 import { findTemporalCli } from '../../src/devserver/cli';
 import { startDevServer } from '../../src/devserver/server';
 import { runMain } from '../lib/main';
+import { cpuSeconds } from '../lib/proc';
 
 const run = promisify(execFile);
-
-function serverCpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
-const ownCpuSeconds = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-};
 
 /** Runs `fn` over `items`, `width` at a time. */
 async function pool<T>(items: T[], width: number, fn: (t: T) => Promise<unknown>): Promise<void> {
@@ -145,8 +136,8 @@ async function main() {
         await old.running;
         next = await worker('v2');
       }
-      const cpu0 = ownCpuSeconds();
-      const srv0 = serverCpuSeconds(server.pid);
+      const cpu0 = cpuSeconds(process.pid);
+      const srv0 = cpuSeconds(server.pid);
       const t0 = Date.now();
       // The sweep: `migrate` continues each parked run as new at once (pinned: onto the current build, asking
       // AUTO_UPGRADE for the new run's first task, since the dev server never sets targetWorkerDeploymentVersionChanged),
@@ -180,8 +171,8 @@ async function main() {
       }
       await waitFor('moved', () => (arrived.get('v2') ?? 0) >= threads);
       const sweepMs = Date.now() - t0;
-      const cpu = ownCpuSeconds() - cpu0;
-      const srv = serverCpuSeconds(server.pid) - srv0;
+      const cpu = cpuSeconds(process.pid) - cpu0;
+      const srv = cpuSeconds(server.pid) - srv0;
       let oldTail = 0;
       let fresh = 0;
       for (const id of sample) {

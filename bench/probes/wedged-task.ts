@@ -10,7 +10,6 @@
  * It prints, per cause, the workflow task attempts reached, the failed attempts per minute per thread, and the CPU the
  * worker's process and the dev server spent per wedged thread (a fraction of one core).
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
@@ -21,19 +20,8 @@ import { toolResult } from '../../src/tools/messages';
 import { defineTool, type ToolContext } from '../../src/tools/tool';
 import { createAgentWorker, type AgentWorker } from '../../src/worker/create-worker';
 import { runMain } from '../lib/main';
+import { cpuSeconds } from '../lib/proc';
 import { probeBase } from '../lib/probe-base';
-
-const CLK = 100; // USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s on Linux.
-
-function serverCpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) / CLK;
-}
-
-const ownCpuSeconds = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-};
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -62,16 +50,16 @@ async function main() {
   };
   const rows: string[] = [];
   const measure = async (cause: string, ids: string[]) => {
-    const cpu0 = ownCpuSeconds();
-    const srv0 = serverCpuSeconds(server.pid);
+    const cpu0 = cpuSeconds(process.pid);
+    const srv0 = cpuSeconds(server.pid);
     const t0 = Date.now();
     await new Promise((r) => setTimeout(r, seconds * 1000));
     const wall = (Date.now() - t0) / 1000;
     const attempts: number[] = [];
     for (const id of ids)
       attempts.push((await temporal.workflow.getHandle(id).describe()).raw.pendingWorkflowTask?.attempt ?? 0);
-    const worker = (ownCpuSeconds() - cpu0) / wall / ids.length;
-    const srv = (serverCpuSeconds(server.pid) - srv0) / wall / ids.length;
+    const worker = (cpuSeconds(process.pid) - cpu0) / wall / ids.length;
+    const srv = (cpuSeconds(server.pid) - srv0) / wall / ids.length;
     const median = [...attempts].sort((a, b) => a - b)[Math.floor(attempts.length / 2)]!;
     rows.push(
       `| ${cause} | ${ids.length} | ${median} | ${((median / wall) * 60).toFixed(1)} | ${(worker * 100).toFixed(2)} % | ${(srv * 100).toFixed(2)} % |`,
