@@ -4,11 +4,15 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 const BIN = join(__dirname, '..', 'bin', 'infinity-temporal.cjs');
+const RUN_DEADLINE_MS = 75_000;
 
 export interface CliRunner {
   /** A running CLI process (`worker`, `tail`, `gateway`...). */
   start(args: string[], extraEnv?: Record<string, string>): ChildProcess;
-  /** Runs a command to its end. */
+  /**
+   * Runs a command to its end; one still running after 75 s (under the tests' 90 s) is killed, and its output so far
+   * comes back with a note on stderr and code -1, so a hang fails with what the command printed and leaves no process.
+   */
   run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
 }
 
@@ -28,7 +32,12 @@ export function cliRunner(globals: () => string[], env: Record<string, string | 
       const err: Buffer[] = [];
       child.stdout!.on('data', (d: Buffer) => out.push(d));
       child.stderr!.on('data', (d: Buffer) => err.push(d));
+      const deadline = setTimeout(() => {
+        err.push(Buffer.from(`\n[test] killed after ${RUN_DEADLINE_MS} ms: infinity-temporal ${args.join(' ')}\n`));
+        child.kill('SIGKILL');
+      }, RUN_DEADLINE_MS);
       const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? -1)));
+      clearTimeout(deadline);
       return { code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
     },
   };

@@ -89,10 +89,28 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
         const printer = new EventPrinter(write);
         // With a store, the committed history and live events are joined by the thread's follow (no gap, no repeat);
         // `--after` resumes a stream where an earlier tail left it.
+        // `--until-idle`: a slice's `idle` event comes from the worker before the workflow has taken the slice's
+        // result, so `status()` may still say running then, and no event may follow. Once an idle event was seen, the
+        // status is asked again every `--poll-ms` until it settles, which ends the follow.
+        const settle = new AbortController();
+        let idleSeen = false;
+        let checking = false;
+        const poll = opts.untilIdle
+          ? setInterval(() => {
+              if (!idleSeen || checking || settle.signal.aborted) return;
+              checking = true;
+              void settled()
+                .then(
+                  (done) => done && settle.abort(),
+                  () => undefined,
+                )
+                .finally(() => (checking = false));
+            }, Number(opts.pollMs))
+          : undefined;
         const steps: AsyncIterable<Followed> =
           target.store && opts.after === undefined
-            ? thread.follow({ history: withHistory })
-            : thread.events(opts.after ? { after: opts.after } : {});
+            ? thread.follow({ history: withHistory, signal: settle.signal })
+            : thread.events({ ...(opts.after && { after: opts.after }), signal: settle.signal });
         try {
           for await (const step of steps) {
             if ('history' in step) {
@@ -102,16 +120,16 @@ export function registerTail(program: Command, write: (s: string) => void, out: 
             }
             if (opts.json) out(JSON.stringify(step));
             else printer.print(step as ThreadEvent);
-            if (
-              opts.untilIdle &&
-              ((step.type === 'status' && step.status === 'idle') || step.type === 'replay_gap') &&
-              (await settled())
-            )
-              return;
+            if (opts.untilIdle && ((step.type === 'status' && step.status === 'idle') || step.type === 'replay_gap')) {
+              idleSeen = true;
+              if (await settled()) return;
+            }
           }
         } catch (e) {
           if (!(e instanceof EventStreamError)) throw e;
           await fallback(`live events unavailable (${refusalOf(e)})`);
+        } finally {
+          clearInterval(poll);
         }
       } finally {
         await close();
