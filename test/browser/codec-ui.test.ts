@@ -6,25 +6,23 @@
  * refusal: test/codec-ui.test.ts.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
+import { launchChromium } from './chromium';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EncryptionCodec } from '../../src/codec/encryption-codec';
 import { canCheckPeerUser } from '../../src/codec/peer-user';
 import { type LocalSystem, startLocalSystem } from '../../src/local-system';
 import { ScriptedModel } from '../../src/model/scripted';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SECRET = `swordfish-${randomUUID().slice(0, 8)}`;
 let system: LocalSystem;
 let browser: Browser;
 let dataDir: string | undefined;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's (apt-get install chromium) or set CHROMIUM_PATH`);
   system = await startLocalSystem({
     model: new ScriptedModel(() => ({ text: 'noted' })),
     dataDir: (dataDir = mkdtempSync(join(tmpdir(), 'ui-codec-test-'))),
@@ -32,18 +30,7 @@ beforeAll(async () => {
     codecEndpoint: {},
     stopOnSignal: false,
   });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -6,16 +6,16 @@
  * its task. RECORD_SCREENSHOT=1 also writes docs/ui-list.png, ui-thread.png, ui-details.png, ui-child.png and
  * ui-signal.png for the README, and ui-rewind.png (a rewound thread's event history) for docs/fork.md.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from './chromium';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalSystem, startLocalSystem } from '../../src/local-system';
 import { buildStatusDemoTool } from '../../src/tools/demo';
 import { conversationModel, QUESTION, REPORT } from './conversation';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DOCS = join(__dirname, '..', '..', 'docs');
 let system: LocalSystem;
 let browser: Browser;
@@ -23,27 +23,13 @@ let browser: Browser;
 let dataDir: string | undefined;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's (apt-get install chromium) or set CHROMIUM_PATH`);
   // Its own dev server: inputs go by kind and titles into `Title` (decision 62).
   system = await startLocalSystem({
     model: conversationModel(),
     tools: [buildStatusDemoTool(100)],
     dataDir: (dataDir = mkdtempSync(join(tmpdir(), 'ui-test-'))),
   });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    // Without the background-networking flags Chromium keeps calling out to a network this machine does not have.
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -1,0 +1,24 @@
+/** Debian's Chromium for the browser checks (playwright-core drives it; no browser download). */
+import { existsSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** A headless Chromium, or a clear error saying how to get one. */
+export async function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM))
+    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's (apt-get install chromium) or set CHROMIUM_PATH`);
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    // Without the background-networking flags Chromium keeps calling out to a network this machine does not have.
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
