@@ -5,12 +5,13 @@
  * refuses to act on any thread but its own workflow's.
  */
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentClient } from '../src/client/agent-client';
 import { ScriptedModel } from '../src/model/scripted';
 import type { DroppedInputs, ThreadStatus } from '../src/core/types';
 import type { ModelRequest } from '../src/model/provider';
-import { eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { InMemoryConversationStore } from '../src/store/memory';
+import { eventually, render, startTestSystem, type TestSystem, type TestSystemOptions, uid } from './helpers';
 
 const SECRET = 'the vault code is 7431';
 let sys: TestSystem;
@@ -26,10 +27,30 @@ function script(request: ModelRequest) {
 }
 
 const model = new ScriptedModel(script);
-beforeAll(async () => {
-  sys = await startTestSystem({ model });
-});
-afterAll(() => sys?.shutdown());
+
+/**
+ * What users run first, both ways: signals by name and SQLite (a worker and client of their own), and signals by kind
+ * with `Title` written and another store (as `startLocalSystem` and `dev` send them).
+ */
+const CONFIGS: [string, () => Partial<TestSystemOptions>][] = [
+  ['input signals, SQLite', () => ({})],
+  [
+    'signals by kind, Title, in-memory store',
+    () => ({
+      signalNames: 'by-kind',
+      threadOptions: { titleSearchAttribute: true },
+      store: new InMemoryConversationStore(),
+    }),
+  ],
+];
+
+/** Starts this describe's system before its tests and stops it after. */
+function withSystem(options: () => Partial<TestSystemOptions>): void {
+  beforeAll(async () => {
+    sys = await startTestSystem({ model, ...options() });
+  });
+  afterAll(() => sys?.shutdown());
+}
 
 async function victim(): Promise<{ id: string; length: number }> {
   const id = uid('victim');
@@ -43,127 +64,140 @@ async function failedTasks(id: string): Promise<number> {
   return (events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
 }
 
-it('a hand-made start naming another thread, with its carried length, writes only into its own thread', async () => {
-  const p1 = await victim();
-  const before = render(await sys.client.thread(p1.id).history());
-  const evil = uid('evil');
-  await sys.temporal.workflow.start('agentThread', {
-    workflowId: evil,
-    taskQueue: sys.taskQueue,
-    args: [{ threadId: p1.id, kind: 'root', carried: { length: p1.length, slices: 1 } }],
-  });
-  await sys.client.sendUserText(evil, 'forged user turn');
-  const st = await sys.client.thread(evil).waitForIdle({ timeoutMs: 30_000 });
-  expect(st.threadId).toBe(evil);
-  expect(render(await sys.client.thread(evil).history())).toEqual(['user: forged user turn', 'assistant: ok']);
-  // Both claims are left out, counted and named.
-  expect(st.dropped.malformed).toBe(2);
-  const drops = await sys.temporal.workflow.getHandle(evil).query<DroppedInputs>('drops');
-  expect(drops.recent.map((d) => d.what).join('\n')).toMatch(/threadId .*a thread is its workflow[\s\S]*carried/);
-  // The victim is untouched and keeps working.
-  expect(render(await sys.client.thread(p1.id).history())).toEqual(before);
-  await sys.client.sendUserText(p1.id, 'still there?');
-  await sys.client.thread(p1.id).waitForIdle({ timeoutMs: 30_000 });
-  expect(render(await sys.client.thread(p1.id).history())).toEqual([...before, 'user: still there?', 'assistant: ok']);
-  expect(await failedTasks(evil)).toBe(0);
-  expect(await failedTasks(p1.id)).toBe(0);
-});
+describe.each(CONFIGS)('%s', (_name, config) => {
+  withSystem(config);
 
-it('a hand-made child naming another thread as its parent is a root of its own: no parent context, tools or record', async () => {
-  const p1 = await victim();
-  const spy = uid('spy');
-  await sys.temporal.workflow.start('agentThread', {
-    workflowId: spy,
-    taskQueue: sys.taskQueue,
-    args: [{ threadId: spy, kind: 'child', spawn: { parentThreadId: p1.id, toolCallId: 'x', order: 40 } }],
-  });
-  await sys.client.sendUserText(spy, 'what do you know?');
-  const st = await sys.client.thread(spy).waitForIdle({ timeoutMs: 30_000 });
-  expect(st.kind).toBe('root');
-  expect(st.parentThreadId).toBeUndefined();
-  expect(st.dropped.malformed).toBe(1);
-  const seen = model.requests.filter((r) => r.threadId === spy);
-  expect(seen.length).toBeGreaterThan(0);
-  expect(JSON.stringify(seen)).not.toContain(SECRET);
-  const record = await sys.store.getThread(spy);
-  expect(record?.parentThreadId).toBeUndefined();
-  expect(record?.rootThreadId).toBe(spy);
-  expect(await failedTasks(spy)).toBe(0);
-});
-
-it('a real child keeps its Temporal parent across continue-as-new and reports to it', async () => {
-  const parent = uid('parent');
-  // Every run continues-as-new after each slice: the child's sleep spans two of its runs.
-  const client = new AgentClient({
-    client: sys.temporal,
-    taskQueue: sys.taskQueue,
-    store: sys.store,
-    threadOptions: { maxRunEvents: 1 },
-  });
-  await client.sendUserText(parent, 'please spawn');
-  const child = await eventually(
-    async () => (await sys.client.thread(parent).status()).children[0],
-    30_000,
-    'child',
-  ).catch(async (e) => {
-    console.log(render(await sys.client.thread(parent).history()), await sys.client.thread(parent).status());
-    throw e;
-  });
-  const report = await eventually(
-    async () => {
-      const h = render(await sys.client.thread(parent).history());
-      return h.find((l) => l.includes('woke up'));
-    },
-    30_000,
-    'report',
-  ).catch(async (e) => {
-    console.log(
-      render(await sys.client.thread(child).history({ inherited: true })),
-      await sys.client.thread(child).status(),
-    );
-    console.log(render(await sys.client.thread(parent).history()));
-    throw e;
-  });
-  expect(report).toBeDefined();
-  const childStatus = await sys.client.thread(child).status();
-  expect(childStatus.parentThreadId).toBe(parent);
-  expect(childStatus.dropped.malformed ?? 0).toBe(0);
-  expect(childStatus.runs).toBeGreaterThan(1);
-});
-
-it("on 0.11's workflow code, which still trusts a forged thread id, the slice refuses to commit into another thread", async () => {
-  const p1 = await victim();
-  const before = render(await sys.client.thread(p1.id).history());
-  const old = await startTestSystem({
-    model: new ScriptedModel(() => ({ text: 'forged answer' })),
-    workflowBundlePath: join(__dirname, 'fixtures', 'bundles', 'v0.11', 'workflows-bundle.js'),
-    store: sys.store,
-  });
-  try {
-    const evil = uid('evil-old');
-    await old.temporal.workflow.start('agentThread', {
+  it('a hand-made start naming another thread, with its carried length, writes only into its own thread', async () => {
+    const p1 = await victim();
+    const before = render(await sys.client.thread(p1.id).history());
+    const evil = uid('evil');
+    await sys.temporal.workflow.start('agentThread', {
       workflowId: evil,
-      taskQueue: old.taskQueue,
+      taskQueue: sys.taskQueue,
       args: [{ threadId: p1.id, kind: 'root', carried: { length: p1.length, slices: 1 } }],
     });
-    await old.temporal.workflow.getHandle(evil).signal('input', {
-      id: 'forged-1',
-      threadId: p1.id,
-      content: { type: 'text', text: 'forged user turn' },
+    await sys.client.sendUserText(evil, 'forged user turn');
+    const st = await sys.client.thread(evil).waitForIdle({ timeoutMs: 30_000 });
+    expect(st.threadId).toBe(evil);
+    expect(render(await sys.client.thread(evil).history())).toEqual(['user: forged user turn', 'assistant: ok']);
+    // Both claims are left out, counted and named.
+    expect(st.dropped.malformed).toBe(2);
+    const drops = await sys.temporal.workflow.getHandle(evil).query<DroppedInputs>('drops');
+    expect(drops.recent.map((d) => d.what).join('\n')).toMatch(/threadId .*a thread is its workflow[\s\S]*carried/);
+    // The victim is untouched and keeps working.
+    expect(render(await sys.client.thread(p1.id).history())).toEqual(before);
+    await sys.client.sendUserText(p1.id, 'still there?');
+    await sys.client.thread(p1.id).waitForIdle({ timeoutMs: 30_000 });
+    expect(render(await sys.client.thread(p1.id).history())).toEqual([
+      ...before,
+      'user: still there?',
+      'assistant: ok',
+    ]);
+    expect(await failedTasks(evil)).toBe(0);
+    expect(await failedTasks(p1.id)).toBe(0);
+  });
+
+  it('a hand-made child naming another thread as its parent is a root of its own: no parent context, tools or record', async () => {
+    const p1 = await victim();
+    const spy = uid('spy');
+    await sys.temporal.workflow.start('agentThread', {
+      workflowId: spy,
+      taskQueue: sys.taskQueue,
+      args: [{ threadId: spy, kind: 'child', spawn: { parentThreadId: p1.id, toolCallId: 'x', order: 40 } }],
     });
-    const st = await eventually(
+    await sys.client.sendUserText(spy, 'what do you know?');
+    const st = await sys.client.thread(spy).waitForIdle({ timeoutMs: 30_000 });
+    expect(st.kind).toBe('root');
+    expect(st.parentThreadId).toBeUndefined();
+    expect(st.dropped.malformed).toBe(1);
+    const seen = model.requests.filter((r) => r.threadId === spy);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(JSON.stringify(seen)).not.toContain(SECRET);
+    const record = await sys.store.getThread(spy);
+    expect(record?.parentThreadId).toBeUndefined();
+    expect(record?.rootThreadId).toBe(spy);
+    expect(await failedTasks(spy)).toBe(0);
+  });
+
+  it('a real child keeps its Temporal parent across continue-as-new and reports to it', async () => {
+    const parent = uid('parent');
+    // Every run continues-as-new after each slice: the child's sleep spans two of its runs.
+    const client = new AgentClient({
+      client: sys.temporal,
+      taskQueue: sys.taskQueue,
+      store: sys.store,
+      threadOptions: { ...config().threadOptions, maxRunEvents: 1 },
+      ...(config().signalNames && { signalNames: config().signalNames }),
+    });
+    await client.sendUserText(parent, 'please spawn');
+    const child = await eventually(
+      async () => (await sys.client.thread(parent).status()).children[0],
+      30_000,
+      'child',
+    ).catch(async (e) => {
+      console.log(render(await sys.client.thread(parent).history()), await sys.client.thread(parent).status());
+      throw e;
+    });
+    const report = await eventually(
       async () => {
-        const s = await old.temporal.workflow.getHandle(evil).query<ThreadStatus>('status');
-        return s.lastError ? s : undefined;
+        const h = render(await sys.client.thread(parent).history());
+        return h.find((l) => l.includes('woke up'));
       },
       30_000,
-      'refused slice',
-    );
-    expect(st.lastError).toMatch(/may act only on its own thread/);
-    expect(render(await sys.client.thread(p1.id).history())).toEqual(before);
-  } finally {
-    // The store is the suite's: leave it open.
-    await old.worker?.shutdown();
-    await old.connection.close();
-  }
+      'report',
+    ).catch(async (e) => {
+      console.log(
+        render(await sys.client.thread(child).history({ inherited: true })),
+        await sys.client.thread(child).status(),
+      );
+      console.log(render(await sys.client.thread(parent).history()));
+      throw e;
+    });
+    expect(report).toBeDefined();
+    const childStatus = await sys.client.thread(child).status();
+    expect(childStatus.parentThreadId).toBe(parent);
+    expect(childStatus.dropped.malformed ?? 0).toBe(0);
+    expect(childStatus.runs).toBeGreaterThan(1);
+  });
+});
+
+describe("on 0.11's workflow code", () => {
+  withSystem(() => ({}));
+
+  it("on 0.11's workflow code, which still trusts a forged thread id, the slice refuses to commit into another thread", async () => {
+    const p1 = await victim();
+    const before = render(await sys.client.thread(p1.id).history());
+    const old = await startTestSystem({
+      model: new ScriptedModel(() => ({ text: 'forged answer' })),
+      workflowBundlePath: join(__dirname, 'fixtures', 'bundles', 'v0.11', 'workflows-bundle.js'),
+      store: sys.store,
+    });
+    try {
+      const evil = uid('evil-old');
+      await old.temporal.workflow.start('agentThread', {
+        workflowId: evil,
+        taskQueue: old.taskQueue,
+        args: [{ threadId: p1.id, kind: 'root', carried: { length: p1.length, slices: 1 } }],
+      });
+      await old.temporal.workflow.getHandle(evil).signal('input', {
+        id: 'forged-1',
+        threadId: p1.id,
+        content: { type: 'text', text: 'forged user turn' },
+      });
+      const st = await eventually(
+        async () => {
+          const s = await old.temporal.workflow.getHandle(evil).query<ThreadStatus>('status');
+          return s.lastError ? s : undefined;
+        },
+        30_000,
+        'refused slice',
+      );
+      expect(st.lastError).toMatch(/may act only on its own thread/);
+      expect(render(await sys.client.thread(p1.id).history())).toEqual(before);
+    } finally {
+      // The store is the suite's: leave it open.
+      await old.worker?.shutdown();
+      await old.connection.close();
+    }
+  });
 });

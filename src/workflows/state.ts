@@ -72,17 +72,19 @@ export function threadArgs(given: unknown, origin: RunOrigin): { args: ThreadWor
   if (raw.threadId !== undefined && raw.threadId !== threadId && raw.threadId !== '')
     refused.push(`threadId ${JSON.stringify(raw.threadId).slice(0, 80)}: a thread is its workflow (${threadId})`);
   let kind: ThreadKind = KINDS.includes(raw.kind as ThreadKind) ? (raw.kind as ThreadKind) : 'root';
-  if (raw.kind !== undefined && raw.kind !== kind)
-    refused.push(`kind ${JSON.stringify(raw.kind).slice(0, 40)}: not a thread kind`);
+  const kindRefused = raw.kind !== undefined && raw.kind !== kind;
+  if (kindRefused) refused.push(`kind ${JSON.stringify(raw.kind).slice(0, 40)}: not a thread kind`);
   const spawn = spawnPoint(raw.spawn, origin.parentWorkflowId);
-  if (kind !== 'root' && !spawn) {
+  const spawnedKind = kind !== 'root';
+  if (spawnedKind && !spawn) {
     refused.push(
       `kind ${kind}: a ${kind} thread is started by its parent thread as a child workflow` +
         (origin.parentWorkflowId === undefined ? '' : ` (spawn does not name its parent ${origin.parentWorkflowId})`),
     );
     kind = 'root';
   }
-  if (kind === 'root' && raw.spawn !== undefined && !refused.some((r) => r.startsWith('kind ')))
+  // A spawn on a thread given as a root (or of no kind at all) is refused once, not again after its kind.
+  if (!spawnedKind && !kindRefused && raw.spawn !== undefined)
     refused.push('spawn: only a child, event or compaction thread has one');
   const carried = record(raw.carried);
   if (carried && !origin.continued) refused.push("carried: state is carried only by this thread's own continue-as-new");
@@ -222,11 +224,10 @@ export function lastN(set: Set<string>, n: number): string[] {
 
 /** A set-aside batch as carried and shown: its reason clipped, at most {@link SET_ASIDE_IDS} message ids named. */
 export function boundedSetAside(b: SetAsideBatch): SetAsideBatch {
-  const ids = b.messageIds.length > SET_ASIDE_IDS ? b.messageIds.slice(0, SET_ASIDE_IDS) : b.messageIds;
   return {
     ...b,
     reason: clipped(String(b.reason)),
-    messageIds: newestWithin(ids, SET_ASIDE_IDS, ID_WINDOW_MAX_BYTES / 16),
+    messageIds: newestWithin(b.messageIds, SET_ASIDE_IDS, ID_WINDOW_MAX_BYTES / 16),
     answeredWithError: newestWithin(b.answeredWithError, SET_ASIDE_IDS, ID_WINDOW_MAX_BYTES / 16),
   };
 }
