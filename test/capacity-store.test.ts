@@ -111,6 +111,24 @@ for (const [name, pair] of Object.entries(pairs)) {
       expect((await a.capacity.acquire(ask(limits))).granted).toBe(true);
     });
 
+    it("learns the provider's reported room through one worker, for the other", async () => {
+      const [a, b] = await open();
+      const limits = { rpm: 600, reserve: 0 };
+      const first = ask(limits);
+      const grant = await a.capacity.acquire(first);
+      const ticket = grant.granted ? grant.ticket : undefined;
+      expect(ticket).toMatchObject({ cuts: 0, requests: 1 });
+      // The provider had 2 left after this request: the key's minute is 3 requests now, whichever worker asks, and
+      // its bucket holds half of that (300 of 600 before).
+      await a.capacity.release(first.key, first.leaseId, limits, undefined, {
+        ticket,
+        report: { requests: { limit: 600, remaining: 2 } },
+      });
+      const more = [];
+      for (let i = 0; i < 4; i++) more.push((await (i % 2 ? a : b).capacity.acquire(ask(limits))).granted);
+      expect(more).toEqual([true, false, false, false]);
+    });
+
     it('charges a call what it used beyond its estimate', async () => {
       const [a, b] = await open();
       const limits = { tpm: 1_000, reserve: 0 };

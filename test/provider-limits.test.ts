@@ -313,7 +313,7 @@ it('ends the lease of a request whose provider throws at once, so the capacity i
   });
   expect(out.error).toBe('this provider throws before it streams');
   const next = { key: 'throws', limits, tokens: 1, foreground: true, leaseMs: 30_000, leaseId: 'next' };
-  expect(await store.capacity.acquire(next)).toEqual({ granted: true });
+  expect(await store.capacity.acquire(next)).toMatchObject({ granted: true });
 });
 
 /** Waits until `check` holds (30 s at most). */

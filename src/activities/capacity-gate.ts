@@ -10,10 +10,18 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/activity';
-import type { CapacityRequest, ProviderLimits, ThrottledSlice } from '../core/capacity';
+import { ApplicationFailureCategory } from '@temporalio/common';
+import type {
+  CapacityRequest,
+  CapacityTicket,
+  ProviderLimits,
+  ProviderReport,
+  ThrottledSlice,
+} from '../core/capacity';
 import { SLICE_REFUSED } from '../core/slice-protocol';
 import type { TokenUsage } from '../core/types';
 import type { ModelRequest } from '../model/provider';
+import { reportFromFailure } from '../model/rate-limit-headers';
 import type { ConversationStore } from '../store/conversation-store';
 
 /** A lease ends this long after its last renewal if its worker dies. */
@@ -25,15 +33,23 @@ export const OUTPUT_ESTIMATE_TOKENS = 1_000;
 const MAX_IN_SLICE_WAIT_MS = 5_000;
 
 export interface CapacityLease {
-  /** Ends the lease; `usage`: what the provider reported (corrects the key's tokens). */
-  release(usage?: TokenUsage): Promise<void>;
+  /**
+   * Ends the lease; `usage`: what the provider reported (corrects the key's tokens); `rateLimits`: what its rate-limit
+   * headers said.
+   */
+  release(usage?: TokenUsage, rateLimits?: ProviderReport): Promise<void>;
+  /** What the key's state was at the grant (the store's). */
+  readonly ticket?: CapacityTicket;
 }
 
 export interface CapacityGate {
   /** Before a model request: a lease, or (`round` 0) the `Throttled` failure; later rounds wait for one. */
   acquire(request: ModelRequest, round: number, signal: AbortSignal): Promise<CapacityLease>;
-  /** The provider answered "rate limited": every worker waits; `round` 0 fails with `Throttled`. */
-  rateLimited(waitMs: number, round: number): Promise<void>;
+  /**
+   * The provider answered "rate limited" to the request of `lease` (`failure`: its error, with the answer's headers):
+   * every worker waits; `round` 0 fails with `Throttled`.
+   */
+  rateLimited(waitMs: number, round: number, lease?: CapacityLease, failure?: unknown): Promise<void>;
 }
 
 /**
@@ -53,6 +69,7 @@ export function capacityGate(
     async acquire(request, round, signal) {
       const tokens = estimateTokens(request);
       const leaseId = randomUUID();
+      let ticket: CapacityTicket | undefined;
       for (;;) {
         const grant = await store.capacity.acquire({
           key,
@@ -63,7 +80,10 @@ export function capacityGate(
           leaseId,
           ...(share && { share }),
         });
-        if (grant.granted) break;
+        if (grant.granted) {
+          ticket = grant.ticket;
+          break;
+        }
         if (round === 0) throw throttledFailure({ key, reason: grant.reason, retryAfterMs: grant.retryAfterMs });
         await sleep(Math.min(grant.retryAfterMs, MAX_IN_SLICE_WAIT_MS), undefined, { signal });
       }
@@ -73,15 +93,23 @@ export function capacityGate(
       );
       renew.unref();
       return {
-        async release(usage) {
+        ...(ticket && { ticket }),
+        async release(usage, rateLimits) {
           clearInterval(renew);
           const used = usage ? (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) : undefined;
-          await store.capacity.release(key, leaseId, limits, used);
+          await store.capacity.release(key, leaseId, limits, used, {
+            ...(ticket && { ticket }),
+            ...(rateLimits && { report: rateLimits }),
+          });
         },
       };
     },
-    async rateLimited(waitMs, round) {
-      await store.capacity.backoff(key, limits, waitMs);
+    async rateLimited(waitMs, round, lease, failure) {
+      const report = reportFromFailure(failure);
+      await store.capacity.backoff(key, limits, waitMs, {
+        ...(lease?.ticket && { ticket: lease.ticket }),
+        ...(report && { report }),
+      });
       if (round === 0) throw throttledFailure({ key, reason: 'rate_limited', retryAfterMs: waitMs });
     },
   };
@@ -99,5 +127,7 @@ export function throttledFailure(t: ThrottledSlice): ApplicationFailure {
     message: `waiting for provider capacity: ${t.key} (${t.reason}), ${Math.ceil(t.retryAfterMs)} ms`,
     nonRetryable: true,
     details: [t],
+    // Expected, not a fault: the worker logs it at DEBUG and counts no failed activity for it.
+    category: ApplicationFailureCategory.BENIGN,
   });
 }

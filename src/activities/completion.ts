@@ -9,6 +9,7 @@ import type { BuiltinCallContext } from '../core/builtins';
 import { projectHistory } from '../model/projection';
 import type { ModelProvider, ModelRequest, ModelStreamPart, ToolSpec } from '../model/provider';
 import type { Tool, ToolContext } from '../tools/tool';
+import type { ProviderReport } from '../core/capacity';
 import type { CapacityGate, CapacityLease } from './capacity-gate';
 import { classifyFailure, type CompletionPolicy, isRateLimit, StreamWatchdog } from './retry';
 import { type EventBody, toolCallHandler, type ToolCallOutcomes, toolSpecs } from './tool-calls';
@@ -139,6 +140,7 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
       throw e;
     }
     let attemptUsage: TokenUsage | undefined;
+    let rateLimits: ProviderReport | undefined;
     let iterator: AsyncIterator<ModelStreamPart> | undefined;
     const watchdog = new StreamWatchdog(signal, policy.initiateTimeoutMs);
     let received = false;
@@ -155,6 +157,7 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
         if (part.type === 'finish') {
           endThinking();
           buffer.flush();
+          rateLimits = part.rateLimits;
           if (part.usage) {
             attemptUsage = part.usage;
             out.usage = addUsage(out.usage, part.usage);
@@ -200,7 +203,7 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
       signal.removeEventListener('abort', onAbort);
       attempt.abort();
       void iterator?.return?.()?.catch(() => undefined);
-      await lease?.release(attemptUsage).catch(() => undefined);
+      await lease?.release(attemptUsage, rateLimits).catch(() => undefined);
     }
 
     if (signal.aborted) {
@@ -222,7 +225,7 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
     // The whole fleet backs off on the key; the first round waits on a workflow timer, not here (capacity-gate.ts).
     if (input.capacity && !received && isRateLimit(failure)) {
       buffer.discard();
-      await input.capacity.rateLimited(decision.waitMs, round);
+      await input.capacity.rateLimited(decision.waitMs, round, lease, failure);
     }
     if (retries >= policy.maxRetries) return giveUp(decision.giveUpError);
     if (decision.retry === false) return giveUp(decision.giveUpError);

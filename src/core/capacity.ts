@@ -1,9 +1,19 @@
 /**
- * Provider limits shared by a fleet (issue 27 §2): the arithmetic of one limiter key (a provider, a model, an API key),
- * whatever store keeps its state. Requests per minute and tokens per minute are token buckets that refill continuously
- * up to one minute's allowance; concurrency counts unexpired leases. A provider's rate-limit answer closes the key for
- * the time it asked and lowers its rates (`factor`), which recover while the key stays clean. Pure: the stores run
- * {@link decideCapacity} inside a transaction over the key's row and its leases, so every worker reads one state.
+ * Provider limits shared by a fleet (issue 27 §2, issue 41): the arithmetic of one limiter key (a provider, a model, an
+ * API key), whatever store keeps its state. Per key and per allowance (requests, tokens):
+ * - a log of the key's grants over the trailing minute, in half-second bins, that holds the key to "at most the
+ *   minute's allowance in any trailing {@link WINDOW_SPAN_MS}" — the rule of a sliding-window provider, which a
+ *   token-bucket provider (Anthropic's documented algorithm) accepts too;
+ * - a small bucket ({@link BURST_SHARE} of the minute, refilled at the minute's rate) that smooths admission: a fleet
+ *   woken at once gets half a minute's allowance at once, then the rest paced, never the whole minute in one burst;
+ * - the limits the provider reports (rate-limit headers: what it has left for the key, counted with the key's own
+ *   grants), which lower the key's allowance below the configured one while another application uses the same API key;
+ * - a rate factor, cut once per 429 episode (a 429 answering a request granted before the last cut is the same
+ *   episode) and recovering linearly to 1 within {@link RECOVERY_MS} of clean time.
+ * Concurrency counts unexpired leases. A refused request is told when capacity frees for it: requests refused for rate
+ * are spaced one interval apart, so a crowd of waiting threads comes back one at a time rather than all at once. Pure:
+ * the stores run {@link decideCapacity} inside a transaction over the key's row and its leases, so every worker reads
+ * one state.
  */
 
 /** The limits of one key, as the provider's tier states them. Every field is optional: absent means unlimited. */
@@ -55,6 +65,48 @@ export interface CapacityState {
   shares?: Record<string, TenantShare>;
   /** The key's virtual time: the share the last granted request started at. A tenant that was not waiting starts here. */
   vtime?: number;
+  /** Grants over the trailing window: `[bin start (ms), requests, tokens]`, oldest first. */
+  win?: [number, number, number][];
+  /** 429 episodes so far: each cut the factor once. */
+  cuts?: number;
+  /** When the last cut was, and `factor` right after it (the factor recovers from there). */
+  cutAt?: number;
+  /** The limits the provider last reported room for (rate-limit headers), and when. */
+  learned?: { rpm?: number; tpm?: number; at: number };
+  /** Requests refused for rate are told to come back from here on, one interval apart (a virtual queue). */
+  queueAt?: number;
+}
+
+/** What a grant says about the key at that moment: handed back after the call with the provider's answer. */
+export interface CapacityTicket {
+  /** The store's clock at the grant. */
+  at: number;
+  /** The key's 429 episodes then: a 429 answering this request is a new episode only if no cut came since. */
+  cuts: number;
+  /** The key's own requests and tokens in the provider's trailing minute then, this one's included. */
+  requests: number;
+  tokens: number;
+}
+
+/** One allowance as a provider's rate-limit headers state it. */
+export interface ReportedAllowance {
+  limit?: number;
+  remaining?: number;
+  /** Until it is whole again (ms from the answer). */
+  resetMs?: number;
+}
+
+/** A call's grant and what the provider's answer to it said: handed to the store after the call. */
+export interface ProviderAnswer {
+  ticket?: CapacityTicket;
+  report?: ProviderReport;
+}
+
+/** What a provider's answer said about the key (its rate-limit headers; `retryAfterMs` on a 429). */
+export interface ProviderReport {
+  requests?: ReportedAllowance;
+  tokens?: ReportedAllowance;
+  retryAfterMs?: number;
 }
 
 /** What one model request asks of a key. */
@@ -87,15 +139,32 @@ export interface ThrottledSlice {
   retryAfterMs: number;
 }
 
-export type CapacityGrant = { granted: true } | { granted: false; reason: CapacityRefusal; retryAfterMs: number };
+export type CapacityGrant =
+  | { granted: true; ticket?: CapacityTicket }
+  | { granted: false; reason: CapacityRefusal; retryAfterMs: number };
 
 /** How long a refused request waits when only a lease's end can free capacity. */
 export const CONCURRENCY_RETRY_MS = 500;
-/** Rates after a rate-limit answer: × this factor, down to {@link MIN_FACTOR}. */
+/** Rates after a 429 episode: × this factor, down to {@link MIN_FACTOR}. */
 export const BACKOFF_FACTOR = 0.7;
 export const MIN_FACTOR = 0.1;
-/** A clean minute multiplies the factor by this, up to 1. */
-export const RECOVERY_PER_MINUTE = 1.05;
+/** Clean time (no 429, key open) after which a cut factor is back at 1, linearly. */
+export const RECOVERY_MS = 60_000;
+/** The provider's window. */
+export const WINDOW_MS = 60_000;
+/** Grants are counted in bins this wide. */
+export const BIN_MS = 500;
+/**
+ * The key's log counts a grant this long: the provider's minute, a margin for a request's way to the provider (a
+ * request granted earlier may arrive later than one granted after it), and a bin's width.
+ */
+export const WINDOW_SPAN_MS = WINDOW_MS + 1_000;
+/** The smoothing bucket holds this share of a minute's allowance. */
+export const BURST_SHARE = 0.5;
+/** Background slices leave `reserve` × this share of a minute's allowance (at least one request) to user-facing ones. */
+export const RESERVE_SCALE = 0.05;
+/** Rate-limit headers older than this no longer lower the key's allowance. */
+export const REPORT_TTL_MS = 60_000;
 
 const DEFAULT_RESERVE = 0.1;
 /** A waiting tenant counts as waiting this long past the retry it was given, so it is back before it is forgotten. */
@@ -109,32 +178,89 @@ export const MAX_SHARES = 512;
 /** A tenant refused for its share comes back after at most this many request intervals. */
 const MAX_SHARE_WAIT_STEPS = 20;
 
-/** A key nobody has used yet: full buckets. */
+/** A key nobody has used yet: full buckets, an empty log. */
 export function freshCapacity(limits: ProviderLimits, now: number): CapacityState {
-  return { tokens: limits.tpm ?? 0, requests: limits.rpm ?? 0, refilledAt: now, backoffUntil: 0, factor: 1 };
+  return {
+    tokens: (limits.tpm ?? 0) * BURST_SHARE,
+    requests: (limits.rpm ?? 0) * BURST_SHARE,
+    refilledAt: now,
+    backoffUntil: 0,
+    factor: 1,
+  };
 }
 
-/** The buckets refilled up to `now`, and the factor recovered for the clean time since the last backoff. */
+/** The rate factor at `now`: the factor after the last cut, recovered linearly over clean time, up to 1. */
+export function factorAt(s: CapacityState, now: number): number {
+  if (s.factor >= 1) return 1;
+  const clean = Math.max(0, now - Math.max(s.cutAt ?? s.refilledAt, s.backoffUntil));
+  return Math.min(1, s.factor + ((1 - s.factor) * clean) / RECOVERY_MS);
+}
+
+/**
+ * The key's allowances per minute at `now`: the configured ones × the rate factor, and no more than the provider last
+ * reported room for (within {@link REPORT_TTL_MS}).
+ */
+export function effectiveLimits(s: CapacityState, limits: ProviderLimits, now: number): { rpm?: number; tpm?: number } {
+  const f = factorAt(s, now);
+  const fresh = s.learned && now - s.learned.at < REPORT_TTL_MS ? s.learned : undefined;
+  const one = (configured: number | undefined, reported: number | undefined) =>
+    configured === undefined ? undefined : Math.min(configured * f, reported ?? Infinity);
+  return { rpm: one(limits.rpm, fresh?.rpm), tpm: one(limits.tpm, fresh?.tpm) };
+}
+
+/** The smoothing buckets refilled up to `now` (at the key's effective rates, up to {@link BURST_SHARE} of a minute). */
 export function refill(s: CapacityState, limits: ProviderLimits, now: number): CapacityState {
   const elapsed = Math.max(0, now - s.refilledAt);
-  const clean = now > s.backoffUntil ? Math.max(0, now - Math.max(s.backoffUntil, s.refilledAt)) : 0;
-  const factor = Math.min(1, s.factor * RECOVERY_PER_MINUTE ** (clean / 60_000));
+  const eff = effectiveLimits(s, limits, now);
   const cap = (perMinute: number | undefined, left: number) =>
-    perMinute === undefined ? 0 : Math.min(perMinute * factor, left + (elapsed * perMinute * factor) / 60_000);
+    perMinute === undefined ? 0 : Math.min(perMinute * BURST_SHARE, left + (elapsed * perMinute) / 60_000);
   return {
     ...s,
-    tokens: cap(limits.tpm, s.tokens),
-    requests: cap(limits.rpm, s.requests),
+    tokens: cap(eff.tpm, s.tokens),
+    requests: cap(eff.rpm, s.requests),
     refilledAt: Math.max(now, s.refilledAt),
-    factor,
   };
+}
+
+/** A bin's last moment in the log. */
+const binEnd = (bin: number) => bin + BIN_MS + WINDOW_SPAN_MS;
+const binOf = (t: number) => Math.floor(t / BIN_MS) * BIN_MS;
+
+/** The log without bins past the span. */
+function liveLog(win: CapacityState['win'], now: number): [number, number, number][] {
+  return (win ?? []).filter(([bin]) => binEnd(bin) > now);
+}
+
+/** The log's requests (`i` 1) or tokens (`i` 2) within the provider's own minute before `now` (bins wholly in it). */
+function inProviderMinute(win: [number, number, number][], i: 1 | 2, now: number): number {
+  return win.reduce((n, b) => (b[0] >= now - WINDOW_MS ? n + b[i] : n), 0);
+}
+
+/**
+ * How long until the log has room for `amount` more of allowance `i` under `cap`: 0 when it has now. An amount larger
+ * than the cap goes once the log is empty of it.
+ */
+function logWait(win: [number, number, number][], i: 1 | 2, amount: number, cap: number, now: number): number {
+  let used = win.reduce((n, b) => n + b[i], 0);
+  if (used + amount <= cap || used <= 0) return 0;
+  for (const b of win) {
+    used -= b[i];
+    if (used + amount <= cap || used <= 0) return Math.max(1, binEnd(b[0]) - now);
+  }
+  return Math.max(1, binEnd(win[win.length - 1]![0]) - now);
+}
+
+/** Requests and tokens background slices leave to user-facing ones, of an allowance of `perMinute`. */
+function reserveOf(keep: number, perMinute: number, unit: number): number {
+  return keep > 0 ? Math.max(unit, keep * RESERVE_SCALE * perMinute) : 0;
 }
 
 /**
  * Whether a request may go now, given the key's state and its unexpired leases; the new state either way (refilled,
- * debited when granted, and the request's tenant marked as waiting when refused). A request larger than a whole
- * minute's tokens goes once the bucket is full, else it could never go. Capacity that is free goes to the tenant
- * furthest behind its weighted share among those waiting (user-facing slices excepted: they go first).
+ * logged and debited when granted, and the request's tenant marked as waiting when refused). A request larger than
+ * the bucket goes once the bucket is full, and one larger than the minute's tokens once the log holds none, else it
+ * could never go. Capacity that is free goes to the tenant furthest behind its weighted share among those waiting
+ * (user-facing slices excepted: they go first).
  */
 export function decideCapacity(
   state: CapacityState | undefined,
@@ -143,15 +269,31 @@ export function decideCapacity(
   now: number,
 ): { state: CapacityState; grant: CapacityGrant } {
   const { limits } = req;
-  const s = withShares(refill(state ?? freshCapacity(limits, now), limits, now), now);
+  const refilled = withShares(refill(state ?? freshCapacity(limits, now), limits, now), now);
+  const s: CapacityState = { ...refilled, win: liveLog(refilled.win, now) };
+  const win = s.win!;
   const tenant = req.share?.key ?? '';
   const weight = req.share?.weight ?? 1;
   const priority = req.share?.priority ?? DEFAULT_SHARE_PRIORITY;
   const mine = { ...levelShare(s, tenant, now), w: weight, p: priority };
+  const eff = effectiveLimits(s, limits, now);
   const refuse = (reason: CapacityRefusal, retryAfterMs: number) => {
-    const wait = Math.max(1, Math.ceil(retryAfterMs));
+    let wait = Math.max(1, Math.ceil(retryAfterMs));
+    let queueAt = s.queueAt;
+    // Background refused for rate: come back after those refused before, one request interval apart (user-facing
+    // slices are not queued behind them: they have the reserve).
+    const rate = reason === 'requests' || reason === 'tokens' || reason === 'backoff';
+    if (rate && !req.foreground && eff.rpm !== undefined) {
+      const interval = 60_000 / Math.max(eff.rpm, 1e-3);
+      const at = Math.max(now + wait, s.queueAt ?? 0);
+      wait = Math.ceil(at - now);
+      queueAt = at + interval;
+    }
     const shares = { ...s.shares, [tenant]: { ...mine, until: Math.max(mine.until, now + wait + SHARE_GRACE_MS) } };
-    return { state: { ...s, shares }, grant: { granted: false as const, reason, retryAfterMs: wait } };
+    return {
+      state: { ...s, shares, ...(queueAt !== undefined && { queueAt }) },
+      grant: { granted: false as const, reason, retryAfterMs: wait },
+    };
   };
   if (now < s.backoffUntil) return refuse('backoff', s.backoffUntil - now);
   // Background work leaves the reserve to user-facing slices.
@@ -160,29 +302,57 @@ export function decideCapacity(
     const usable = req.foreground ? limits.concurrency : Math.max(1, Math.floor(limits.concurrency * (1 - keep)));
     if (activeLeases >= usable) return refuse('concurrency', CONCURRENCY_RETRY_MS);
   }
-  if (limits.rpm !== undefined) {
-    const rate = (limits.rpm * s.factor) / 60_000;
-    const need = 1 + keep * limits.rpm * s.factor;
-    if (s.requests < need) return refuse('requests', (need - s.requests) / rate);
+  if (eff.rpm !== undefined) {
+    const reserve = reserveOf(keep, eff.rpm, 1);
+    const need = Math.min(1, eff.rpm * BURST_SHARE) + reserve;
+    if (s.requests < need) return refuse('requests', ((need - s.requests) * 60_000) / eff.rpm);
+    const wait = logWait(win, 1, 1, eff.rpm - reserve, now);
+    if (wait > 0) return refuse('requests', wait);
   }
-  if (limits.tpm !== undefined) {
-    const full = limits.tpm * s.factor;
-    const rate = full / 60_000;
-    const need = Math.min(req.tokens, full) + keep * full;
-    if (s.tokens < need) return refuse('tokens', (need - s.tokens) / rate);
+  if (eff.tpm !== undefined) {
+    const reserve = reserveOf(keep, eff.tpm, 0);
+    const need = Math.min(req.tokens, eff.tpm * BURST_SHARE) + reserve;
+    if (s.tokens < need) return refuse('tokens', ((need - s.tokens) * 60_000) / eff.tpm);
+    const wait = logWait(win, 2, req.tokens, eff.tpm - reserve, now);
+    if (wait > 0) return refuse('tokens', wait);
   }
   const ahead = aheadOfShare(s.shares, tenant, mine, limits, now);
   if (ahead !== undefined) return refuse('share', ahead);
+  const logged = logGrant(win, now, 1, req.tokens);
   return {
     state: {
       ...s,
+      win: logged,
       requests: limits.rpm === undefined ? s.requests : s.requests - 1,
       tokens: limits.tpm === undefined ? s.tokens : s.tokens - req.tokens,
       shares: { ...s.shares, [tenant]: { ...mine, vt: mine.vt + 1 / weight, until: Math.max(mine.until, now) } },
       vtime: Math.max(s.vtime ?? 0, mine.vt),
     },
-    grant: { granted: true },
+    grant: {
+      granted: true,
+      ticket: {
+        at: now,
+        cuts: s.cuts ?? 0,
+        requests: inProviderMinute(logged, 1, now),
+        tokens: inProviderMinute(logged, 2, now),
+      },
+    },
   };
+}
+
+/** The log with `requests` and `tokens` more in the bin of `at` (a bin already gone takes nothing). */
+function logGrant(win: [number, number, number][], at: number, requests: number, tokens: number) {
+  const bin = binOf(at);
+  const out = win.map((b): [number, number, number] => [...b]);
+  const i = out.findIndex((b) => b[0] === bin);
+  if (i >= 0) {
+    out[i]![1] = Math.max(0, out[i]![1] + requests);
+    out[i]![2] = Math.max(0, out[i]![2] + tokens);
+  } else if (requests > 0 || tokens > 0) {
+    out.push([bin, requests, tokens]);
+    out.sort((a, b) => a[0] - b[0]);
+  }
+  return out;
 }
 
 /** The state without shares that have not asked for {@link SHARE_FORGET_MS}, and at most {@link MAX_SHARES} of them. */
@@ -234,30 +404,88 @@ export function correctCapacity(
   limits: ProviderLimits,
   estimated: number,
   used: number,
+  ticket?: CapacityTicket,
 ): CapacityState {
   if (limits.tpm === undefined) return s;
-  return { ...s, tokens: Math.min(limits.tpm * s.factor, s.tokens + estimated - used) };
-}
-
-/** The provider answered "rate limited, retry after `waitMs`": the whole key waits, and its rates go down. */
-export function backoffCapacity(s: CapacityState, waitMs: number, now: number): CapacityState {
+  const cap = limits.tpm * factorAt(s, s.refilledAt) * BURST_SHARE;
   return {
     ...s,
-    backoffUntil: Math.max(s.backoffUntil, now + Math.max(0, waitMs)),
-    // One answer lowers the rates once: answers that arrive while the key already waits are the same storm.
-    factor: now < s.backoffUntil ? s.factor : Math.max(MIN_FACTOR, s.factor * BACKOFF_FACTOR),
+    tokens: Math.min(cap, s.tokens + estimated - used),
+    // The log holds what was used, in the bin of the grant (so a call that used less does not free tokens early).
+    ...(ticket && s.win && { win: logGrant(s.win, ticket.at, 0, used - estimated) }),
   };
 }
 
-/** After a call: the key's state refilled to `now` and corrected (unchanged without a state or a reported usage). */
+/**
+ * The room a provider reported for the key (its rate-limit headers on an answer to the request of `ticket`): the key's
+ * own share of the provider's minute then, plus what the provider said was left. Lower than the configured limit when
+ * another application uses the same API key; it lapses after {@link REPORT_TTL_MS} unless answers renew it.
+ */
+export function learnFromReport(
+  s: CapacityState,
+  report: ProviderReport | undefined,
+  ticket: CapacityTicket | undefined,
+  now: number,
+): CapacityState {
+  if (!report || !ticket) return s;
+  const room = (a: ReportedAllowance | undefined, own: number) =>
+    a?.remaining === undefined || !Number.isFinite(a.remaining)
+      ? undefined
+      : Math.min(a.limit ?? Infinity, own + Math.max(0, a.remaining));
+  const rpm = room(report.requests, ticket.requests);
+  const tpm = room(report.tokens, ticket.tokens);
+  if (rpm === undefined && tpm === undefined) return s;
+  const fresh = s.learned && now - s.learned.at < REPORT_TTL_MS ? s.learned : undefined;
+  return {
+    ...s,
+    learned: {
+      at: now,
+      ...((rpm ?? fresh?.rpm) !== undefined && { rpm: rpm ?? fresh!.rpm! }),
+      ...((tpm ?? fresh?.tpm) !== undefined && { tpm: tpm ?? fresh!.tpm! }),
+    },
+  };
+}
+
+/**
+ * The provider answered "rate limited, retry after `waitMs`": the whole key waits. The rates go down once per episode:
+ * a 429 answering a request granted before the last cut (its `ticket` says) is part of that cut's episode; without a
+ * ticket, one that arrives while the key still waits is. A 429 whose headers say the requests and tokens were not used
+ * up (a limit on requests in flight, say) closes the key without a cut.
+ */
+export function backoffCapacity(
+  s: CapacityState,
+  waitMs: number,
+  now: number,
+  ticket?: CapacityTicket,
+  report?: ProviderReport,
+): CapacityState {
+  const closed = { ...s, backoffUntil: Math.max(s.backoffUntil, now + Math.max(0, waitMs)) };
+  const sameEpisode = ticket ? ticket.cuts < (s.cuts ?? 0) : now < s.backoffUntil;
+  const notRate = (report?.requests?.remaining ?? 0) > 0 && (report?.tokens?.remaining ?? 1) > 0;
+  if (sameEpisode || notRate) return closed;
+  return {
+    ...closed,
+    factor: Math.max(MIN_FACTOR, factorAt(s, now) * BACKOFF_FACTOR),
+    cutAt: now,
+    cuts: (s.cuts ?? 0) + 1,
+  };
+}
+
+/** After a call: the key's state refilled to `now`, corrected and told what the provider reported (unchanged without a state). */
 export function releasedCapacity(
   s: CapacityState | undefined,
   limits: ProviderLimits,
   estimated: number,
   used: number | undefined,
   now: number,
+  ticket?: CapacityTicket,
+  report?: ProviderReport,
 ): CapacityState | undefined {
-  return s && used !== undefined ? correctCapacity(refill(s, limits, now), limits, estimated, used) : s;
+  if (!s) return s;
+  if (used === undefined && !report) return s;
+  const refilled = refill(s, limits, now);
+  const corrected = used === undefined ? refilled : correctCapacity(refilled, limits, estimated, used, ticket);
+  return learnFromReport(corrected, report, ticket, now);
 }
 
 /** A rate-limit answer: the key's state (fresh if it had none) refilled to `now`, then closed for `waitMs`. */
@@ -266,8 +494,13 @@ export function backedOffCapacity(
   limits: ProviderLimits,
   waitMs: number,
   now: number,
+  ticket?: CapacityTicket,
+  report?: ProviderReport,
 ): CapacityState {
-  return backoffCapacity(refill(s ?? freshCapacity(limits, now), limits, now), waitMs, now);
+  const refilled = refill(s ?? freshCapacity(limits, now), limits, now);
+  // The refused request did not count at the provider.
+  const counted = ticket && { ...ticket, requests: Math.max(0, ticket.requests - 1) };
+  return learnFromReport(backoffCapacity(refilled, waitMs, now, ticket, report), report, counted, now);
 }
 
 /** The limits a worker was given, checked: positive finite numbers, a reserve within 0..1. */

@@ -23,6 +23,7 @@ import {
   type ModelRequest,
   type ModelStreamPart,
 } from './provider';
+import { reportFromHeaders } from './rate-limit-headers';
 
 export interface AiSdkModelOptions {
   contextWindow?: number;
@@ -110,7 +111,7 @@ class AiSdkModel implements ModelProvider {
   }
 
   async *stream(request: ModelRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
-    const { stream } = await this.model.doStream({
+    const { stream, response } = await this.model.doStream({
       prompt: toAiSdkPrompt(request),
       tools: request.tools.map((t) => ({
         type: 'function' as const,
@@ -135,8 +136,14 @@ class AiSdkModel implements ModelProvider {
           throw new ModelStreamEndedError(e instanceof Error ? e.message : String(e), { cause: e });
         }
         if (next.done) throw new ModelStreamEndedError('the stream closed without a finish event');
+        if (next.value.type === 'finish') {
+          // The provider's rate-limit headers ride on the finish part: the capacity gate reads them (issue 41).
+          const rateLimits = reportFromHeaders(response?.headers);
+          for (const part of translate(next.value, reasoning))
+            yield part.type === 'finish' && rateLimits ? { ...part, rateLimits } : part;
+          return;
+        }
         yield* translate(next.value, reasoning);
-        if (next.value.type === 'finish') return;
       }
     } finally {
       reader.releaseLock();

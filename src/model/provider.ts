@@ -2,6 +2,7 @@
  * The small streaming interface every model sits behind. A provider turns one request into a stream of parts;
  * the slice owns turn buffering, retries and tool handling (docs/semantics.md §17), so providers stay thin.
  */
+import type { ProviderReport } from '../core/capacity';
 import type { TokenUsage, ToolResultContent } from '../core/types';
 
 /** A message in provider-neutral form, projected from history (one content block each). */
@@ -41,7 +42,8 @@ export type ModelStreamPart =
   | { type: 'tool-call-delta'; id: string; delta: string }
   /** A finished tool call; `input` is the raw JSON text of the arguments as the model produced it. */
   | { type: 'tool-call'; id: string; name: string; input: string }
-  | { type: 'finish'; usage?: TokenUsage };
+  /** `rateLimits`: what the answer's rate-limit headers said about the API key (issue 41), when it had any. */
+  | { type: 'finish'; usage?: TokenUsage; rateLimits?: ProviderReport };
 
 /**
  * A model, as the slice uses it: one streamed completion per call, nothing else. Retries, turn buffering,

@@ -4,7 +4,7 @@
  * {@link PostgresConversationStore} (workers on several machines).
  */
 import type { Budget, BudgetRef, BudgetState, SpendAmount } from '../core/budget';
-import type { CapacityGrant, CapacityRequest, ProviderLimits } from '../core/capacity';
+import type { CapacityGrant, CapacityRequest, ProviderAnswer, ProviderLimits } from '../core/capacity';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
 import type { EvalRecords } from './eval-records';
@@ -100,12 +100,24 @@ export interface NewSummary extends Summary {
 export interface CapacityLedger {
   /** A lease on `request.key`'s capacity, or why not and how long to wait. */
   acquire(request: CapacityRequest): Promise<CapacityGrant>;
-  /** The call is over: ends the lease and corrects the key's tokens by what the call used beyond its estimate. */
-  release(key: string, leaseId: string, limits: ProviderLimits, usedTokens: number | undefined): Promise<void>;
+  /**
+   * The call is over: ends the lease and corrects the key's tokens by what the call used beyond its estimate; `answer`:
+   * the grant's ticket and what the provider's rate-limit headers said (issue 41).
+   */
+  release(
+    key: string,
+    leaseId: string,
+    limits: ProviderLimits,
+    usedTokens: number | undefined,
+    answer?: ProviderAnswer,
+  ): Promise<void>;
   /** Extends the lease of a call still running (it expires `leaseMs` from now). */
   renew(key: string, leaseId: string, leaseMs: number): Promise<void>;
-  /** The provider answered "rate limited": every worker waits `waitMs` on the key, and its rates go down. */
-  backoff(key: string, limits: ProviderLimits, waitMs: number): Promise<void>;
+  /**
+   * The provider answered "rate limited": every worker waits `waitMs` on the key, and its rates go down once per episode
+   * (`answer`: the refused request's ticket and the 429's headers).
+   */
+  backoff(key: string, limits: ProviderLimits, waitMs: number, answer?: ProviderAnswer): Promise<void>;
 }
 
 export class CommitConflictError extends Error {

@@ -8,6 +8,7 @@ import {
   type CapacityRequest,
   type CapacityState,
   decideCapacity,
+  type ProviderAnswer,
   type ProviderLimits,
   releasedCapacity,
 } from '../core/capacity';
@@ -31,12 +32,13 @@ export class MemoryCapacity implements CapacityLedger {
     leaseId: string,
     limits: ProviderLimits,
     used: number | undefined,
+    answer?: ProviderAnswer,
     now = Date.now(),
   ): Promise<void> {
     const lease = this.leases.get(key)?.get(leaseId);
     if (!lease) return;
     this.leases.get(key)!.delete(leaseId);
-    const s = releasedCapacity(this.states.get(key), limits, lease.tokens, used, now);
+    const s = releasedCapacity(this.states.get(key), limits, lease.tokens, used, now, answer?.ticket, answer?.report);
     if (s) this.states.set(key, s);
   }
 
@@ -45,8 +47,14 @@ export class MemoryCapacity implements CapacityLedger {
     if (lease) lease.expiresAt = now + leaseMs;
   }
 
-  async backoff(key: string, limits: ProviderLimits, waitMs: number, now = Date.now()): Promise<void> {
-    this.states.set(key, backedOffCapacity(this.states.get(key), limits, waitMs, now));
+  async backoff(
+    key: string,
+    limits: ProviderLimits,
+    waitMs: number,
+    answer?: ProviderAnswer,
+    now = Date.now(),
+  ): Promise<void> {
+    this.states.set(key, backedOffCapacity(this.states.get(key), limits, waitMs, now, answer?.ticket, answer?.report));
   }
 
   /** The key's leases, the expired ones removed. */

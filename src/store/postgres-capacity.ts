@@ -5,7 +5,7 @@
  * (`clock_timestamp()`), one clock for the whole fleet.
  */
 import type { Pool, PoolClient } from 'pg';
-import type { CapacityGrant, CapacityRequest, CapacityState, ProviderLimits } from '../core/capacity';
+import type { CapacityGrant, CapacityRequest, CapacityState, ProviderAnswer, ProviderLimits } from '../core/capacity';
 import { backedOffCapacity, decideCapacity, releasedCapacity } from '../core/capacity';
 import type { TableName } from './postgres-schema';
 import type { CapacityLedger } from './conversation-store';
@@ -75,14 +75,21 @@ export class PostgresCapacity implements CapacityLedger {
     });
   }
 
-  release(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
+  release(
+    key: string,
+    leaseId: string,
+    limits: ProviderLimits,
+    used: number | undefined,
+    answer?: ProviderAnswer,
+  ): Promise<void> {
     return this.tx(async (c) => {
       const { state, now } = await this.lock(c, key);
       const { rows } = await c.query<{ tokens: number }>(
         `DELETE FROM ${this.t('capacity_leases')} WHERE key = $1 AND lease_id = $2 RETURNING tokens`,
         [key, leaseId],
       );
-      const released = rows[0] && releasedCapacity(state, limits, rows[0].tokens, used, now);
+      const released =
+        rows[0] && releasedCapacity(state, limits, rows[0].tokens, used, now, answer?.ticket, answer?.report);
       if (released) await this.save(c, key, released);
     });
   }
@@ -96,10 +103,10 @@ export class PostgresCapacity implements CapacityLedger {
     );
   }
 
-  backoff(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
+  backoff(key: string, limits: ProviderLimits, waitMs: number, answer?: ProviderAnswer): Promise<void> {
     return this.tx(async (c) => {
       const { state, now } = await this.lock(c, key);
-      await this.save(c, key, backedOffCapacity(state, limits, waitMs, now));
+      await this.save(c, key, backedOffCapacity(state, limits, waitMs, now, answer?.ticket, answer?.report));
     });
   }
 }

@@ -4,7 +4,7 @@
  * file's write lock from its first read, so two processes never decide on the same state.
  */
 import type Database from 'better-sqlite3';
-import type { CapacityGrant, CapacityRequest, CapacityState, ProviderLimits } from '../core/capacity';
+import type { CapacityGrant, CapacityRequest, CapacityState, ProviderAnswer, ProviderLimits } from '../core/capacity';
 import { backedOffCapacity, decideCapacity, releasedCapacity } from '../core/capacity';
 import type { CapacityLedger } from './conversation-store';
 
@@ -75,11 +75,19 @@ export class SqliteCapacity implements CapacityLedger {
       .immediate();
   }
 
-  async release(key: string, leaseId: string, limits: ProviderLimits, used: number | undefined): Promise<void> {
+  async release(
+    key: string,
+    leaseId: string,
+    limits: ProviderLimits,
+    used: number | undefined,
+    answer?: ProviderAnswer,
+  ): Promise<void> {
     this.db
       .transaction(() => {
         const lease = this.s.end.get(key, leaseId);
-        const s = lease && releasedCapacity(this.read(key), limits, lease.tokens, used, Date.now());
+        const s =
+          lease &&
+          releasedCapacity(this.read(key), limits, lease.tokens, used, Date.now(), answer?.ticket, answer?.report);
         if (s) this.s.save.run(key, JSON.stringify(s));
       })
       .immediate();
@@ -89,10 +97,11 @@ export class SqliteCapacity implements CapacityLedger {
     this.s.renew.run(Date.now() + leaseMs, key, leaseId);
   }
 
-  async backoff(key: string, limits: ProviderLimits, waitMs: number): Promise<void> {
+  async backoff(key: string, limits: ProviderLimits, waitMs: number, answer?: ProviderAnswer): Promise<void> {
     this.db
       .transaction(() => {
-        this.s.save.run(key, JSON.stringify(backedOffCapacity(this.read(key), limits, waitMs, Date.now())));
+        const s = backedOffCapacity(this.read(key), limits, waitMs, Date.now(), answer?.ticket, answer?.report);
+        this.s.save.run(key, JSON.stringify(s));
       })
       .immediate();
   }

@@ -7,6 +7,9 @@ import { describe, expect, it } from 'vitest';
 import {
   BACKOFF_FACTOR,
   backoffCapacity,
+  effectiveLimits,
+  factorAt,
+  learnFromReport,
   type CapacityRequest,
   type CapacityState,
   correctCapacity,
@@ -38,38 +41,73 @@ function grantsUntilRefused(limits: ProviderLimits, tokens = 100, foreground = t
 }
 
 describe('requests per minute', () => {
-  it('grants a minute of requests at once, then asks to wait for the next to refill', () => {
-    const { n, grant, state } = grantsUntilRefused({ rpm: 60, reserve: 0 });
-    expect(n).toBe(60);
+  it('grants half a minute of requests at once, then paces the rest: never more than the minute in any 60 s', () => {
+    const limits = { rpm: 60, reserve: 0 };
+    const { n, grant, state } = grantsUntilRefused(limits);
+    expect(n).toBe(30);
     expect(grant).toEqual({ granted: false, reason: 'requests', retryAfterMs: 1000 });
-    expect(decideCapacity(state, req({ rpm: 60, reserve: 0 }), 0, T0 + 999).grant.granted).toBe(false);
-    expect(decideCapacity(state, req({ rpm: 60, reserve: 0 }), 0, T0 + 1000).grant.granted).toBe(true);
+    expect(decideCapacity(state, req(limits), 0, T0 + 999).grant.granted).toBe(false);
+    expect(decideCapacity(state, req(limits), 0, T0 + 1000).grant.granted).toBe(true);
+  });
+
+  it('holds a key asked every 10 ms for five minutes to the sliding minute, at ≥ 0.95 of its rate', () => {
+    const limits = { rpm: 120, reserve: 0 };
+    const granted: number[] = [];
+    let state: CapacityState | undefined;
+    for (let now = T0; now < T0 + 300_000; now += 10) {
+      const d = decideCapacity(state, req(limits), 0, now);
+      state = d.state;
+      if (d.grant.granted) granted.push(now);
+    }
+    // At most 120 in any trailing 60 s (the worst case of a sliding-window provider), so a token bucket never refuses.
+    let most = 0;
+    for (let i = 0, j = 0; i < granted.length; i++) {
+      while (granted[j]! <= granted[i]! - 60_000) j++;
+      most = Math.max(most, i - j + 1);
+    }
+    expect(most).toBeLessThanOrEqual(120);
+    expect(granted.length / (5 * 120)).toBeGreaterThanOrEqual(0.95);
+    // No whole minute at once: the first second got half a minute at most.
+    expect(granted.filter((t) => t < T0 + 1000).length).toBeLessThanOrEqual(61);
+  });
+
+  it('spaces the retries of background requests refused for rate, one interval apart', () => {
+    const limits = { rpm: 60, reserve: 0 };
+    let state = grantsUntilRefused(limits, 100, false).state;
+    const waits: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const d = decideCapacity(state, req(limits, 100, false), 0, T0);
+      state = d.state;
+      if (!d.grant.granted) waits.push(d.grant.retryAfterMs);
+    }
+    expect(waits).toEqual([2000, 3000, 4000, 5000, 6000]);
   });
 });
 
 describe('tokens per minute', () => {
   it('debits the estimate, and the correction after the call pays for the difference', () => {
-    const limits = { tpm: 1000, reserve: 0 };
+    const limits = { tpm: 2000, reserve: 0 };
     const first = decideCapacity(undefined, req(limits, 600), 0, T0);
     expect(first.grant.granted).toBe(true);
     expect(first.state.tokens).toBe(400);
-    // The call used 900, not 600: 300 more are owed.
-    const corrected = correctCapacity(first.state, limits, 600, 900);
+    const ticket = first.grant.granted ? first.grant.ticket : undefined;
+    // The call used 900, not 600: 300 more are owed, in the bucket and in the minute's log.
+    const corrected = correctCapacity(first.state, limits, 600, 900, ticket);
     expect(corrected.tokens).toBe(100);
+    expect(corrected.win).toEqual([[T0, 1, 900]]);
     const refused = decideCapacity(corrected, req(limits, 600), 0, T0);
-    expect(refused.grant).toEqual({ granted: false, reason: 'tokens', retryAfterMs: 30_000 });
+    expect(refused.grant).toEqual({ granted: false, reason: 'tokens', retryAfterMs: 15_000 });
     // A call that used less gives the rest back, up to the bucket's size.
-    expect(correctCapacity(first.state, limits, 600, 0).tokens).toBe(1000);
+    expect(correctCapacity(first.state, limits, 600, 0, ticket).tokens).toBe(1000);
   });
 
-  it('lets a request larger than a minute of tokens go once the bucket is full', () => {
+  it('lets a request larger than a minute of tokens go once the bucket is full and the minute holds none', () => {
     const limits = { tpm: 1000, reserve: 0 };
     const d = decideCapacity(undefined, req(limits, 5000), 0, T0);
     expect(d.grant.granted).toBe(true);
-    expect(d.state.tokens).toBe(-4000);
+    expect(d.state.tokens).toBe(-4500);
   });
 });
-
 describe('concurrency', () => {
   it('counts the unexpired leases it is given', () => {
     const limits = { concurrency: 2, reserve: 0 };
@@ -83,38 +121,81 @@ describe('concurrency', () => {
 
 describe('the reserve', () => {
   it('keeps a share of each allowance for user-facing slices', () => {
+    // Half a minute at once (50); background leaves 0.2 × 5 % of the minute (at least one request) to user-facing slices.
     const limits = { rpm: 100, concurrency: 10, reserve: 0.2 };
-    expect(grantsUntilRefused(limits, 1, false).n).toBe(80);
-    expect(grantsUntilRefused(limits, 1, true).n).toBe(100);
+    expect(grantsUntilRefused(limits, 1, false).n).toBe(49);
+    expect(grantsUntilRefused(limits, 1, true).n).toBe(50);
     expect(decideCapacity(undefined, req(limits, 1, false), 8, T0).grant).toMatchObject({ reason: 'concurrency' });
     expect(decideCapacity(undefined, req(limits, 1, true), 8, T0).grant.granted).toBe(true);
   });
 });
 
 describe("a provider's rate-limit answer", () => {
-  it('closes the key for the time asked and lowers its rates, once per storm', () => {
+  it('closes the key for the time asked and lowers its rates, once per episode', () => {
     const limits = { rpm: 100, reserve: 0 };
-    const fresh = decideCapacity(undefined, req(limits), 0, T0).state;
-    const closed = backoffCapacity(fresh, 2000, T0);
+    const first = decideCapacity(undefined, req(limits), 0, T0);
+    const ticket = first.grant.granted ? first.grant.ticket : undefined;
+    expect(ticket).toMatchObject({ at: T0, cuts: 0, requests: 1 });
+    const closed = backoffCapacity(first.state, 2000, T0, ticket);
     expect(closed.factor).toBeCloseTo(BACKOFF_FACTOR);
     expect(decideCapacity(closed, req(limits), 0, T0 + 1500).grant).toEqual({
       granted: false,
       reason: 'backoff',
       retryAfterMs: 500,
     });
-    // A second answer while the key waits is the same storm: the rates go down once.
-    expect(backoffCapacity(closed, 2000, T0 + 100).factor).toBeCloseTo(BACKOFF_FACTOR);
-    expect(decideCapacity(closed, req(limits), 0, T0 + 2000).grant.granted).toBe(true);
+    // More 429s answering requests granted before the cut are the same episode: the rates go down once, even after
+    // the key has reopened.
+    expect(backoffCapacity(closed, 2000, T0 + 100, ticket).factor).toBeCloseTo(BACKOFF_FACTOR);
+    expect(backoffCapacity(closed, 2000, T0 + 5000, ticket).cuts).toBe(1);
+    const after = decideCapacity(closed, req(limits), 0, T0 + 2000);
+    expect(after.grant.granted).toBe(true);
+    // A 429 answering a request granted after the cut is a new episode.
+    const again = after.grant.granted ? after.grant.ticket : undefined;
+    expect(backoffCapacity(after.state, 2000, T0 + 2500, again).cuts).toBe(2);
   });
 
-  it('recovers the rates while the key stays clean', () => {
+  it('does not cut for a 429 whose headers say requests and tokens were left (a limit on requests in flight)', () => {
+    const fresh = decideCapacity(undefined, req({ rpm: 100 }), 0, T0);
+    const ticket = fresh.grant.granted ? fresh.grant.ticket : undefined;
+    const closed = backoffCapacity(fresh.state, 1000, T0, ticket, { requests: { remaining: 40 } });
+    expect(closed.factor).toBe(1);
+    expect(closed.backoffUntil).toBe(T0 + 1000);
+  });
+
+  it('recovers the rates linearly while the key stays clean, fully within a minute', () => {
     const limits = { rpm: 100, reserve: 0 };
     const closed = backoffCapacity(decideCapacity(undefined, req(limits), 0, T0).state, 1000, T0);
-    const later = decideCapacity(closed, req(limits), 0, T0 + 1000 + 30 * 60_000).state;
-    expect(later.factor).toBe(1);
-    const soon = decideCapacity(closed, req(limits), 0, T0 + 1000 + 60_000).state;
-    expect(soon.factor).toBeGreaterThan(BACKOFF_FACTOR);
-    expect(soon.factor).toBeLessThan(1);
+    expect(factorAt(closed, T0 + 1000)).toBeCloseTo(BACKOFF_FACTOR);
+    expect(factorAt(closed, T0 + 1000 + 30_000)).toBeCloseTo((1 + BACKOFF_FACTOR) / 2);
+    expect(factorAt(closed, T0 + 1000 + 60_000)).toBe(1);
+  });
+});
+
+describe("the provider's rate-limit headers", () => {
+  it("lower the key's minute to the key's own requests plus what the provider said it had left", () => {
+    // Configured at 120 a minute; another application uses the same API key: the provider has 20 left after ours.
+    const limits = { rpm: 120, reserve: 0 };
+    let state: CapacityState | undefined;
+    let ticket;
+    for (let i = 0; i < 10; i++) {
+      const d = decideCapacity(state, req(limits), 0, T0 + i * 500);
+      state = d.state;
+      if (d.grant.granted) ticket = d.grant.ticket;
+    }
+    expect(ticket).toMatchObject({ requests: 10 });
+    const told = learnFromReport(state!, { requests: { limit: 120, remaining: 20 } }, ticket, T0 + 5000);
+    expect(effectiveLimits(told, limits, T0 + 5000).rpm).toBe(30);
+    // The key makes 20 more requests within the minute, not 110.
+    let n = 0;
+    state = told;
+    for (let now = T0 + 5000; now < T0 + 50_000; now += 100) {
+      const d = decideCapacity(state, req(limits), 0, now);
+      state = d.state;
+      if (d.grant.granted) n++;
+    }
+    expect(n).toBe(20);
+    // A report lapses after a minute without answers: the configured limit again.
+    expect(effectiveLimits(told, limits, T0 + 5000 + 60_000).rpm).toBe(120);
   });
 });
 
