@@ -163,6 +163,8 @@ export const WINDOW_SPAN_MS = WINDOW_MS + 1_000;
 export const BURST_SHARE = 0.5;
 /** Background slices leave `reserve` × this share of a minute's allowance (at least one request) to user-facing ones. */
 export const RESERVE_SCALE = 0.05;
+/** Of another application's use of the key (as the headers show it), this share is left to it as a margin. */
+export const SHARED_MARGIN = 0.1;
 /** Rate-limit headers older than this no longer lower the key's allowance. */
 export const REPORT_TTL_MS = 60_000;
 
@@ -428,10 +430,13 @@ export function learnFromReport(
   now: number,
 ): CapacityState {
   if (!report || !ticket) return s;
-  const room = (a: ReportedAllowance | undefined, own: number) =>
-    a?.remaining === undefined || !Number.isFinite(a.remaining)
-      ? undefined
-      : Math.min(a.limit ?? Infinity, own + Math.max(0, a.remaining));
+  // Another application's use of the key goes on between two answers: a tenth of it is left to it as a margin.
+  const room = (a: ReportedAllowance | undefined, own: number) => {
+    if (a?.remaining === undefined || !Number.isFinite(a.remaining)) return undefined;
+    const remaining = Math.max(0, a.remaining);
+    const others = a.limit === undefined ? 0 : Math.max(0, a.limit - remaining - own);
+    return Math.min(a.limit ?? Infinity, own + remaining - Math.ceil(others * SHARED_MARGIN));
+  };
   const rpm = room(report.requests, ticket.requests);
   const tpm = room(report.tokens, ticket.tokens);
   if (rpm === undefined && tpm === undefined) return s;
