@@ -105,8 +105,15 @@ function governed(r: Results): string[] {
     '',
     '| run | provider 429s | provider requests | completions | drained (s) | user p50 (idle p50) ms | tenant share error, max | budget overshoot (tokens) | budgeted tenant done: before → after the raise |',
     '|---|---|---|---|---|---|---|---|---|',
-    row('without limits', g.off),
-    row('with limits', g.on),
+    ...(g.providers ?? [{ algorithm: 'sliding-window', off: g.off, on: g.on, allowedDrainMs: undefined }]).flatMap(
+      (p) => [
+        row(`${p.algorithm}, without limits`, p.off),
+        row(
+          `${p.algorithm}, with limits${p.allowedDrainMs === undefined ? '' : ` (the key allows ${(p.allowedDrainMs / 1000).toFixed(1)} s)`}`,
+          p.on,
+        ),
+      ],
+    ),
   ];
 }
 

@@ -1,16 +1,17 @@
 /**
- * The `governed` phase (issue 27 §3): a fleet woken at once against a provider that enforces its own limits with real
- * 429s, run twice in one process — without provider limits, and with `limits` set to the provider's. A mock
- * OpenAI-compatible server allows `rpm` requests per sliding minute and `concurrency` at once and answers `429` with
- * `Retry-After` otherwise. `threads` roots in `tenants` tenants (Temporal fairness keys: the first half of weight 1, the
+ * The `governed` phase (issue 27 §3, issue 41): a fleet woken at once against a provider that enforces its own limits
+ * with real 429s, run twice per provider in one process — without provider limits, and with `limits` set to the
+ * provider's. Two mock providers (test/wire/rate-limited.ts), each reached through the project's real client: a
+ * sliding window (OpenAI chat wire: at most `rpm` in any trailing minute) and a token bucket (Anthropic's documented
+ * algorithm and wire: `rpm` requests replenished continuously), both with `concurrency` at once, `429` with
+ * `retry-after` otherwise, and their rate-limit headers on every answer. Each provider's result also says the drain
+ * time its key allows for the requests it accepted (`allowedDrainMs`). `threads` roots in `tenants` tenants (Temporal fairness keys: the first half of weight 1, the
  * rest of weight 2) each get one user text at the same moment, while one user-facing root does a turn every second
  * (its latency measured quiet first, then under the burst). One tenant has a token budget that covers about half its
  * threads: once every other tenant is done, the phase reads its overshoot, lifts the budget and waits for the rest of
  * its threads. Each run has its own dev server, store and provider.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,7 +23,12 @@ import { startDevServer } from '../../src/devserver/server';
 import { modelFromSpec } from '../../src/model/registry';
 import { SqliteConversationStore } from '../../src/store/sqlite';
 import { createAgentWorker } from '../../src/worker/create-worker';
-import { openAiChatDialect } from '../../test/wire/openai-chat';
+import {
+  allowedDrainMs,
+  type LimitAlgorithm,
+  type RateLimitedProvider,
+  startRateLimitedProvider,
+} from '../../test/wire/rate-limited';
 import { percentile } from '../lib/stats';
 
 export interface GovernedConfig {
@@ -54,9 +60,21 @@ export interface GovernedRun {
   budgetedThreads: number;
 }
 
-export interface GovernedResult extends GovernedConfig {
+/** Both runs against one provider. */
+export interface GovernedProvider {
+  algorithm: LimitAlgorithm;
   off: GovernedRun;
   on: GovernedRun;
+  /** The drain time the key allows for the requests the provider accepted in the run with limits (its algorithm's bound, or its concurrency's). */
+  allowedDrainMs: number;
+}
+
+export interface GovernedResult extends GovernedConfig {
+  /** The sliding-window provider's runs (as before issue 41). */
+  off: GovernedRun;
+  on: GovernedRun;
+  /** Per provider: the sliding window's, then the token bucket's. */
+  providers?: GovernedProvider[];
 }
 
 /** Tokens a completion of the mock provider reports using. */
@@ -66,48 +84,6 @@ const weightOf = (t: number, tenants: number) => (t < tenants / 2 ? 1 : 2);
 /** The tenant with a budget: the last one (weight 2, so the others' shares are measured over both weights). */
 const budgetedTenant = (tenants: number) => tenants - 1;
 const DRAIN_LIMIT_MS = 600_000;
-
-/** The provider: a sliding-minute request limit and a concurrency limit, each answered with a real 429. */
-async function startProvider(rpm: number, concurrency: number) {
-  const stats = { requests: 0, ok: 0, limited: 0, inFlight: 0 };
-  const window: number[] = [];
-  const server: Server = createServer((req, res) => {
-    void (async () => {
-      for await (const _ of req) void _;
-      stats.requests++;
-      const now = Date.now();
-      while (window.length > 0 && window[0]! <= now - 60_000) window.shift();
-      const limited =
-        window.length >= rpm ? Math.ceil((window[0]! + 60_000 - now) / 1000) : stats.inFlight >= concurrency ? 1 : 0;
-      if (limited > 0) {
-        stats.limited++;
-        const e = openAiChatDialect.error(429, 'Rate limit reached. Please try again.');
-        res.writeHead(429, { ...e.headers, 'retry-after': String(limited) }).end(e.body);
-        return;
-      }
-      window.push(now);
-      stats.inFlight++;
-      try {
-        res.writeHead(200, { 'content-type': openAiChatDialect.contentType });
-        for (const frame of openAiChatDialect.frames({ text: ['done', ' here'], usage: USAGE })) {
-          res.write(frame);
-          await sleep(20);
-        }
-        res.end();
-        stats.ok++;
-      } finally {
-        stats.inFlight--;
-      }
-    })().catch((e: unknown) => res.destroy(e instanceof Error ? e : new Error(String(e))));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    stats,
-    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
-  };
-}
 
 /** The largest deviation, in %, of each count's share of the total from its weight's share. */
 export function shareErrorMaxPct(counts: number[], weights: number[]): number {
@@ -122,11 +98,16 @@ export function shareErrorMaxPct(counts: number[], weights: number[]): number {
   );
 }
 
-async function runOnce(cfg: GovernedConfig, limited: boolean, say: (s: string) => void): Promise<GovernedRun> {
+async function runOnce(
+  cfg: GovernedConfig,
+  algorithm: LimitAlgorithm,
+  limited: boolean,
+  say: (s: string) => void,
+): Promise<GovernedRun & { accepted: number; callMs: number }> {
   const { threads, tenants, rpm, concurrency } = cfg;
   const work = mkdtempSync(join(tmpdir(), 'infinity-governed-'));
   const server = await startDevServer({ ui: false, dbFilename: join(work, 'temporal.sqlite') });
-  const provider = await startProvider(rpm, concurrency);
+  const provider: RateLimitedProvider = await startRateLimitedProvider({ algorithm, rpm, concurrency, usage: USAGE });
   const store = new SqliteConversationStore(join(work, 'store.sqlite'));
   const finished = new Map<string, () => void>();
   const doneAt = new Map<string, number>();
@@ -136,7 +117,7 @@ async function runOnce(cfg: GovernedConfig, limited: boolean, say: (s: string) =
     connection: await NativeConnection.connect({ address: server.address }),
     taskQueue,
     store,
-    model: modelFromSpec('openai-compatible:gpt-test', { env: { INFINITY_BASE_URL: provider.baseUrl } }),
+    model: modelFromSpec(provider.spec, { env: provider.env }),
     // The runtime's own retry after a 429 honours Retry-After; keep its fallback wait short.
     completionPolicy: { rateLimitWaitMs: 1_000 },
     ...(limited && { limits }),
@@ -174,8 +155,11 @@ async function runOnce(cfg: GovernedConfig, limited: boolean, say: (s: string) =
 
     const requestsBefore = provider.stats.requests;
     const limitedBefore = provider.stats.limited;
+    const acceptedBefore = provider.stats.accepted.length;
+    const answeringBefore = provider.stats.answeringMs;
     const t0 = Date.now();
-    say(`${limited ? 'with' : 'without'} limits: waking ${threads} threads in ${tenants} tenants`);
+    const run = `${algorithm}, ${limited ? 'with' : 'without'} limits`;
+    say(`${run}: waking ${threads} threads in ${tenants} tenants`);
     const ids = await Promise.all(
       Array.from({ length: threads }, async (_, i) => {
         const threadId = `fleet-${limited}-${i}-${t0}`;
@@ -196,10 +180,14 @@ async function runOnce(cfg: GovernedConfig, limited: boolean, say: (s: string) =
     let turns = 5;
     while (others.some((id) => !doneAt.has(id)) && Date.now() - t0 < DRAIN_LIMIT_MS) {
       busy.push(await turn(turns++));
-      say(`${limited ? 'with' : 'without'} limits: ${doneAt.size - 1} of ${threads} done`);
+      say(`${run}: ${doneAt.size - 1} of ${threads} done`);
       await sleep(1_000);
     }
     const drainMs = Math.max(...others.map((id) => doneAt.get(id) ?? Date.now())) - t0;
+    // Accepted by the provider until the drain: what the key's allowance had to cover.
+    const accepted = provider.stats.accepted.filter((at) => at <= t0 + drainMs).length - acceptedBefore;
+    const answered = provider.stats.accepted.length - acceptedBefore;
+    const callMs = answered > 0 ? (provider.stats.answeringMs - answeringBefore) / answered : 0;
 
     // The budgeted tenant: what it spent beyond its limit, then the rest of its threads once the limit is lifted.
     const [state] = await client.budgets({ tenant: `tenant-${budgeted}` });
@@ -219,6 +207,8 @@ async function runOnce(cfg: GovernedConfig, limited: boolean, say: (s: string) =
       (t) => ids.filter((id, i) => tenantOf(i) === t && (doneAt.get(id) ?? Infinity) <= backlogged).length,
     );
     return {
+      accepted,
+      callMs,
       provider429s: provider.stats.limited - limitedBefore,
       providerRequests: provider.stats.requests - requestsBefore,
       completions: ids.filter((id) => doneAt.has(id)).length,
@@ -247,9 +237,21 @@ async function runOnce(cfg: GovernedConfig, limited: boolean, say: (s: string) =
   }
 }
 
-/** Both runs: without limits first, then with them. */
+const strip = ({ accepted: _a, callMs: _c, ...run }: GovernedRun & { accepted: number; callMs: number }) => run;
+
+/** Per provider (the sliding window, then the token bucket), both runs: without limits first, then with them. */
 export async function governedPhase(cfg: GovernedConfig, say: (s: string) => void = () => undefined) {
-  const off = await runOnce(cfg, false, say);
-  const on = await runOnce(cfg, true, say);
-  return { ...cfg, off, on } satisfies GovernedResult;
+  const providers: GovernedProvider[] = [];
+  for (const algorithm of ['sliding-window', 'token-bucket'] as const) {
+    const off = await runOnce(cfg, algorithm, false, say);
+    const on = await runOnce(cfg, algorithm, true, say);
+    providers.push({
+      algorithm,
+      off: strip(off),
+      on: strip(on),
+      allowedDrainMs: Math.round(allowedDrainMs(algorithm, cfg.rpm, on.accepted, cfg.concurrency, on.callMs)),
+    });
+  }
+  const sliding = providers[0]!;
+  return { ...cfg, off: sliding.off, on: sliding.on, providers } satisfies GovernedResult;
 }

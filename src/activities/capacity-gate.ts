@@ -11,13 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/activity';
 import { ApplicationFailureCategory } from '@temporalio/common';
-import type {
-  CapacityRequest,
-  CapacityTicket,
-  ProviderLimits,
-  ProviderReport,
-  ThrottledSlice,
-} from '../core/capacity';
+import type { CapacityRequest, CapacityTicket, ProviderLimits, ProviderReport, ThrottledSlice } from '../core/capacity';
 import { SLICE_REFUSED } from '../core/slice-protocol';
 import type { TokenUsage } from '../core/types';
 import type { ModelRequest } from '../model/provider';

@@ -140,8 +140,7 @@ export interface ThrottledSlice {
 }
 
 export type CapacityGrant =
-  | { granted: true; ticket?: CapacityTicket }
-  | { granted: false; reason: CapacityRefusal; retryAfterMs: number };
+  { granted: true; ticket?: CapacityTicket } | { granted: false; reason: CapacityRefusal; retryAfterMs: number };
 
 /** How long a refused request waits when only a lease's end can free capacity. */
 export const CONCURRENCY_RETRY_MS = 500;

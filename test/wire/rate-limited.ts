@@ -47,6 +47,8 @@ export interface RateLimitedStats {
   /** Refused requests, by arrival time. */
   refused: number[];
   othersAccepted: number;
+  /** Time spent answering accepted requests, summed (ms). */
+  answeringMs: number;
 }
 
 export interface RateLimitedProvider {
@@ -68,6 +70,24 @@ export function maxInAnyMinute(times: number[]): number {
     most = Math.max(most, i - j + 1);
   }
   return most;
+}
+
+/**
+ * The least time a key allows `n` requests to be answered in, from a fresh key: the provider's algorithm's own bound
+ * (a sliding window: a minute's allowance per minute; a token bucket: its size at once, then its rate) or the bound of
+ * `concurrency` calls of `callMs` at once, whichever is longer.
+ */
+export function allowedDrainMs(
+  algorithm: LimitAlgorithm,
+  rpm: number,
+  n: number,
+  concurrency: number | undefined,
+  callMs: number,
+): number {
+  const byCalls = concurrency === undefined ? callMs : Math.ceil(n / concurrency) * callMs;
+  const byRate =
+    n <= rpm ? 0 : algorithm === 'sliding-window' ? (Math.ceil(n / rpm) - 1) * 60_000 : ((n - rpm) * 60_000) / rpm;
+  return Math.max(byCalls, byRate + callMs);
 }
 
 /** One limit's arithmetic: whether a request may go at `now` (taking it if so), and what to tell the client. */
@@ -149,7 +169,14 @@ export async function startRateLimitedProvider(opts: RateLimitedOptions): Promis
   const dialect: WireDialect = opts.algorithm === 'token-bucket' ? anthropicDialect : openAiChatDialect;
   const usage = opts.usage ?? { input: 400, output: 20 };
   const frameDelayMs = opts.frameDelayMs ?? 20;
-  const stats: RateLimitedStats = { requests: 0, limited: 0, accepted: [], refused: [], othersAccepted: 0 };
+  const stats: RateLimitedStats = {
+    requests: 0,
+    limited: 0,
+    accepted: [],
+    refused: [],
+    othersAccepted: 0,
+    answeringMs: 0,
+  };
   const startedAt = Date.now();
   let inFlight = 0;
   // The other application's requests, evenly spaced, played up to `now` before each of ours.
@@ -186,6 +213,7 @@ export async function startRateLimitedProvider(opts: RateLimitedOptions): Promis
       }
       stats.accepted.push(now);
       inFlight++;
+      const t0 = performance.now();
       try {
         res.writeHead(200, { 'content-type': dialect.contentType, 'cache-control': 'no-cache', ...limit.headers(now) });
         for (const frame of dialect.frames({ text: ['done', ' here'], usage })) {
@@ -195,6 +223,7 @@ export async function startRateLimitedProvider(opts: RateLimitedOptions): Promis
         res.end();
       } finally {
         inFlight--;
+        stats.answeringMs += performance.now() - t0;
       }
     })().catch((e: unknown) => res.destroy(e instanceof Error ? e : new Error(String(e))));
   });
