@@ -130,6 +130,13 @@ export { ThreadHandle, type ThreadEventsOptions } from './client/thread-handle';
 export type { Followed, FollowOptions } from './client/follow';
 export { FORKED_FROM, type ForkAt, type ForkThreadOptions } from './client/fork';
 export { type RewindResult, type RewindThreadOptions } from './client/rewind';
+export {
+  migrationQuery,
+  type MigratedThread,
+  type MigrateOptions,
+  type MigrateProgress,
+  type MigrateReport,
+} from './client/migrate';
 export { type DeliveryResult, DEFAULT_MAX_INPUT_BYTES } from './inbox/deliver';
 export { STAGE_THRESHOLD_BYTES, DEFAULT_MAX_STAGED_INPUT_BYTES, type InputLimits } from './inbox/staging';
 export {

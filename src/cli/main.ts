@@ -26,6 +26,7 @@ import { registerExperiment } from './commands/experiment';
 import { registerExport } from './commands/export';
 import { registerFork } from './commands/fork';
 import { registerRewind } from './commands/rewind';
+import { registerMigrate } from './commands/migrate';
 import { registerGateway } from './commands/gateway';
 import { registerHistory } from './commands/history';
 import { registerReplay } from './commands/replay';
@@ -84,11 +85,12 @@ export function buildProgram(
   registerCompact(program, shown);
   registerFork(program, shown);
   registerRewind(program, shown);
-  // The conversation store, budgets, the replay gate:
+  // The conversation store, budgets, the replay gate, moving threads onto a new release:
   registerBackup(program, shown);
   registerBudget(program, shown);
   registerUsage(program, shown);
   registerReplay(program, shown);
+  registerMigrate(program, shown);
   // Replay-evals and outcome scores (the store alone):
   registerEval(program, shown);
   registerExport(program, shown);

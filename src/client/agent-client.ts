@@ -18,6 +18,7 @@ import { typedUnavailable } from '../inbox/unavailable';
 import { listThreads, type ThreadFilter, type ThreadSummary } from './listing';
 import { forkThread, type ForkThreadOptions } from './fork';
 import { rewindThread, type RewindResult, type RewindThreadOptions } from './rewind';
+import { migrateThreads, type MigrateOptions, type MigrateReport } from './migrate';
 import { ThreadHandle } from './thread-handle';
 import { ThreadStarts } from './thread-start';
 import { type BudgetTarget, budgetStates, setBudget, type SetBudgetResult } from './budgets';
@@ -302,6 +303,23 @@ export class AgentClient {
    */
   rewindThread(threadId: string, options: RewindThreadOptions): Promise<RewindResult> {
     return rewindThread(this, this.options.store, threadId, options);
+  }
+
+  /**
+   * Moves this task queue's running threads whose current run started before `options.before` (default: now) onto
+   * new runs on the release its workers now run (a continue-as-new with all their state, at each thread's next pause
+   * between slices). Run it after every worker runs a new release, before the next one drops the rules of the
+   * threads' release (docs/upgrading.md, "Moving threads forward"). Bounded, resumable with the same `before`, safe
+   * while threads work.
+   *
+   * @example
+   * ```ts
+   * const report = await client.migrateThreads({ concurrency: 16 });
+   * console.log(`${report.moved} moved, ${report.notMoved} not moved (resume with before=${report.before})`);
+   * ```
+   */
+  migrateThreads(options: MigrateOptions = {}): Promise<MigrateReport> {
+    return migrateThreads(this.temporal, this.taskQueue, options);
   }
 
   /**

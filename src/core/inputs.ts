@@ -54,3 +54,11 @@ export function compactionCompleteInput(id: string, threadId: string, text: stri
 export function rewindInput(id: string, threadId: string, to: number): InputMessage {
   return { id, threadId, content: { type: 'text', text: '' }, synthetic: { type: 'rewind', to } };
 }
+
+/**
+ * Asks a thread to continue as new onto the release its workers now run (issue 39): from `migrateThreads`. Carries no
+ * text and never enters the conversation.
+ */
+export function migrateInput(id: string, threadId: string): InputMessage {
+  return { id, threadId, content: { type: 'text', text: '' }, synthetic: { type: 'migrate' } };
+}

@@ -44,6 +44,12 @@ export type SyntheticKind =
    * and the state it created is dropped. A control input, taken at the next pause between slices.
    */
   | { type: 'rewind'; to: number }
+  /**
+   * Move the thread onto the release its workers now run (issue 39, docs/upgrading.md): the run continues as new, with
+   * its state, as soon as it is between slices. Taken at the signal, never queued: it counts as no input of the
+   * conversation. Sent by `migrateThreads` / `infinity-temporal migrate`.
+   */
+  | { type: 'migrate' }
   /** A tool asks the user something about its pending call (RAP `oauth` / `user_choice`); shown, never in history. */
   | { type: 'prompt'; toolCallId: string; prompt: PendingPrompt };
 

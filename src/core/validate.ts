@@ -74,6 +74,8 @@ function validateSyntheticKind(v: unknown): string | undefined {
         : 'synthetic thread_report needs toolCallId and childThreadId';
     case 'compaction':
     case 'compaction_complete':
+    case 'migrate':
+      // migrate: release 0.12; older code drops it as an unknown type (malformed), and so do 0.12's replays of them.
       return undefined;
     case 'rewind':
       // Release 0.8: older code drops it as an unknown type (malformed), which is why a rewind needs every worker on 0.8.
@@ -187,6 +189,7 @@ function syntheticError(s: Record<string, unknown>, contentType: unknown): strin
       return closed(s, ['type', 'toolCallId'], at);
     case 'compaction':
     case 'compaction_complete':
+    case 'migrate':
       return closed(s, ['type'], at);
     case 'rewind':
       return closed(s, ['type', 'to'], at);

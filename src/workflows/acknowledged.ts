@@ -108,6 +108,8 @@ export function installDeliverUpdate(
         if (!v.ok) throw new Error(v.error);
         if (v.value.threadId !== threadId)
           throw new Error(`input.threadId names '${v.value.threadId}', not this thread`);
+        // Taken at a signal only (0.12): it is no input of the conversation, so there is nothing to acknowledge.
+        if (v.value.synthetic?.type === 'migrate') throw new Error('a migrate input is sent as a signal, not delivered');
         const limit = inputLimitViolation(raw);
         if (limit) throw new Error(limit);
       },

@@ -10,7 +10,7 @@ import { KIND_SIGNAL_NAMES, type KindSignalName } from '../core/readable-input';
 import type { DropReason, DroppedInputs, HistoryItem, InputMessage } from '../core/types';
 import { inputLimitViolation, validateInputMessage, validateKindSignal, type Validation } from '../core/validate';
 import { dropsQuery, HANDLER_DOCS, inputSignal, kindSignals, transcriptQuery } from './definitions';
-import { v02, v06, v08 } from './patches';
+import { v012, v02, v06, v08 } from './patches';
 import type { ThreadState } from './state';
 import { inputLine, itemLine } from './ui-text';
 
@@ -38,6 +38,8 @@ export function installInbox(
   toolName: (callId: string) => string | undefined,
   /** Shows a drop in the current details at once (issues no command). */
   dropped: () => void,
+  /** A `migrate` input arrived (0.12): the run continues as new at its next pause between slices. */
+  migrate: () => void,
 ): Inbox {
   // Metrics issue no commands, and the SDK skips them while replaying: every input is counted once.
   const counter = metricMeter.createCounter(METRICS.inputsDropped.name, undefined, METRICS.inputsDropped.help);
@@ -70,6 +72,20 @@ export function installInbox(
    */
   const refusedAsRewind = (m: InputMessage): boolean => m.synthetic?.type === 'rewind' && !v08();
 
+  /**
+   * 0.12 (issue 39): a `migrate` input is taken here and never queued: the run continues as new at its next pause
+   * between slices (thread.ts). Release 0.11's checks refused its synthetic type at the signal; a history where a
+   * signal brought one replays with it dropped, as it ran. Asked before any other patch question of the signal, and
+   * only for a migrate input. Returns whether `m` was one.
+   */
+  const tookMigrate = (m: InputMessage, raw: unknown, via: string): boolean => {
+    if (m.synthetic?.type !== 'migrate') return false;
+    if (!v012()) drop('malformed', asIdOnly(raw), `${via}: a migrate input, which release 0.11 does not take`);
+    else if (st.prep.closed) drop('closed', m, `${via}: a migrate input`);
+    else migrate();
+    return true;
+  };
+
   /** The checks every signal's input ends with, in this order, then the queue. */
   const admit = (v: Validation<InputMessage>, m: InputMessage, raw: unknown, via: string): void => {
     if (refusedByCompleteChecks(v)) {
@@ -90,6 +106,7 @@ export function installInbox(
       drop('malformed', asIdOnly(raw), `${via}: ${m === undefined ? errorOf(v) : namesThread(m)}`);
       return;
     }
+    if (v.ok && tookMigrate(m, raw, via)) return;
     // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
     // Asked only here, after the checks above, as before: a patch asked at another point would record its marker
     // at another point of the history.
@@ -123,6 +140,7 @@ export function installInbox(
       drop('malformed', asIdOnly(raw), `${via}: ${m === undefined ? errorOf(v) : namesThread(m)}`);
       return;
     }
+    if (v.ok && tookMigrate(m, raw, via)) return;
     admit(v, m, raw, via);
   };
   for (const name of KIND_SIGNAL_NAMES) {

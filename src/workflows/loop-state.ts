@@ -25,6 +25,11 @@ export interface LoopState {
   retrying: boolean;
   /** The thread closed itself: its run ends once its open handlers have answered. */
   closed: boolean;
+  /**
+   * A `migrate` input arrived (0.12, issue 39): the run continues as new at its next pause between slices, whatever
+   * else it waits for. Cleared only if its state is too large to carry (`status().oversizedState` says so).
+   */
+  migrating: boolean;
   /** A user text interrupted the last slice: the next batch ends before the first input after that text. */
   interruptNext: boolean;
   /** User texts (not yet processed) that have arrived in this run. */
@@ -72,6 +77,7 @@ export function loopState(st: ThreadState): LoopState {
     acting: false,
     retrying: false,
     closed: false,
+    migrating: false,
     interruptNext: false,
     userTextsArrived: 0,
     inputsArrived: 0,

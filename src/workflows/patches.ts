@@ -112,3 +112,12 @@ export const v08 = (): boolean => ask(V08);
 export const V010 = 'infinity-v0.10';
 
 export const v010 = (): boolean => ask(V010);
+
+/**
+ * Release 0.12, asked only on the path it changes, and never implied by 0.11's rules (base-release.ts implies only the
+ * patches before it): a `migrate` input (issue 39), which 0.11 dropped as malformed, makes the run continue as new at
+ * its next pause between slices. A thread that is never migrated records no marker.
+ */
+export const V012 = 'infinity-v0.12';
+
+export const v012 = (): boolean => patched(V012);

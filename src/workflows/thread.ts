@@ -53,7 +53,14 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   const loop = loopState(st);
   const { snapshot, publish, showDetails } = statusView(args, st, () => loop.sliceRunning);
   // Handlers in their recorded order: the inbox's signals and queries, `deliver`, then status and `waitForIdle`.
-  const inbox = installInbox(threadId, st, loop.enqueue, loop.toolName, () => showDetails());
+  const inbox = installInbox(
+    threadId,
+    st,
+    loop.enqueue,
+    loop.toolName,
+    () => showDetails(),
+    () => (loop.migrating = true),
+  );
   const count = inbox.drop;
   // What a hand-made start claimed that Temporal does not (decision 83): left out, counted and shown as a drop.
   for (const r of refused) count('malformed', undefined, `start input: ${r}`);
@@ -66,6 +73,25 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   installBudgetSignal(st, () => showDetails());
   const sctx: SliceContext = { args, st, loop, inbox, slices, publish };
 
+  /**
+   * Continues as new with this run's state (decision 45), once open handlers have finished if `waitHandlers` (0.1).
+   * Returns only when the state is too large to carry: the run goes on, says why, and tries again after the next slice.
+   */
+  const moveOn = async (waitHandlers: boolean): Promise<void> => {
+    if (waitHandlers) await condition(allHandlersFinished);
+    st.acks = acks.handOver(rememberedInputIds(opts, st));
+    const nextRun = nextRunWithin(args, st);
+    if (!('overBytes' in nextRun)) await continueAsNew<typeof agentThread>(nextRun);
+    else {
+      st.acks = [];
+      if (st.carryOverBytes === undefined) log.warn('state too large to continue as new', nextRun);
+      st.carryOverBytes = nextRun.overBytes;
+      // A migrate cannot be carried out either: it ends here, and status().oversizedState says why.
+      loop.migrating = false;
+      publish();
+    }
+  };
+
   for (const t of st.timers) startTimer(actx, t);
   publish();
   // Before the loop first waits: in the first task, as a signal sent with the start is. No command of its own. A run
@@ -74,7 +100,12 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   try {
     for (;;) {
       loop.acting = false;
-      await condition(loop.hasWork);
+      // A run asked to migrate (0.12) waits for nothing else: it continues as new between slices, with its queue.
+      await condition(() => loop.hasWork() || loop.migrating);
+      if (loop.migrating && !loop.hasWork()) {
+        await moveOn(false);
+        continue;
+      }
       if (st.throttled) {
         // Waiting for provider capacity holds no slot and spends no attempt; jittered, so woken threads spread out.
         await sleep(Math.round(st.throttled.retryAfterMs * (1 + 0.25 * jitter())));
@@ -122,22 +153,10 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       }
       publish();
 
-      const next = continueAsNewDecision(opts, st, loop.idle);
+      const decided = continueAsNewDecision(opts, st, loop.idle);
+      const next = loop.migrating ? 'now' : decided;
       if (next === 'stay') st.carryOverBytes = undefined;
-      if (next !== 'stay') {
-        if (next === 'after-handlers') await condition(allHandlersFinished);
-        st.acks = acks.handOver(rememberedInputIds(opts, st));
-        const nextRun = nextRunWithin(args, st);
-        if (!('overBytes' in nextRun)) {
-          await continueAsNew<typeof agentThread>(nextRun);
-        } else {
-          // Too large to carry: the run goes on, says why, and tries again after the next slice.
-          st.acks = [];
-          if (st.carryOverBytes === undefined) log.warn('state too large to continue as new', nextRun);
-          st.carryOverBytes = nextRun.overBytes;
-          publish();
-        }
-      }
+      if (next !== 'stay') await moveOn(next === 'after-handlers');
     }
   } catch (e) {
     // Temporal's own cancel (release 0.10, decision 76): the children go with the thread.

@@ -1,0 +1,399 @@
+/**
+ * Moving parked threads onto the release the workers run (issue 39, decision 84): `migrateThreads` and `infinity-
+ * temporal migrate` ask each running thread whose run started before a cutoff to continue as new; the thread does so
+ * at its next pause between slices, with all its state, whatever it waits for (a tool, a timer, a child, a budget).
+ * Threads started on an old release's workflow code (frozen bundles) move too; a thread whose workflow task fails on
+ * this release is reported with why and loses nothing; a sweep is bounded and resumes with the same cutoff.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ThreadStatus } from '../src/core/types';
+import { migrateInput } from '../src/core/inputs';
+import { ScriptedModel } from '../src/model/scripted';
+import { toolResult } from '../src/tools/messages';
+import { createAgentWorker } from '../src/worker/create-worker';
+import { V012 } from '../src/workflows/patches';
+import { cliRunner } from './cli-process';
+import { treeScript, treeTools } from './fixtures/tree-script';
+import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+
+const BUNDLES = join(__dirname, 'fixtures', 'bundles');
+const FAST = { unexpectedEndWaitMs: 50, transientWaitMs: 50, rateLimitWaitMs: 50 };
+
+let sys: TestSystem;
+const model = new ScriptedModel(treeScript);
+
+/** A worker of this system's task queue running `bundle` (default: this checkout's workflow code). */
+async function worker(bundle?: string): Promise<{ stop(): Promise<void> }> {
+  const w = await createAgentWorker({
+    connection: sys.connection,
+    taskQueue: sys.taskQueue,
+    store: sys.store,
+    model,
+    tools: treeTools(),
+    completionPolicy: FAST,
+    workflowBundle: { codePath: bundle ? join(BUNDLES, bundle, 'workflows-bundle.js') : inject('workflowBundlePath') },
+  });
+  const running = w.run();
+  return {
+    async stop() {
+      w.shutdown();
+      await running;
+    },
+  };
+}
+
+beforeAll(async () => {
+  sys = await startTestSystem({ model, tools: treeTools(), noWorker: true });
+});
+afterAll(() => sys?.shutdown());
+
+const status = (id: string) => sys.client.thread(id).status();
+const runIdOf = async (id: string) => (await sys.temporal.workflow.getHandle(id).describe()).runId;
+
+/** Waits until visibility lists `ids` as running threads whose run started before `before`. */
+async function listed(ids: string[], before: Date): Promise<void> {
+  await eventually(
+    async () => {
+      const r = await sys.client.migrateThreads({ before, dryRun: true });
+      const found = new Set(r.threads.map((t) => t.threadId));
+      return ids.every((id) => found.has(id)) || undefined;
+    },
+    20_000,
+    'threads listed by visibility',
+  );
+}
+
+async function failedTasks(id: string, runId?: string): Promise<number> {
+  const { events } = await sys.temporal.workflow.getHandle(id, runId).fetchHistory();
+  return (events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
+}
+
+/** The patch ids of a run's markers (their details are payloads). */
+async function patchMarkers(id: string, runId?: string): Promise<string[]> {
+  const { events } = await sys.temporal.workflow.getHandle(id, runId).fetchHistory();
+  return (events ?? []).flatMap((e) => {
+    const data = e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data;
+    return data ? [(JSON.parse(Buffer.from(data).toString()) as { id: string }).id] : [];
+  });
+}
+
+describe('on this release', () => {
+  let current: { stop(): Promise<void> };
+  beforeAll(async () => {
+    current = await worker();
+  });
+  afterAll(() => current?.stop());
+
+  it('threads parked on a tool, a timer, a child and idle move onto new runs and go on with their history exact', async () => {
+    const onTool = uid('mig-tool');
+    const sleeping = uid('mig-sleep');
+    const parent = uid('mig-parent');
+    const idle = uid('mig-idle');
+    await sys.client.sendUserText(onTool, 'call wait_for_ci {}');
+    await sys.client.sendUserText(sleeping, 'call sleep {"seconds":8}');
+    await sys.client.sendUserText(parent, 'spawn wait:child task');
+    await sys.client.sendUserText(idle, 'hello');
+    await sys.client.thread(sleeping).waitForIdle({ settled: true });
+    for (const id of [onTool, parent, idle]) await sys.client.thread(id).waitForIdle();
+    const child = await eventually(async () => (await status(parent)).children[0], 20_000, 'child');
+    await eventually(
+      async () => (await status(child)).pendingCall?.name === 'child_wait' || undefined,
+      20_000,
+      'child waits',
+    );
+    const ids = [onTool, sleeping, parent, idle, child];
+    const runsBefore = new Map(await Promise.all(ids.map(async (id) => [id, await runIdOf(id)] as const)));
+    const historyBefore = new Map(
+      await Promise.all(ids.map(async (id) => [id, render(await sys.client.thread(id).history())] as const)),
+    );
+    const before = new Date();
+    await listed(ids, before);
+
+    const report = await sys.client.migrateThreads({ before, concurrency: 4 });
+    const mine = report.threads.filter((t) => ids.includes(t.threadId));
+    expect(mine.map((t) => [t.threadId, t.outcome]).sort()).toEqual(ids.map((id) => [id, 'moved']).sort());
+    for (const t of mine) {
+      expect(t.runId).toBe(runsBefore.get(t.threadId));
+      expect(t.newRunId).toBe(await runIdOf(t.threadId));
+      // Nothing was added to or lost from any conversation by the move.
+      expect(render(await sys.client.thread(t.threadId).history())).toEqual(historyBefore.get(t.threadId));
+      const st = await status(t.threadId);
+      expect(st.dropped).toEqual({});
+      expect(await failedTasks(t.threadId, t.runId)).toBe(0);
+    }
+    // Each waits for what it waited for before, in its new run.
+    expect((await status(onTool)).pendingCall?.name).toBe('wait_for_ci');
+    expect((await status(child)).pendingCall?.name).toBe('child_wait');
+
+    // And goes on: the tool's result, the timer, the child's report and a user text land in the new runs.
+    const ci = {
+      threadId: onTool,
+      toolCallId: (await status(onTool)).pendingCall!.id,
+    };
+    await sys.client.deliver(toolResult(ci, 'Build 7: green'));
+    await sys.client.sendUserText(idle, 'still there?');
+    const childCall = (await status(child)).pendingCall!;
+    await sys.client.deliver(toolResult({ threadId: child, toolCallId: childCall.id }, 'done'));
+    await eventually(
+      async () =>
+        render(await sys.client.thread(onTool).history()).at(-1) === 'assistant: ok: Build 7: green' || undefined,
+      30_000,
+      'tool result',
+    );
+    await eventually(
+      async () => render(await sys.client.thread(idle).history()).at(-1) === 'assistant: ok: still there?' || undefined,
+      30_000,
+      'user text',
+    );
+    await eventually(
+      async () =>
+        render(await sys.client.thread(sleeping).history()).some((l) => l.startsWith('result #1: Slept')) || undefined,
+      30_000,
+      'wake-up',
+    );
+    await eventually(
+      async () => render(await sys.client.thread(parent).history()).some((l) => l.includes('noted:')) || undefined,
+      30_000,
+      'report',
+    );
+    expect(render(await sys.client.thread(idle).history())).toEqual([
+      ...historyBefore.get(idle)!,
+      'user: still there?',
+      'assistant: ok: still there?',
+    ]);
+    // The run that moved replays, with its migrate signal and the 0.12 marker (recorded for later releases' gate).
+    const handle = sys.temporal.workflow.getHandle(idle, runsBefore.get(idle));
+    expect(await patchMarkers(idle, runsBefore.get(idle))).toContain(V012);
+    await checkReplay({ threadId: idle, workflow: handle }, 'migrate-idle-moved', undefined, runsBefore.get(idle));
+  });
+
+  it('a sweep is bounded by --limit and resumes with the same cutoff; a dry run moves nothing', async () => {
+    const ids = Array.from({ length: 5 }, (_, i) => uid(`mig-batch${i}`));
+    for (const id of ids) await sys.client.sendUserText(id, 'hello');
+    for (const id of ids) await sys.client.thread(id).waitForIdle();
+    const before = new Date();
+    await listed(ids, before);
+    const runs = await Promise.all(ids.map(runIdOf));
+
+    const dry = await sys.client.migrateThreads({ before, dryRun: true });
+    expect(dry.threads.filter((t) => ids.includes(t.threadId)).every((t) => t.outcome === 'listed')).toBe(true);
+    expect(await Promise.all(ids.map(runIdOf))).toEqual(runs);
+
+    // Other tests' threads share the task queue: count only this test's.
+    const moved = new Set<string>();
+    let sweeps = 0;
+    for (;;) {
+      const r = await sys.client.migrateThreads({ before, limit: 2 });
+      sweeps += 1;
+      expect(r.found).toBeLessThanOrEqual(2);
+      expect(r.notMoved).toBe(0);
+      for (const t of r.threads) if (t.outcome === 'moved' && ids.includes(t.threadId)) moved.add(t.threadId);
+      if (r.found === 0) break;
+      expect(sweeps).toBeLessThan(20);
+    }
+    expect([...moved].sort()).toEqual([...ids].sort());
+    const after = await Promise.all(ids.map(runIdOf));
+    after.forEach((r, i) => expect(r).not.toBe(runs[i]));
+    // Moved once: a second complete sweep with the same cutoff finds none of them.
+    const again = await sys.client.migrateThreads({ before });
+    expect(again.threads.filter((t) => ids.includes(t.threadId))).toEqual([]);
+    expect(again.complete).toBe(true);
+  });
+
+  it('a migrate that arrives with a user text moves the run once the text is answered', async () => {
+    const id = uid('mig-busy');
+    await sys.client.sendUserText(id, 'hello');
+    await sys.client.thread(id).waitForIdle();
+    const runBefore = await runIdOf(id);
+    // A migrate and a user text in the same moment: the text is answered, in order, and the run moves after it.
+    await sys.temporal.workflow.getHandle(id).signal('input', migrateInput('m-1', id));
+    await sys.client.sendUserText(id, 'after the move');
+    await eventually(
+      async () => render(await sys.client.thread(id).history()).at(-1) === 'assistant: ok: after the move' || undefined,
+      30_000,
+      'answer',
+    );
+    await eventually(async () => (await runIdOf(id)) !== runBefore || undefined, 30_000, 'moved');
+    expect((await status(id)).dropped).toEqual({});
+    expect(render(await sys.client.thread(id).history())).toEqual([
+      'user: hello',
+      'assistant: ok: hello',
+      'user: after the move',
+      'assistant: ok: after the move',
+    ]);
+  });
+
+  it('a thread over its budget moves while it waits, with its queue, and goes on once raised', async () => {
+    const id = uid('mig-budget');
+    await sys.client.startThread({ threadId: id, budget: { totalTokens: 40 } });
+    for (const t of ['one', 'two']) {
+      await sys.client.sendUserText(id, t);
+      await sys.client.thread(id).waitForIdle();
+    }
+    await sys.client.sendUserText(id, 'three');
+    expect((await sys.client.thread(id).waitForIdle()).status).toBe('over_budget');
+    await sys.client.sendUserText(id, 'four');
+    // 'three' waits as the stopped slice's batch; 'four' in the queue.
+    await eventually(async () => (await status(id)).queued === 1 || undefined, 10_000, 'queued');
+    const runBefore = await runIdOf(id);
+    const before = new Date();
+    await listed([id], before);
+    const r = await sys.client.migrateThreads({ before });
+    expect(r.threads.find((t) => t.threadId === id)).toMatchObject({ outcome: 'moved', runId: runBefore });
+    const moved = await status(id);
+    expect(moved).toMatchObject({ status: 'over_budget', queued: 1, dropped: {} });
+    await sys.client.setBudget({ thread: id }, { totalTokens: 10_000 });
+    await eventually(
+      async () => render(await sys.client.thread(id).history()).at(-1) === 'assistant: ok: four' || undefined,
+      30_000,
+      'drained',
+    );
+    const lines = render(await sys.client.thread(id).history());
+    for (const t of ['one', 'two', 'three', 'four']) expect(lines.filter((l) => l === `user: ${t}`)).toHaveLength(1);
+  });
+
+  it('a migrate input delivered as an update is refused, and one for another thread is dropped as malformed', async () => {
+    const id = uid('mig-refused');
+    await sys.client.sendUserText(id, 'hello');
+    await sys.client.thread(id).waitForIdle();
+    const runBefore = await runIdOf(id);
+    const r = await sys.client.deliver(migrateInput('m-upd', id), { acknowledge: true }).catch((e: Error) => e);
+    expect(String(r instanceof Error ? r.message : JSON.stringify(r))).toMatch(/migrate input is sent as a signal/);
+    await sys.temporal.workflow.getHandle(id).signal('input', migrateInput('m-other', 'someone-else'));
+    await eventually(async () => (await status(id)).dropped.malformed === 1 || undefined, 20_000, 'dropped');
+    expect(await runIdOf(id)).toBe(runBefore);
+  });
+});
+
+describe('threads of older releases', () => {
+  it("a thread started on release 0.5's workflow code moves onto this release and answers on it", async () => {
+    const id = uid('mig-05');
+    const old = await worker('v0.5');
+    try {
+      await sys.client.sendUserText(id, 'call wait_for_ci {}');
+      await sys.client.thread(id).waitForIdle();
+    } finally {
+      await old.stop();
+    }
+    const before = new Date();
+    const current = await worker();
+    try {
+      const runBefore = await runIdOf(id);
+      await listed([id], before);
+      const r = await sys.client.migrateThreads({ before });
+      expect(r.threads.find((t) => t.threadId === id)).toMatchObject({ outcome: 'moved', runId: runBefore });
+      const st: ThreadStatus = await status(id);
+      expect(st.pendingCall?.name).toBe('wait_for_ci');
+      await sys.client.deliver(toolResult({ threadId: id, toolCallId: st.pendingCall!.id }, 'Build 9: red'));
+      await eventually(
+        async () => render(await sys.client.thread(id).history()).at(-1) === 'assistant: ok: Build 9: red' || undefined,
+        30_000,
+        'answer',
+      );
+      expect(await failedTasks(id, runBefore)).toBe(0);
+      expect(await failedTasks(id)).toBe(0);
+    } finally {
+      await current.stop();
+    }
+  });
+
+  it("release 0.11's workflow code drops a migrate input as malformed, and this release replays that", async () => {
+    const id = uid('mig-011');
+    const old = await worker('v0.11');
+    try {
+      await sys.client.sendUserText(id, 'hello');
+      await sys.client.thread(id).waitForIdle();
+      await sys.temporal.workflow.getHandle(id).signal('input', migrateInput('m-old', id));
+      await eventually(async () => (await status(id)).dropped.malformed === 1 || undefined, 20_000, 'dropped');
+    } finally {
+      await old.stop();
+    }
+    const runBefore = await runIdOf(id);
+    const current = await worker();
+    try {
+      // Replayed by this release: the old drop stands (no move, no failed task), and the next input is answered.
+      await sys.client.sendUserText(id, 'on the new release');
+      await eventually(
+        async () =>
+          render(await sys.client.thread(id).history()).at(-1) === 'assistant: ok: on the new release' || undefined,
+        30_000,
+        'answer',
+      );
+      expect(await runIdOf(id)).toBe(runBefore);
+      expect(await failedTasks(id)).toBe(0);
+    } finally {
+      await current.stop();
+    }
+  });
+
+  it('a thread whose workflow task fails on the running release is reported with why, and moves once served again', async () => {
+    const id = uid('mig-stuck');
+    const current = await worker();
+    await sys.client.sendUserText(id, 'hello');
+    await sys.client.thread(id).waitForIdle();
+    await current.stop();
+    // 0.1's code cannot replay a run of this release (its patch marker): a rollback too far, or a run too old.
+    const tooOld = await worker('v0.1');
+    const before = new Date();
+    await sys.client.sendUserText(id, 'while stuck');
+    try {
+      await listed([id], before);
+      const r = await sys.client.migrateThreads({ before, timeoutMs: 6_000 });
+      const t = r.threads.find((x) => x.threadId === id);
+      expect(t?.outcome).toBe('not_moved');
+      expect(t?.reason).toMatch(/workflow task keeps failing/);
+      expect(r.complete).toBe(false);
+    } finally {
+      await tooOld.stop();
+    }
+    // The repair path: the release that can serve it takes the queued migrate and the user text; nothing is lost.
+    const runBefore = await runIdOf(id);
+    const back = await worker();
+    try {
+      await eventually(
+        async () => render(await sys.client.thread(id).history()).at(-1) === 'assistant: ok: while stuck' || undefined,
+        40_000,
+        'answer',
+      );
+      await eventually(async () => (await runIdOf(id)) !== runBefore || undefined, 30_000, 'moved');
+    } finally {
+      await back.stop();
+    }
+  });
+});
+
+describe('the CLI', () => {
+  it('`migrate` moves threads, prints the cutoff to resume with, and exits 1 when one is not moved', async () => {
+    const current = await worker();
+    try {
+      const id = uid('mig-cli');
+      await sys.client.sendUserText(id, 'hello');
+      await sys.client.thread(id).waitForIdle();
+      const before = new Date();
+      await listed([id], before);
+      const cli = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', sys.taskQueue], {}).run;
+      const dry = await cli('migrate', '--before', before.toISOString(), '--dry-run');
+      expect(dry.code).toBe(0);
+      expect(dry.stdout).toContain(id);
+      const runBefore = await runIdOf(id);
+      const r = await cli('migrate', '--before', before.toISOString(), '--json');
+      expect(r.code).toBe(0);
+      const report = JSON.parse(r.stdout) as {
+        before: string;
+        moved: number;
+        complete: boolean;
+        threads: { threadId: string; outcome: string }[];
+      };
+      expect(report.before).toBe(before.toISOString());
+      expect(report.threads.find((t) => t.threadId === id)?.outcome).toBe('moved');
+      expect(await runIdOf(id)).not.toBe(runBefore);
+      const bad = await cli('migrate', '--before', 'yesterday-ish');
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/--before must be a date/);
+      expect((await cli('migrate', '--concurrency', '0')).stderr).toMatch(/--concurrency must be a positive integer/);
+    } finally {
+      await current.stop();
+    }
+  });
+});
