@@ -164,6 +164,8 @@ export const BURST_SHARE = 0.5;
 export const RESERVE_SCALE = 0.05;
 /** Of another application's use of the key (as the headers show it), this share is left to it as a margin. */
 export const SHARED_MARGIN = 0.1;
+/** Background requests refused for rate come back this share of a request interval apart. */
+export const QUEUE_DENSITY = 0.25;
 /** Rate-limit headers older than this no longer lower the key's allowance. */
 export const REPORT_TTL_MS = 60_000;
 
@@ -285,7 +287,9 @@ export function decideCapacity(
     // slices are not queued behind them: they have the reserve).
     const rate = reason === 'requests' || reason === 'tokens' || reason === 'backoff';
     if (rate && !req.foreground && eff.rpm !== undefined) {
-      const interval = 60_000 / Math.max(eff.rpm, 1e-3);
+      // A quarter of a request interval apart: a few ask for each request that frees (some come back late: the
+      // workflow adds up to 25 % jitter; others are not their share's turn), so freed capacity does not sit idle.
+      const interval = (QUEUE_DENSITY * 60_000) / Math.max(eff.rpm, 1e-3);
       const at = Math.max(now + wait, s.queueAt ?? 0);
       wait = Math.ceil(at - now);
       queueAt = at + interval;

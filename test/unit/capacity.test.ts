@@ -71,7 +71,7 @@ describe('requests per minute', () => {
     expect(granted.filter((t) => t < T0 + 1000).length).toBeLessThanOrEqual(61);
   });
 
-  it('spaces the retries of background requests refused for rate, one interval apart', () => {
+  it('spaces the retries of background requests refused for rate, a quarter of an interval apart', () => {
     const limits = { rpm: 60, reserve: 0 };
     let state = grantsUntilRefused(limits, 100, false).state;
     const waits: number[] = [];
@@ -80,7 +80,7 @@ describe('requests per minute', () => {
       state = d.state;
       if (!d.grant.granted) waits.push(d.grant.retryAfterMs);
     }
-    expect(waits).toEqual([2000, 3000, 4000, 5000, 6000]);
+    expect(waits).toEqual([1250, 1500, 1750, 2000, 2250]);
   });
 });
 
