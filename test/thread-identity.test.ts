@@ -11,7 +11,7 @@ import { ScriptedModel } from '../src/model/scripted';
 import type { DroppedInputs, ThreadStatus } from '../src/core/types';
 import type { ModelRequest } from '../src/model/provider';
 import { InMemoryConversationStore } from '../src/store/memory';
-import { eventually, render, startTestSystem, type TestSystem, type TestSystemOptions, uid } from './helpers';
+import { checkReplay, eventually, render, startTestSystem, type TestSystem, type TestSystemOptions, uid } from './helpers';
 
 const SECRET = 'the vault code is 7431';
 let sys: TestSystem;
@@ -64,7 +64,7 @@ async function failedTasks(id: string): Promise<number> {
   return (events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
 }
 
-describe.each(CONFIGS)('%s', (_name, config) => {
+describe.each(CONFIGS)('%s', (name, config) => {
   withSystem(config);
 
   it('a hand-made start naming another thread, with its carried length, writes only into its own thread', async () => {
@@ -95,6 +95,9 @@ describe.each(CONFIGS)('%s', (_name, config) => {
     ]);
     expect(await failedTasks(evil)).toBe(0);
     expect(await failedTasks(p1.id)).toBe(0);
+    // Recorded for later releases' replay gate: the claims left out, as a release that shipped decision 83 ran them.
+    const slug = name.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
+    await checkReplay({ threadId: evil, workflow: sys.temporal.workflow.getHandle(evil) }, `forged-start-${slug}`);
   });
 
   it('a hand-made child naming another thread as its parent is a root of its own: no parent context, tools or record', async () => {
