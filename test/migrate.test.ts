@@ -11,6 +11,7 @@ import type { ThreadStatus } from '../src/core/types';
 import { migrateInput } from '../src/core/inputs';
 import { ScriptedModel } from '../src/model/scripted';
 import { toolResult } from '../src/tools/messages';
+import { startLocalSystem } from '../src/local-system';
 import { createAgentWorker } from '../src/worker/create-worker';
 import { V012 } from '../src/workflows/patches';
 import { cliRunner } from './cli-process';
@@ -363,8 +364,65 @@ describe('threads of older releases', () => {
   });
 });
 
+describe('a single process upgraded in place', () => {
+  it("startLocalSystem on 0.11's workflow code parks threads; restarted on this release, migrate moves them", async () => {
+    const dataDir = join(inject('scratchDir'), uid('mig-local'));
+    const taskQueue = uid('mig-local-q');
+    const common = { model, tools: treeTools(), dataDir, taskQueue, devServer: { ui: false } };
+    const waiting = uid('mig-local-tool');
+    const idle = uid('mig-local-idle');
+    const old = await startLocalSystem({
+      ...common,
+      workflowBundle: { codePath: join(BUNDLES, 'v0.11', 'workflows-bundle.js') },
+    });
+    try {
+      await old.client.sendUserText(waiting, 'call wait_for_ci {}');
+      await old.client.sendUserText(idle, 'hello');
+      await old.client.thread(waiting).waitForIdle();
+      await old.client.thread(idle).waitForIdle();
+    } finally {
+      await old.shutdown();
+    }
+    // The package upgraded in place: the same data directory, this release's workflow code.
+    const upgraded = await startLocalSystem({ ...common, workflowBundle: { codePath: inject('workflowBundlePath') } });
+    try {
+      const { client } = upgraded;
+      const report = await eventually(
+        async () => {
+          const r = await client.migrateThreads();
+          return r.moved + r.closed > 0 || r.found > 0 ? r : undefined;
+        },
+        30_000,
+        'a sweep that finds them',
+      );
+      expect(report.threads.map((t) => [t.threadId, t.outcome]).sort()).toEqual(
+        [
+          [idle, 'moved'],
+          [waiting, 'moved'],
+        ].sort(),
+      );
+      expect(report.complete).toBe(true);
+      const st = await client.thread(waiting).status();
+      expect(st.pendingCall?.name).toBe('wait_for_ci');
+      await client.deliver(toolResult({ threadId: waiting, toolCallId: st.pendingCall!.id }, 'Build 3: green'));
+      await client.sendUserText(idle, 'upgraded?');
+      await client.thread(waiting).waitForIdle();
+      await client.thread(idle).waitForIdle();
+      expect(render(await client.thread(waiting).history()).at(-1)).toBe('assistant: ok: Build 3: green');
+      expect(render(await client.thread(idle).history())).toEqual([
+        'user: hello',
+        'assistant: ok: hello',
+        'user: upgraded?',
+        'assistant: ok: upgraded?',
+      ]);
+    } finally {
+      await upgraded.shutdown();
+    }
+  });
+});
+
 describe('the CLI', () => {
-  it('`migrate` moves threads, prints the cutoff to resume with, and exits 1 when one is not moved', async () => {
+  it('`migrate` lists and moves the threads named (or all) by --before, reports as JSON, and refuses bad flags', async () => {
     const current = await worker();
     try {
       const id = uid('mig-cli');
@@ -377,7 +435,7 @@ describe('the CLI', () => {
       expect(dry.code).toBe(0);
       expect(dry.stdout).toContain(id);
       const runBefore = await runIdOf(id);
-      const r = await cli('migrate', '--before', before.toISOString(), '--json');
+      const r = await cli('migrate', id, '--before', before.toISOString(), '--json');
       expect(r.code).toBe(0);
       const report = JSON.parse(r.stdout) as {
         before: string;
@@ -386,7 +444,7 @@ describe('the CLI', () => {
         threads: { threadId: string; outcome: string }[];
       };
       expect(report.before).toBe(before.toISOString());
-      expect(report.threads.find((t) => t.threadId === id)?.outcome).toBe('moved');
+      expect(report.threads.map((t) => [t.threadId, t.outcome])).toEqual([[id, 'moved']]);
       expect(await runIdOf(id)).not.toBe(runBefore);
       const bad = await cli('migrate', '--before', 'yesterday-ish');
       expect(bad.code).toBe(2);

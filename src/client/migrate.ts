@@ -24,6 +24,11 @@ export interface MigrateOptions {
    */
   before?: Date;
   /**
+   * Only these threads (their workflow ids), if they are running on a run started before `before`.
+   * @default every thread of the task queue
+   */
+  threadIds?: readonly string[];
+  /**
    * Threads moving at once: each is one signal and one long poll on its run.
    * @default 32
    */
@@ -85,14 +90,18 @@ export interface MigrateReport extends MigrateProgress {
   complete: boolean;
 }
 
-/** The visibility query of the running threads of `taskQueue` whose run started before `before`. */
-export function migrationQuery(taskQueue: string, before: Date): string {
+/**
+ * The visibility query of the running threads of `taskQueue` whose run started before `before` (only `threadIds`, if
+ * given).
+ */
+export function migrationQuery(taskQueue: string, before: Date, threadIds?: readonly string[]): string {
   const quote = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
   return [
     `WorkflowType = ${quote(THREAD_WORKFLOW_TYPE)}`,
     `TaskQueue = ${quote(taskQueue)}`,
     `ExecutionStatus = 'Running'`,
     `StartTime < ${quote(before.toISOString())}`,
+    ...(threadIds ? [`WorkflowId IN (${threadIds.map(quote).join(', ')})`] : []),
   ].join(' AND ');
 }
 
@@ -116,6 +125,9 @@ export async function migrateThreads(
   const concurrency = positive(options.concurrency ?? 32, 'concurrency');
   const timeoutMs = positive(options.timeoutMs ?? 120_000, 'timeoutMs');
   const limit = options.limit === undefined ? Infinity : positive(options.limit, 'limit');
+  const ids = options.threadIds;
+  if (ids && (ids.length === 0 || ids.length > 1000 || ids.some((id) => typeof id !== 'string' || id === '')))
+    throw new InvalidInputError('threadIds must name 1 to 1,000 threads');
   const started = Date.now();
   const report: MigrateReport = {
     before: before.toISOString(),
@@ -137,7 +149,7 @@ export async function migrateThreads(
       elapsedMs: report.elapsedMs,
     });
   };
-  const listing = temporal.workflow.list({ query: migrationQuery(taskQueue, before) })[Symbol.asyncIterator]();
+  const listing = temporal.workflow.list({ query: migrationQuery(taskQueue, before, ids) })[Symbol.asyncIterator]();
   const seen = new Set<string>();
   let stopped = false;
   // Threads taken from the listing: claimed before each await, so lanes waiting together never pass `limit`.

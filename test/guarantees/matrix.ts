@@ -23,6 +23,7 @@ const VALUES = {
     'queried while slicing',
     'followed mid-run',
     'over budget',
+    'migrated with a call pending',
   ],
   signalNames: ['input', 'by-kind'],
   store: ['memory', 'sqlite', 'postgres'],

@@ -29,15 +29,19 @@ const SIZES: Partial<Record<MatrixCell['scenario'], number>> = {
   'result 16 MiB': 16 * MiB,
 };
 
-/** Activities Temporal scheduled for the thread (`runSlice`, `adoptSlice`), by name. */
-async function activities(thread: ThreadHandle): Promise<string[]> {
-  const events = (await thread.workflow.fetchHistory()).events ?? [];
+/** Activities Temporal scheduled for the thread's current run (`runSlice`, `adoptSlice`), by name. */
+async function activities(workflow: Pick<ThreadHandle['workflow'], 'fetchHistory'>): Promise<string[]> {
+  const events = (await workflow.fetchHistory()).events ?? [];
   return events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
 }
 
-/** The slice path the cell asked for was the one taken. */
-async function expectPath(thread: ThreadHandle, path: MatrixCell['slicePath']) {
-  const names = await activities(thread);
+/** The slice path the cell asked for was the one taken (in `workflow`'s run: default the thread's current one). */
+async function expectPath(
+  thread: ThreadHandle,
+  path: MatrixCell['slicePath'],
+  workflow: Pick<ThreadHandle['workflow'], 'fetchHistory'> = thread.workflow,
+) {
+  const names = await activities(workflow);
   if (path === 'adopted') expect(names, 'a slice adopted past its budget').toContain('adoptSlice');
   if (path === 'retry') expect(names, 'a regular activity retried the slice').toContain('runSlice');
 }
@@ -410,6 +414,42 @@ export async function overBudgetScenario(sys: GuaranteeSystem, cell: MatrixCell)
   await checkReplay(thread, threadId);
 }
 
+/**
+ * A thread moved onto a new run by `migrate` (issue 39) while its call is pending: the sweep reports it moved, the
+ * result the cell delivers afterwards lands in the new run, and the history is exactly what was sent, once.
+ */
+export async function migratedScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const { thread, threadId, client } = await startThread(sys, cell, 'migrate');
+  const text = callText('wait', { bytes: 1, ...slowArg(cell) });
+  await thread.sendUserText(text);
+  const pending = (await thread.waitForIdle({ timeoutMs: 60_000 })).pendingCall!;
+  const before = new Date();
+  // Visibility lists the thread within moments: until then a sweep finds nothing.
+  const report = await eventually(
+    async () => {
+      const r = await client.migrateThreads({ before, threadIds: [threadId] });
+      return r.found > 0 ? r : undefined;
+    },
+    20_000,
+    'the thread listed and moved',
+  );
+  expect(report.threads).toEqual([expect.objectContaining({ threadId, outcome: 'moved' })]);
+  const oldRun = client.temporal.workflow.getHandle(threadId, report.threads[0]!.runId);
+  const content = toolContent(1024);
+  await sys.deliver(cell.delivery, toolResult({ threadId, toolCallId: pending.id }, content));
+  const history = await settledHistory(thread, 4);
+  const call = history[1] as Extract<HistoryItem, { kind: 'tool_call' }>;
+  expect(history).toEqual([
+    { kind: 'user', text },
+    { kind: 'tool_call', id: pending.id, name: 'wait', args: { bytes: 1, ...slowArg(cell) } },
+    { kind: 'tool_result', id: call.id, content },
+    { kind: 'assistant', text: 'answered tool_result wait' },
+  ]);
+  expect(sys.modelSaw(content), 'the model was shown the result after the move').toBe(true);
+  expect((await thread.status()).runs, 'the thread continued as new').toBeGreaterThanOrEqual(2);
+  await expectPath(thread, cell.slicePath, oldRun);
+}
+
 export const SCENARIOS: Partial<
   Record<MatrixCell['scenario'], (sys: GuaranteeSystem, cell: MatrixCell) => Promise<void>>
 > = {
@@ -428,4 +468,5 @@ export const SCENARIOS: Partial<
   'queried while slicing': queriedScenario,
   'followed mid-run': followedScenario,
   'over budget': overBudgetScenario,
+  'migrated with a call pending': migratedScenario,
 };

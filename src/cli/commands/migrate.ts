@@ -39,15 +39,17 @@ export function registerMigrate(program: Command, out: Out): void {
         'release the workers now run: each continues as new with all its state at its next pause between slices. ' +
         'Run it once every worker runs the new release; safe while threads work; resume with the same --before',
     )
+    .argument('[threads...]', 'only these threads (default: every thread of the task queue)')
     .option('--before <time>', 'only threads whose current run started before this ISO 8601 time (default: now)')
     .option('--concurrency <n>', 'threads moving at once', '32')
     .option('--limit <n>', 'move at most this many threads, then stop (resume with the same --before)')
     .option('--timeout-ms <ms>', 'how long one thread may take to move before it is reported', '120000')
     .option('--dry-run', 'only count and list the threads that would move')
     .option('--json', 'print the report as JSON: {before, found, moved, closed, notMoved, complete, threads}')
-    .action(async (flags: MigrateFlags, cmd: Command) => {
+    .action(async (threads: string[], flags: MigrateFlags, cmd: Command) => {
       const before = cutoff(flags.before);
       const options = {
+        ...(threads.length > 0 && { threadIds: threads }),
         ...(before && { before }),
         concurrency: count(flags.concurrency, '--concurrency'),
         timeoutMs: count(flags.timeoutMs, '--timeout-ms'),
