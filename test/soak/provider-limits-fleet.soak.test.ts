@@ -18,16 +18,16 @@
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { ProviderLimits } from '../src/core/capacity';
-import { modelFromSpec } from '../src/model/registry';
-import type { ThreadHandle } from '../src/client/thread-handle';
-import { startTestSystem, type TestSystem, uid } from './helpers';
+import type { ProviderLimits } from '../../src/core/capacity';
+import { modelFromSpec } from '../../src/model/registry';
+import type { ThreadHandle } from '../../src/client/thread-handle';
+import { startTestSystem, type TestSystem, uid } from '../helpers';
 import {
   type LimitAlgorithm,
   maxInAnyMinute,
   type RateLimitedProvider,
   startRateLimitedProvider,
-} from './wire/rate-limited';
+} from '../wire/rate-limited';
 
 /** Requests per minute each provider allows; fleets are sized to stay backlogged for over two minutes. */
 const RPM = 60;
