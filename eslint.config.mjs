@@ -32,6 +32,7 @@ export default tseslint.config(
       'test/fixtures/histories/**',
       'test/fixtures/bundles/**',
       '.pack-test-*/**',
+      '.cache/**',
     ],
   },
   js.configs.recommended,

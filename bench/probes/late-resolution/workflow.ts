@@ -1,6 +1,8 @@
 /**
  * The smallest workflow that shows decision 79's SDK behaviour: a local activity, then a patch asked for the first time
- * right after its result, in a loop. Not agent code: a probe of Temporal's TypeScript SDK alone.
+ * right after its result, in a loop. Not agent code: a probe of Temporal's TypeScript SDK alone. With `patch` false it
+ * asks no patch: a local activity and a timer, which replays however late the result came unless an update was
+ * accepted in the late task (decision 80).
  */
 import { defineQuery, defineUpdate, patched, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
 
@@ -12,7 +14,7 @@ const { quick } = proxyLocalActivities<{ quick(fail: boolean): Promise<number> }
 export const patchesQuery = defineQuery<number>('patches');
 export const pingUpdate = defineUpdate<number>('ping');
 
-export async function patchAfterLocalActivity(iterations: number, fail: boolean): Promise<number> {
+export async function patchAfterLocalActivity(iterations: number, fail: boolean, patch = true): Promise<number> {
   let patches = 0;
   setHandler(patchesQuery, () => patches);
   // An accepted update is an event among the task's commands: decision 80's variant.
@@ -23,7 +25,7 @@ export async function patchAfterLocalActivity(iterations: number, fail: boolean)
     } catch {
       // A refusal, as a throttled slice's: what follows it is the same either way.
     }
-    if (patched(`probe-${i}`)) patches++;
+    if (patch && patched(`probe-${i}`)) patches++;
     await sleep(5);
   }
   return patches;
