@@ -14,6 +14,8 @@ export function summary(r: Results): string {
   const lines = [
     `## Benchmark: ${r.profile}`,
     '',
+    `Release ${r.version ?? '?'}, commit ${r.commit ?? '?'}.`,
+    '',
     `${c.waves} waves × ${c.agentsPerWave} agents × ${c.turns} turns, tool delay ${c.toolDelayMs} ms; ` +
       `${c.parked} parked agents per design; density ${c.density.join(', ')}; long-conversation density ${c.longDensity.join(', ') || '—'}. Medians over waves.` +
       (c.noStatusAttribute ? ' Ours ran without the AgentStatus search attribute.' : ''),

@@ -97,6 +97,9 @@ export interface Ratios {
 
 export interface Results {
   profile: string;
+  /** The release measured (`package.json`'s version), and the commit (`-dirty` with uncommitted changes). */
+  version: string;
+  commit: string;
   startedAt: string;
   finishedAt: string;
   machine: Record<string, unknown>;

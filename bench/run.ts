@@ -7,7 +7,8 @@
  * latency and parked phases, then the density phase in a fresh worker of ours. The scaling profiles run
  * `bench/scaling-run.ts` instead.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -96,6 +97,7 @@ async function main(): Promise<void> {
     const peak = Math.max(...b.sampler.samples.map(total));
     const results: Results = {
       profile: cfg.profile,
+      ...releaseMeasured(),
       startedAt: started.toISOString(),
       finishedAt: new Date().toISOString(),
       machine: {
@@ -147,3 +149,20 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) runMain(main);
+
+/** What a result measured: the release in package.json and the commit, so a release's run is named by both. */
+function releaseMeasured(): { version: string; commit: string } {
+  const root = join(__dirname, '..');
+  const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+  const git = (...args: string[]) => {
+    try {
+      return execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
+    } catch {
+      return '';
+    }
+  };
+  const commit = git('rev-parse', 'HEAD') || 'unknown';
+  // Only tracked files count: results and caches the run itself writes are untracked.
+  const dirty = git('status', '--porcelain', '--untracked-files=no') !== '';
+  return { version, commit: dirty ? `${commit}-dirty` : commit };
+}

@@ -60,6 +60,9 @@ it('runs every design and writes JSON, a markdown summary and a chart', async ()
   const json = files.find((f) => f.endsWith('.json'))!;
   expect(files.filter((f) => f.startsWith(json.replace('.json', '')))).toHaveLength(3);
   const r = JSON.parse(await readFile(join(out, json), 'utf8')) as Results;
+  // Named by the release and the commit it measured (issue 42 §4).
+  expect(r.version).toMatch(/^\d+\.\d+\.\d+/);
+  expect(r.commit).toMatch(/^([0-9a-f]{40}(-dirty)?|unknown)$/);
   expect(Object.keys(r.designs).sort()).toEqual(['blocking', 'ceiling', 'ours', 'v01']);
   for (const [name, d] of Object.entries(r.designs)) {
     expect(d.errors, name).toEqual([]);
