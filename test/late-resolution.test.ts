@@ -7,11 +7,11 @@
  * update), so on those SDKs threads met this every day (the histories in test/fixtures/open-bugs/).
  *
  * This build runs on SDK 1.22.0, which delivers no result late (decision 81), and asks no patch after a slice
- * (decision 79). Threads queried without pause through refused slices, each waited on with `waitForIdle`, must replay;
- * and no result may come a task late, which is what an SDK upgrade that brings the behaviour back would break first.
- * (Release 0.12, the bridge, also showed it for the frozen 0.10 bundle, whose threads it moves; 0.10 is outside this
- * release's window.)
+ * (decision 79). Threads queried without pause through refused slices, each waited on with `waitForIdle`, must replay,
+ * on this build and on the frozen 0.10 bundle; and no result may come a task late, which is what an SDK upgrade that
+ * brings the behaviour back would break first.
  */
+import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ScriptedModel } from '../src/model/scripted';
@@ -20,6 +20,7 @@ import { eventually, startTestSystem, type TestSystem, uid } from './helpers';
 const LIMITS = { key: 'late-resolution', rpm: 100_000, tpm: 100_000_000, concurrency: 64 };
 const THREADS = 12;
 const ROUNDS = 3;
+const V010_BUNDLE = join(__dirname, 'fixtures', 'bundles', 'v0.10', 'workflows-bundle.js');
 
 interface Event {
   eventType?: string | number | null;
@@ -102,23 +103,31 @@ async function queriedThroughRefusals(sys: TestSystem, bundle: string): Promise<
   return outcome;
 }
 
-function system() {
+function system(bundle?: string) {
   let sys: TestSystem | undefined;
   afterAll(() => sys?.shutdown());
   return async () =>
     (sys ??= await startTestSystem({
       model: new ScriptedModel(() => ({ text: 'hi' })),
       limits: LIMITS,
+      ...(bundle && { workflowBundlePath: bundle }),
     }));
 }
 
 describe('queries and waits while slices run', () => {
   const thisBuild = system();
+  const release010 = system(V010_BUNDLE);
 
   it('leave every thread of this build replayable, with no result delivered late and no patch asked after a slice', async () => {
     const outcome = await queriedThroughRefusals(await thisBuild(), inject('workflowBundlePath'));
     expect(outcome.notReplayed).toEqual([]);
     expect(outcome.late, 'refusals the SDK delivered a task late (decision 81)').toBe(0);
     expect(outcome.patchMarkersAfterSlices).toBe(0);
+  }, 120_000);
+
+  it('leave threads of the frozen 0.10 bundle replayable too: on this SDK no result comes late', async () => {
+    const outcome = await queriedThroughRefusals(await release010(), V010_BUNDLE);
+    expect(outcome.notReplayed).toEqual([]);
+    expect(outcome.late).toBe(0);
   }, 120_000);
 });
