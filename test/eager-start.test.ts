@@ -10,7 +10,6 @@ import {
   WorkflowExecutionAlreadyStartedError,
   type WorkflowClientInterceptor,
 } from '@temporalio/client';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AgentClient } from '../src/client/agent-client';
 import { ThreadClosedError } from '../src/inbox/errors';
@@ -27,9 +26,6 @@ const model = new ScriptedModel((req: ModelRequest) => {
   if (last.role === 'tool_result') return { text: `Result: ${firstText(last.content)}` };
   return { text: `You said: ${last.role === 'user' ? last.text : ''}` };
 });
-
-/** Release 0.8's workflow code, as its workers run it. */
-const V08_BUNDLE = join(__dirname, 'fixtures', 'bundles', 'v0.8', 'workflows-bundle.js');
 
 let sys: TestSystem;
 /** Per workflow id, each start request the eager clients sent: started eagerly, queued, or refused (it existed). */
@@ -210,22 +206,6 @@ describe('eager start', () => {
     const args = await startArgs(id);
     expect(args.firstInput).toBeUndefined();
     expect(args.firstInputSignal).toBeUndefined();
-  });
-
-  it("is why every worker must run 0.9 first: a 0.8 worker ignores the start's input", async () => {
-    const old = await startTestSystem({ model, workflowBundlePath: V08_BUNDLE });
-    try {
-      const id = uid('on-0.8');
-      await old.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
-        workflowId: id,
-        taskQueue: old.taskQueue,
-        args: [{ threadId: id, kind: 'root', firstInput: { threadId: id, id: 'm1', content: 'hello' } }],
-      });
-      expect((await old.client.thread(id).waitForIdle()).status).toBe('idle');
-      expect(await old.client.thread(id).history()).toEqual([]);
-    } finally {
-      await old.shutdown();
-    }
   });
 
   it('refuses eagerStart on a client that does not share a worker connection', async () => {

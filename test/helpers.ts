@@ -23,6 +23,7 @@ import { defineTool, type Tool, type ToolContext, type ToolLifecycle, type ToolS
 import { toolResult } from '../src/tools/messages';
 import { type AgentWorker, createAgentWorker } from '../src/worker/create-worker';
 import { LocalEventHub } from '../src/events/event-hub';
+import type { MigratedThread } from '../src/client/migrate';
 import type { ThreadOptions } from '../src/workflows/contract';
 
 export interface TestSystem {
@@ -194,6 +195,62 @@ export async function eventually<T>(
 }
 
 export const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+/** A release's frozen workflow code (`test/fixtures/bundles/<release>/`, e.g. `v0.12`). */
+export const releaseBundle = (release: string): string =>
+  join(__dirname, 'fixtures', 'bundles', release, 'workflows-bundle.js');
+
+/**
+ * The bridge release (decision 85): 0.12 replays the runs of every release from 0.1 and has `migrate`, so a thread
+ * parked on a release older than the window reaches this one only through it.
+ */
+export const BRIDGE = 'v0.12';
+
+/**
+ * What a user on a release older than the window does before upgrading (docs/upgrading.md): a worker of the bridge
+ * release (its frozen workflow code; `worker` gives its model, tools and completion policy) serves `sys`'s task queue,
+ * `migrateThreads` moves `threadIds` onto new runs, and the worker goes once each new run's first workflow task has
+ * run on it. No other worker may serve the queue meanwhile. Returns the report's entries for those threads.
+ */
+export async function moveThroughBridge(
+  sys: TestSystem,
+  threadIds: readonly string[],
+  worker: { model: ModelProvider; tools?: Tool[]; completionPolicy?: Partial<CompletionPolicy> },
+): Promise<MigratedThread[]> {
+  const before = new Date();
+  const bridge = await createAgentWorker({
+    connection: sys.connection,
+    taskQueue: sys.taskQueue,
+    store: sys.store,
+    model: worker.model,
+    tools: worker.tools,
+    completionPolicy: { ...FAST_POLICY, ...worker.completionPolicy },
+    workflowBundle: { codePath: releaseBundle(BRIDGE) },
+  });
+  const running = bridge.run();
+  try {
+    // Visibility lists a run a moment after it starts.
+    await eventually(
+      async () => (await sys.client.migrateThreads({ before, threadIds, dryRun: true })).found === threadIds.length,
+      20_000,
+      'the threads listed for the move',
+    );
+    const { threads } = await sys.client.migrateThreads({ before, threadIds });
+    for (const t of threads.filter((t) => t.outcome === 'moved'))
+      await eventually(
+        async () =>
+          (await sys.temporal.workflow.getHandle(t.threadId, t.newRunId).fetchHistory()).events?.some(
+            (e) => e.workflowTaskCompletedEventAttributes,
+          ),
+        20_000,
+        `the bridge's first task of ${t.threadId}'s new run`,
+      );
+    return threads;
+  } finally {
+    bridge.shutdown();
+    await running;
+  }
+}
 
 const HISTORIES_DIR = join(__dirname, 'fixtures', 'histories');
 

@@ -6,7 +6,6 @@
  * the acknowledged `deliver` update, sent raw through the Temporal client as the `temporal` CLI would: no workflow task
  * fails, the thread still answers, every input that was taken reached history exactly once, and every drop is counted.
  */
-import { join } from 'node:path';
 import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -16,7 +15,18 @@ import { ScriptedModel } from '../src/model/scripted';
 import type { ToolContext } from '../src/tools/tool';
 import { treeScript } from './fixtures/tree-script';
 import { choicePrompt, generate, rng, SIGNAL_NAMES, type SignalName } from './fixtures/hostile-inputs';
-import { eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
+import { createAgentWorker } from '../src/worker/create-worker';
+import {
+  eventually,
+  FAST_POLICY,
+  moveThroughBridge,
+  recordingTool,
+  releaseBundle,
+  render,
+  startTestSystem,
+  type TestSystem,
+  uid,
+} from './helpers';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -127,10 +137,8 @@ describe('the reported case: a prompt whose choices is not an array', () => {
   });
 });
 
-const V05_BUNDLE = join(__dirname, 'fixtures', 'bundles', 'v0.5', 'workflows-bundle.js');
-
-describe('history recorded before the complete checks', () => {
-  it('replays as it ran where 0.5 took an input they refuse; a live thread drops it', async () => {
+describe('an input release 0.5 took that the complete checks refuse', () => {
+  it('stays in a 0.5 thread that the bridge moves and this release goes on with; a live thread drops it', async () => {
     // An input 0.5 took and committed: a user text with a field the runtime does not know.
     const odd = (threadId: string, id: string) => ({
       id,
@@ -138,7 +146,8 @@ describe('history recorded before the complete checks', () => {
       content: { type: 'text', text: 'odd but taken' },
       extra: { note: 'unknown to the runtime' },
     });
-    const old = await startTestSystem({ model: new ScriptedModel(treeScript), workflowBundlePath: V05_BUNDLE });
+    const model = new ScriptedModel(treeScript);
+    const old = await startTestSystem({ model, workflowBundlePath: releaseBundle('v0.5') });
     try {
       const thread = await old.client.startThread({ threadId: uid('recorded-05') });
       await old.temporal.workflow.getHandle(thread.threadId).signal('input', odd(thread.threadId, 'odd-1'));
@@ -146,12 +155,43 @@ describe('history recorded before the complete checks', () => {
       await eventually(async () => render(await thread.history()).includes('assistant: ok: and then'));
       await thread.waitForIdle();
       expect(render(await thread.history())[0]).toBe('user: odd but taken');
-      // This build takes it too while replaying (no 0.6 marker there): the slice it started is where it was.
-      await Worker.runReplayHistory(
-        { workflowBundle: { codePath: inject('workflowBundlePath') } },
-        await thread.workflow.fetchHistory(),
-        thread.threadId,
-      );
+      const before = render(await thread.history());
+      // 0.5's run is outside this release's window: the bridge (0.12), which replays it taking the input, moves it.
+      await old.worker!.shutdown();
+      const [moved] = await moveThroughBridge(old, [thread.threadId], { model });
+      expect(moved?.outcome).toBe('moved');
+      const current = await createAgentWorker({
+        connection: old.connection,
+        taskQueue: old.taskQueue,
+        store: old.store,
+        model,
+        completionPolicy: FAST_POLICY,
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+      });
+      const running = current.run();
+      try {
+        await thread.sendUserText('on this release');
+        await eventually(
+          async () => render(await thread.history()).at(-1) === 'assistant: ok: on this release' || undefined,
+          30_000,
+          'the answer on this release',
+        );
+        expect(render(await thread.history())).toEqual([
+          ...before,
+          'user: on this release',
+          'assistant: ok: on this release',
+        ]);
+        const history = await thread.workflow.fetchHistory();
+        expect(history.events?.filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+        await Worker.runReplayHistory(
+          { workflowBundle: { codePath: inject('workflowBundlePath') } },
+          history,
+          thread.threadId,
+        );
+      } finally {
+        current.shutdown();
+        await running;
+      }
     } finally {
       await old.shutdown();
     }

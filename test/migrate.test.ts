@@ -2,23 +2,32 @@
  * Moving parked threads onto the release the workers run (issue 39, decision 84): `migrateThreads` and `infinity-
  * temporal migrate` ask each running thread whose run started before a cutoff to continue as new; the thread does so
  * at its next pause between slices, with all its state, whatever it waits for (a tool, a timer, a child, a budget).
- * Threads started on an old release's workflow code (frozen bundles) move too; a thread whose workflow task fails on
- * this release is reported with why and loses nothing; a sweep is bounded and resumes with the same cutoff.
+ * Threads parked on a release before the window (0.1, 0.5, 0.10: frozen bundles) reach this release through the
+ * bridge (0.12's frozen code moves them, decision 85); one that meets this release first fails its workflow task,
+ * is reported with why and loses nothing; a sweep is bounded and resumes with the same cutoff.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { ThreadStatus } from '../src/core/types';
 import { migrateInput } from '../src/core/inputs';
 import { ScriptedModel } from '../src/model/scripted';
 import { toolResult } from '../src/tools/messages';
 import { startLocalSystem } from '../src/local-system';
 import { createAgentWorker } from '../src/worker/create-worker';
-import { V012 } from '../src/workflows/patches';
+import { V011, V012 } from '../src/workflows/patches';
 import { cliRunner } from './cli-process';
 import { treeScript, treeTools } from './fixtures/tree-script';
-import { checkReplay, eventually, render, startTestSystem, type TestSystem, uid } from './helpers';
+import * as Threads from '../src/core/builtins/threads';
+import {
+  checkReplay,
+  eventually,
+  moveThroughBridge,
+  releaseBundle,
+  render,
+  startTestSystem,
+  type TestSystem,
+  uid,
+} from './helpers';
 
-const BUNDLES = join(__dirname, 'fixtures', 'bundles');
 const FAST = { unexpectedEndWaitMs: 50, transientWaitMs: 50, rateLimitWaitMs: 50 };
 
 let sys: TestSystem;
@@ -33,7 +42,7 @@ async function worker(bundle?: string): Promise<{ stop(): Promise<void> }> {
     model,
     tools: treeTools(),
     completionPolicy: FAST,
-    workflowBundle: { codePath: bundle ? join(BUNDLES, bundle, 'workflows-bundle.js') : inject('workflowBundlePath') },
+    workflowBundle: { codePath: bundle ? releaseBundle(bundle) : inject('workflowBundlePath') },
   });
   const running = w.run();
   return {
@@ -267,35 +276,163 @@ describe('on this release', () => {
   });
 });
 
-describe('threads of older releases', () => {
-  it("a thread started on release 0.5's workflow code moves onto this release and answers on it", async () => {
-    const id = uid('mig-05');
-    const old = await worker('v0.5');
+/** Every run of a thread, oldest first, by following each start event's `continuedExecutionRunId` back. */
+async function runsOf(id: string): Promise<string[]> {
+  const runs: string[] = [];
+  let runId: string | undefined = await runIdOf(id);
+  while (runId) {
+    runs.unshift(runId);
+    const { events } = await sys.temporal.workflow.getHandle(id, runId).fetchHistory();
+    runId = events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
+  }
+  return runs;
+}
+
+/**
+ * Releases before the window (decision 85): this release does not replay their runs, so their threads come through the
+ * bridge (0.12's frozen workflow code and `migrate`), as docs/upgrading.md tells a user on such a release to do.
+ */
+describe('threads of releases before the window', () => {
+  it.each(['v0.1', 'v0.5', 'v0.10'])(
+    'threads parked on %s move through the bridge (0.12) and go on on this release, their history exact',
+    async (release) => {
+      const onTool = uid('mig-old-tool');
+      const idle = uid('mig-old-idle');
+      const parent = uid('mig-old-parent');
+      const old = await worker(release);
+      let child: string;
+      try {
+        await sys.client.sendUserText(onTool, 'call wait_for_ci {}');
+        await sys.client.sendUserText(idle, 'hello');
+        await sys.client.sendUserText(parent, 'spawn wait:child task');
+        for (const id of [onTool, idle, parent]) await sys.client.thread(id).waitForIdle();
+        child = await eventually(async () => (await status(parent)).children[0], 20_000, 'child');
+        await eventually(
+          async () => (await status(child)).pendingCall?.name === 'child_wait' || undefined,
+          20_000,
+          'child waits',
+        );
+      } finally {
+        await old.stop();
+      }
+      const ids = [onTool, idle, parent, child];
+      const historyBefore = new Map(
+        await Promise.all(ids.map(async (id) => [id, render(await sys.client.thread(id).history())] as const)),
+      );
+      const oldRuns = new Map(await Promise.all(ids.map(async (id) => [id, await runIdOf(id)] as const)));
+
+      const moved = await moveThroughBridge(sys, ids, { model, tools: treeTools(), completionPolicy: FAST });
+      expect(moved.map((t) => [t.threadId, t.outcome, t.runId]).sort()).toEqual(
+        ids.map((id) => [id, 'moved', oldRuns.get(id)]).sort(),
+      );
+
+      const current = await worker();
+      try {
+        // Each waits where it waited, and takes what comes next on this release.
+        const call = (await status(onTool)).pendingCall!;
+        expect(call.name).toBe('wait_for_ci');
+        await sys.client.deliver(toolResult({ threadId: onTool, toolCallId: call.id }, 'Build 9: red'));
+        await sys.client.sendUserText(idle, 'still there?');
+        const childCall = (await status(child)).pendingCall!;
+        expect(childCall.name).toBe('child_wait');
+        await sys.client.deliver(toolResult({ threadId: child, toolCallId: childCall.id }, 'done'));
+        const last = async (id: string, line: string) =>
+          eventually(
+            async () => render(await sys.client.thread(id).history()).includes(line) || undefined,
+            30_000,
+            `${id}: ${line}`,
+          );
+        await last(onTool, 'assistant: ok: Build 9: red');
+        await last(idle, 'assistant: ok: still there?');
+        await last(parent, `event #1: ${Threads.reportFromChild('child task')}`);
+        for (const id of ids) await sys.client.thread(id).waitForIdle({ settled: true });
+        expect(render(await sys.client.thread(onTool).history())).toEqual([
+          ...historyBefore.get(onTool)!,
+          'result #1: Build 9: red',
+          'assistant: ok: Build 9: red',
+        ]);
+        expect(render(await sys.client.thread(idle).history())).toEqual([
+          ...historyBefore.get(idle)!,
+          'user: still there?',
+          'assistant: ok: still there?',
+        ]);
+        expect(render(await sys.client.thread(parent).history())).toEqual([
+          ...historyBefore.get(parent)!,
+          `event #1: ${Threads.reportFromChild('child task')}`,
+          `assistant: noted: ${Threads.reportFromChild('child task')}`,
+        ]);
+        expect(render(await sys.client.thread(child).history()).slice(0, historyBefore.get(child)!.length)).toEqual(
+          historyBefore.get(child),
+        );
+        for (const id of ids) {
+          expect((await status(id)).dropped).toEqual({});
+          // No workflow task of any run failed: the old release's, the bridge's, this release's.
+          const runs = await runsOf(id);
+          expect(runs[0]).toBe(oldRuns.get(id));
+          for (const run of runs) expect(await failedTasks(id, run)).toBe(0);
+          // The run this release goes on with was started by the bridge, and records 0.11's marker at its first turn.
+          const newRun = moved.find((t) => t.threadId === id)!.newRunId!;
+          expect(runs).toContain(newRun);
+          expect(await patchMarkers(id, newRun)).toEqual([V011]);
+        }
+        // A later worker of this release replays what it went on with (recorded into the set of the release
+        // being prepared: runs the bridge started are in the window of 0.13 and 0.14).
+        await checkReplay(sys.client.thread(onTool), `bridge-moved-${release}-tool`);
+        await checkReplay(sys.client.thread(parent), `bridge-moved-${release}-parent`);
+      } finally {
+        await current.stop();
+      }
+    },
+  );
+
+  it('a thread too old for this release fails its workflow task here, is reported with why, and the bridge moves it', async () => {
+    const id = uid('mig-too-old');
+    const old = await worker('v0.1');
     try {
-      await sys.client.sendUserText(id, 'call wait_for_ci {}');
+      await sys.client.sendUserText(id, 'hello');
       await sys.client.thread(id).waitForIdle();
     } finally {
       await old.stop();
     }
-    const before = new Date();
+    const runBefore = await runIdOf(id);
+    // Upgraded straight from 0.1: this release cannot replay the run, its task fails, and the input waits.
     const current = await worker();
+    const before = new Date();
     try {
-      const runBefore = await runIdOf(id);
+      await sys.client.sendUserText(id, 'while stuck');
+      await eventually(async () => (await failedTasks(id)) > 0 || undefined, 20_000, 'a failed task');
       await listed([id], before);
-      const r = await sys.client.migrateThreads({ before });
-      expect(r.threads.find((t) => t.threadId === id)).toMatchObject({ outcome: 'moved', runId: runBefore });
-      const st: ThreadStatus = await status(id);
-      expect(st.pendingCall?.name).toBe('wait_for_ci');
-      await sys.client.deliver(toolResult({ threadId: id, toolCallId: st.pendingCall!.id }, 'Build 9: red'));
+      const r = await sys.client.migrateThreads({ before, threadIds: [id], timeoutMs: 6_000 });
+      const t = r.threads.find((x) => x.threadId === id);
+      expect(t?.outcome).toBe('not_moved');
+      expect(t?.reason).toMatch(/workflow task keeps failing/);
+      expect(r.complete).toBe(false);
+    } finally {
+      await current.stop();
+    }
+    // The repair (docs/upgrading.md): the bridge serves the queue, answers what waited and moves the thread.
+    const moved = await moveThroughBridge(sys, [id], { model, tools: treeTools(), completionPolicy: FAST });
+    expect(moved).toMatchObject([{ threadId: id, outcome: 'moved', runId: runBefore }]);
+    const again = await worker();
+    try {
+      await sys.client.sendUserText(id, 'on this release');
       await eventually(
-        async () => render(await sys.client.thread(id).history()).at(-1) === 'assistant: ok: Build 9: red' || undefined,
+        async () =>
+          render(await sys.client.thread(id).history()).at(-1) === 'assistant: ok: on this release' || undefined,
         30_000,
         'answer',
       );
-      expect(await failedTasks(id, runBefore)).toBe(0);
+      expect(render(await sys.client.thread(id).history())).toEqual([
+        'user: hello',
+        'assistant: ok: hello',
+        'user: while stuck',
+        'assistant: ok: while stuck',
+        'user: on this release',
+        'assistant: ok: on this release',
+      ]);
       expect(await failedTasks(id)).toBe(0);
     } finally {
-      await current.stop();
+      await again.stop();
     }
   });
 
@@ -327,41 +464,6 @@ describe('threads of older releases', () => {
       await current.stop();
     }
   });
-
-  it('a thread whose workflow task fails on the running release is reported with why, and moves once served again', async () => {
-    const id = uid('mig-stuck');
-    const current = await worker();
-    await sys.client.sendUserText(id, 'hello');
-    await sys.client.thread(id).waitForIdle();
-    await current.stop();
-    // 0.1's code cannot replay a run of this release (its patch marker): a rollback too far, or a run too old.
-    const tooOld = await worker('v0.1');
-    const before = new Date();
-    await sys.client.sendUserText(id, 'while stuck');
-    try {
-      await listed([id], before);
-      const r = await sys.client.migrateThreads({ before, timeoutMs: 6_000 });
-      const t = r.threads.find((x) => x.threadId === id);
-      expect(t?.outcome).toBe('not_moved');
-      expect(t?.reason).toMatch(/workflow task keeps failing/);
-      expect(r.complete).toBe(false);
-    } finally {
-      await tooOld.stop();
-    }
-    // The repair path: the release that can serve it takes the queued migrate and the user text; nothing is lost.
-    const runBefore = await runIdOf(id);
-    const back = await worker();
-    try {
-      await eventually(
-        async () => render(await sys.client.thread(id).history()).at(-1) === 'assistant: ok: while stuck' || undefined,
-        40_000,
-        'answer',
-      );
-      await eventually(async () => (await runIdOf(id)) !== runBefore || undefined, 30_000, 'moved');
-    } finally {
-      await back.stop();
-    }
-  });
 });
 
 describe('a single process upgraded in place', () => {
@@ -373,7 +475,7 @@ describe('a single process upgraded in place', () => {
     const idle = uid('mig-local-idle');
     const old = await startLocalSystem({
       ...common,
-      workflowBundle: { codePath: join(BUNDLES, 'v0.11', 'workflows-bundle.js') },
+      workflowBundle: { codePath: releaseBundle('v0.11') },
     });
     try {
       await old.client.sendUserText(waiting, 'call wait_for_ci {}');

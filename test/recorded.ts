@@ -1,10 +1,9 @@
 /**
- * The recorded history sets (`test/fixtures/histories/<release>/`), for the replays that check something besides the
- * replay gate itself (the UI texts, the tracing interceptors). The UI-text replay takes every history (one replay
- * worker per release is fast); the tracing replay, in `npm test`, a sample of each release's set — every fourth
- * history, so every release and most scenarios are met — and in the soak tier (`RECORDED_HISTORIES=all`) every
- * history; the replay gate (`test/replay.test.ts`) always replays them all.
- */
+ * The recorded history sets (`test/fixtures/histories/<release>/`: the window's releases, decision 85), for the replays
+ * that check something besides the replay gate itself (the UI texts, the tracing interceptors). The UI-text replay
+ * takes every history (one replay worker per release is fast); the tracing replay, in `npm test`, a sample of each
+ * release's set — every fourth history, so every release and most scenarios are met — and in the soak tier
+ * (`RECORDED_HISTORIES=all`) every history; the replay gate (`test/replay.test.ts`) always replays them all. */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { workflowIdOfHistory } from '../src/cli/replay-history';

@@ -1,9 +1,10 @@
 /**
- * The replay gate: every Temporal history recorded with a released version of the thread workflow
- * (`test/fixtures/histories/<release>/`) replays against the current workflow code without nondeterminism.
- * Released sets are never re-recorded; a workflow change that breaks one must go behind `patched()`
- * (docs/upgrading.md). New scenarios are recorded into the set of the release being prepared
- * (`RECORD_HISTORIES=<release> npm run record-histories`).
+ * The replay gate: every Temporal history recorded with a release of the supported window (decision 85: this release
+ * and the two before it; `test/fixtures/histories/<release>/` holds the window's sets only) replays against the current
+ * workflow code without nondeterminism. Released sets are never re-recorded; a workflow change that breaks one must go
+ * behind `patched()` (docs/upgrading.md). New scenarios are recorded into the set of the release being prepared
+ * (`RECORD_HISTORIES=<release> npm run record-histories`). Older releases' threads are moved by the bridge release
+ * (0.12) before they reach this one: test/migrate.test.ts.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,10 +26,12 @@ const cases = releases.flatMap((release) =>
     .map((file) => ({ release, file, name: `${release}/${file}` })),
 );
 
-it('has the v0.1 release set and recorded histories in every set', () => {
-  expect(releases).toContain('v0.1');
-  for (const release of releases) expect(cases.filter((c) => c.release === release).length).toBeGreaterThan(0);
-  expect(cases.filter((c) => c.release === 'v0.1').length).toBeGreaterThanOrEqual(24);
+/** The sets of the window's releases that are out (0.13's own is recorded when it is cut). */
+const WINDOW = ['v0.11', 'v0.12'];
+
+it("has the window's release sets, and only those, each with recorded histories", () => {
+  expect(releases).toEqual(WINDOW);
+  for (const release of releases) expect(cases.filter((c) => c.release === release).length).toBeGreaterThan(50);
 });
 
 /** Replays `set` in one replay worker (`runReplayHistories`); the histories that did not replay, each with its error. */
@@ -58,8 +61,7 @@ async function replaySet(
 
 /**
  * One replay worker per release set: the same check as one worker per history (each history under the workflow id its
- * start event names), in a fraction of the time (298 histories in ~7 s instead of ~50 s). A failure names every
- * history that did not replay and why.
+ * start event names), in a fraction of the time. A failure names every history that did not replay and why.
  */
 it.each(releases)('replays every recorded history of %s', async (release) => {
   const failed = await replaySet(
@@ -71,10 +73,13 @@ it.each(releases)('replays every recorded history of %s', async (release) => {
 });
 
 /**
- * The negative control: the same workflow code with release 0.2's changes always on (no `patched()`), bundled with
- * `src/workflows/patches.ts` swapped for a stub. The gate must catch it on the 0.1 histories those changes touch.
+ * The negative control: the same workflow code with 0.11's patch no longer asked at a run's first patch question, only
+ * before its first local activity (`src/workflows/patches.ts` swapped for a stub with webpack's module replacement): the
+ * mistake a retirement of patches could make. The gate must catch it: a run whose first patch question came before
+ * other commands of its first local slice's task, or in an earlier task, holds the `infinity-v0.11` marker where
+ * nothing asks for it.
  */
-it('catches the 0.2 changes made without patched() on the 0.1 histories', async () => {
+it("catches 0.11's patch asked at another point than its marker", async () => {
   const patches = join(__dirname, '..', 'src', 'workflows', 'patches.ts');
   const stub = join(__dirname, 'fixtures', 'unpatched', 'patches.ts');
   const { code } = await bundleWorkflowCode({
@@ -90,15 +95,18 @@ it('catches the 0.2 changes made without patched() on the 0.1 histories', async 
       return config;
     },
   });
-  const failed = await replaySet(
-    { code },
-    cases.filter((c) => c.release === 'v0.1'),
-    'v0.1 unpatched',
-  );
+  const failed = await replaySet({ code }, cases, 'rules asked late');
   for (const f of failed) expect(f.error.name, f.name).toBe('DeterminismViolationError');
-  const failures = failed.map((f) => f.file);
-  // Continue-as-new while busy changes the flood's commands; the poison history fails the same way under 0.2 rules.
-  expect(failures).toContain('flood-busy-thread.json');
+  for (const f of failed) expect(f.error.message, f.name).toContain('infinity-v0.11');
+  const failures = failed.map((f) => f.name);
+  // A thread started by hand asks 0.4's patch at its first status write, a task before its first slice; most threads
+  // ask 0.2's at their first input signal, ahead of the commands that come before their first slice (the title memo,
+  // an update's acceptance): 93 of the 121 histories fail so when this was written.
+  for (const release of WINDOW)
+    expect(failures).toEqual(
+      expect.arrayContaining([`${release}/hand-started-thread.json`, `${release}/sync-tool.json`]),
+    );
+  expect(failures.length).toBeGreaterThan(cases.length / 2);
 }, 120_000);
 
 /**
@@ -106,7 +114,7 @@ it('catches the 0.2 changes made without patched() on the 0.1 histories', async 
  * gate and the `replay` command take it from the start event. Under another id the signal handler takes another path.
  */
 it('replays a hand-started thread under the workflow id its start event names, and only there', async () => {
-  const history: unknown = JSON.parse(readFileSync(join(root, 'v0.4', 'hand-started-thread.json'), 'utf8'));
+  const history: unknown = JSON.parse(readFileSync(join(root, 'v0.12', 'hand-started-thread.json'), 'utf8'));
   const workflowId = workflowIdOfHistory(history);
   expect(workflowId).toMatch(/-bare$/);
   const options = { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: 'hand-started' };

@@ -5,18 +5,16 @@
  * late inputs dropped `rewound`), to a point between a call and its result, while a slice runs, racing a tool result,
  * refusals (a thread at its bound of archived ranges among them), and forks of a rewound thread.
  */
-import { join } from 'node:path';
-import { Worker } from '@temporalio/worker';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syntheticInput } from '../src/core/inputs';
 import { InvalidInputError, ThreadNotFoundError } from '../src/inbox/errors';
 import { type ScriptedReply, ScriptedModel } from '../src/model/scripted';
 import type { ModelRequest } from '../src/model/provider';
 import { type ArchivedRange, type ConversationStore, MAX_ARCHIVED_RANGES } from '../src/store/conversation-store';
 import { PostgresConversationStore } from '../src/store/postgres';
-import { subscriptionEvent, toolResult, userText } from '../src/tools/messages';
+import { subscriptionEvent, toolResult } from '../src/tools/messages';
 import type { ToolContext } from '../src/tools/tool';
 import { seededWith, selfOf, textOf } from './model-requests';
 import { checkReplay, eventually, recordingTool, render, startTestSystem, type TestSystem, uid } from './helpers';
@@ -353,47 +351,5 @@ describe.each(stores)('rewind on %s', (storeName, makeStore) => {
       'user: c',
       'assistant: ack c',
     ]);
-  });
-});
-
-const V07_BUNDLE = join(__dirname, 'fixtures', 'bundles', 'v0.7', 'workflows-bundle.js');
-
-describe('a rewind signalled to a thread of release 0.7', () => {
-  it('is dropped there as malformed, and its history replays on this build as it ran', async () => {
-    const model = new ScriptedModel(script);
-    const old = await startTestSystem({ model, workflowBundlePath: V07_BUNDLE });
-    try {
-      const id = uid('rw-07');
-      const thread = old.client.thread(id);
-      await thread.sendUserText('a');
-      await thread.waitForIdle();
-      // While a slow slice runs, a text, a hand-made rewind and another text arrive by signal: 0.7 drops the rewind
-      // at the signal and takes both texts in one batch. This build must not let the rewind into the queue on replay,
-      // where it would split that batch (a rewind is a batch of its own) and issue other commands.
-      await thread.sendUserText('slow one');
-      await eventually(async () => ((await thread.status()).status === 'running' ? true : undefined));
-      const raw = old.temporal.workflow.getHandle(id);
-      await raw.signal('input', userText(id, 'b'));
-      await raw.signal('input', {
-        id: uid('rewind'),
-        threadId: id,
-        content: { type: 'text', text: '' },
-        synthetic: { type: 'rewind', to: 2 },
-      });
-      await raw.signal('input', userText(id, 'c'));
-      await eventually(
-        async () =>
-          render(await thread.history()).some((l) => l.startsWith('assistant: ack') && l.includes('c')) || undefined,
-      );
-      await thread.waitForIdle();
-      expect((await thread.status()).dropped).toEqual({ malformed: 1 });
-      await Worker.runReplayHistory(
-        { workflowBundle: { codePath: inject('workflowBundlePath') } },
-        await thread.workflow.fetchHistory(),
-        id,
-      );
-    } finally {
-      await old.shutdown();
-    }
   });
 });

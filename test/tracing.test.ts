@@ -318,9 +318,9 @@ async function replayAll(
 }
 
 describe('replay with tracing', () => {
-  it('replays the recorded histories of every release with the tracing interceptors bundled', async () => {
+  it('replays the recorded histories of every release in the window with the tracing interceptors bundled', async () => {
     // A sample of each release's set in `npm test`, every history in the soak tier (test/recorded.ts).
-    expect(new Set(recorded.map((h) => h.name.split('/')[0])).size).toBeGreaterThanOrEqual(6);
+    expect(new Set(recorded.map((h) => h.name.split('/')[0]))).toEqual(new Set(['v0.11', 'v0.12']));
     expect(await replayAll(tracedBundle, recorded)).toEqual([]);
   }, 300_000);
 
@@ -367,7 +367,7 @@ describe('replay with tracing', () => {
     );
     expect(spawns.length).toBeGreaterThan(0);
     const failed = await replayAll(plain, spawns);
-    expect(failed).toContain('v0.4/tree-three-children.json: DeterminismViolationError');
+    expect(failed).toContain('v0.12/tree-three-children.json: DeterminismViolationError');
     // With the workflow's stream kept apart, the same histories replay.
     expect(await replayAll(tracedBundle, spawns)).toEqual([]);
   }, 120_000);

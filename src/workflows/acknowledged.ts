@@ -109,7 +109,8 @@ export function installDeliverUpdate(
         if (v.value.threadId !== threadId)
           throw new Error(`input.threadId names '${v.value.threadId}', not this thread`);
         // Taken at a signal only (0.12): it is no input of the conversation, so there is nothing to acknowledge.
-        if (v.value.synthetic?.type === 'migrate') throw new Error('a migrate input is sent as a signal, not delivered');
+        if (v.value.synthetic?.type === 'migrate')
+          throw new Error('a migrate input is sent as a signal, not delivered');
         const limit = inputLimitViolation(raw);
         if (limit) throw new Error(limit);
       },
@@ -126,8 +127,9 @@ export function installDeliverUpdate(
       const handed: HandedOverAck[] = [];
       for (const [input, d] of deliveries)
         if (d.ack === undefined || known.has(input)) handed.push([input, encodeDelivery(d)]);
-      // Asked only when there is something to hand over: a thread with no acknowledged delivery records no marker.
-      return handed.length > 0 && v07() ? handed : [];
+      // 0.7's patch, asked only when there is something to hand over, as 0.7 asked it.
+      if (handed.length > 0) v07();
+      return handed;
     },
     settle(taken, dropped, deferred) {
       if (open === 0) return;

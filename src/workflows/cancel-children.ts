@@ -15,7 +15,8 @@ import { CHILDREN_WINDOW, type ThreadState } from './state';
  * cancel requests pending, again at every retry, so a thread handed more (a start made by hand) never closed.
  */
 export async function cancelChildren(st: ThreadState): Promise<void> {
-  if (st.children.size === 0 || !v010()) return;
+  if (st.children.size === 0) return;
+  v010();
   const children = [...st.children.keys()].slice(-CHILDREN_WINDOW);
   // Outside the cancelled scope, so the requests are made.
   await CancellationScope.nonCancellable(() =>

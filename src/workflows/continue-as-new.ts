@@ -1,7 +1,7 @@
 /**
  * When a thread's run continues-as-new, and what the next run starts from (decision 45). The decision is taken after
- * every slice; the loop itself awaits the open handlers (0.1) and `continueAsNew`, so the command comes at the same
- * point, and in the same microtask order, as when the decision was inline.
+ * every slice; the loop itself awaits `continueAsNew`, so the command comes at the same point, and in the same
+ * microtask order, as when the decision was inline.
  */
 import { workflowInfo } from '@temporalio/workflow';
 import { CARRY_MAX_CHARS, serializedChars } from '../core/batching';
@@ -11,31 +11,18 @@ import type { ThreadOptions, ThreadWorkflowArgs } from './contract';
 import { carryState, DEDUP_WINDOW, lastN, type ThreadState } from './state';
 
 /**
- * `stay`: this run goes on. `now`: continue-as-new at once, abandoning open waits (0.2). `after-handlers`: wait for
- * every open handler to finish first (0.1).
+ * Whether the run continues-as-new after this slice, at once, abandoning open waits (see `waitForIdle`): between any
+ * two slices once the run is long, if what it carries stays small (0.2; 0.1 waited for an idle moment, which a flooded
+ * thread never has, and for open waits to finish, which under load they never do). Asks `v02()` once, every time, as
+ * the loop always did.
  */
-export type ContinueAsNewDecision = 'stay' | 'now' | 'after-handlers';
-
-/**
- * Whether the run continues-as-new after this slice. Asks `v02()` once, every time (as the loop always did), and
- * `idle()` only under 0.1's rules once Temporal suggests it.
- */
-export function continueAsNewDecision(
-  opts: ThreadOptions,
-  st: ThreadState,
-  idle: () => boolean,
-): ContinueAsNewDecision {
+export function continueAsNewDue(opts: ThreadOptions, st: ThreadState): boolean {
   const info = workflowInfo();
-  // 0.1 waited for an idle moment, which a flooded thread never has, and Temporal terminated it at its history limit.
-  // 0.2 continues between any two slices once the run is long, if what it carries stays small.
-  const rules02 = v02();
-  const due = rules02
-    ? (info.continueAsNewSuggested || info.historyLength >= (opts.maxRunEvents ?? 2000)) &&
-      serializedChars([st.inbox, st.prep.deferred, st.carry, st.prefix]) <= CARRY_MAX_CHARS
-    : info.continueAsNewSuggested && idle();
-  if (!due) return 'stay';
-  // 0.1 waited for open waits to finish, which under load they never do; 0.2 abandons them (see `waitForIdle`).
-  return rules02 ? 'now' : 'after-handlers';
+  v02();
+  return (
+    (info.continueAsNewSuggested || info.historyLength >= (opts.maxRunEvents ?? 2000)) &&
+    serializedChars([st.inbox, st.prep.deferred, st.carry, st.prefix]) <= CARRY_MAX_CHARS
+  );
 }
 
 /** The next run's arguments: this run's, without the seed and first input (used up), with the state it carries. */

@@ -67,16 +67,16 @@ export interface ThreadOptions {
    */
   signalNames?: 'input' | 'by-kind';
   /**
-   * `'0.5'`: the thread follows the rules of releases 0.2 to 0.5 without asking `patched()` for them, so its runs
-   * record none of their patch markers and no `TemporalChangeVersion` upsert (two history events and a visibility write
-   * fewer per run, decision 66). Children and continue-as-new runs inherit it. Set it only once every worker runs
-   * release 0.6 or later, and roll back no worker below 0.6 after: older code ignores the field, asks `patched()` while
-   * replaying such a history, finds no marker and takes release 0.1's rules (nondeterminism). A thread a 0.5 worker took
-   * a task of anyway has the markers in its history: 0.6 code still asks `patched()` while replaying (never live), so
-   * that history replays too (test/patch-option.test.ts). Without it a thread follows release 0.11's rules (decision
-   * 79: one patch asked before a run's first slice, none after). With it, 0.6 and later are still asked on their
-   * paths, after a slice's result: safe on the SDK this runtime pins (decision 81), not on SDK 1.23 or 1.24 (78).
-   * @default none (the thread follows 0.11's rules)
+   * `'0.5'` (decision 66): the thread's runs do not ask `infinity-v0.11` (decision 79). Since release 0.13 every rule of
+   * 0.2 to 0.10 holds for every run without asking (decision 85), so that is all the option does: such a run records
+   * no patch marker on its common path and no `TemporalChangeVersion` upsert (two history events and a visibility
+   * write fewer per run than without it). Children and continue-as-new runs inherit it. A thread started with it under
+   * 0.11 or 0.12 asked 0.6 to 0.10 on their paths, and its markers still match (test/patch-option.test.ts). The cost
+   * is a rollback: 0.11 and 0.12 workers ask 0.6 to 0.10 on those paths for such a thread, so a run that this release
+   * took through one of them (several inputs in one local slice, a refusal for budget or capacity, acknowledged
+   * deliveries handed to the next run, a rewind, a cancel with children) does not replay on them. Without the option a
+   * run asks `infinity-v0.11` once, before its first slice, and can go back to a 0.11 or 0.12 worker.
+   * @default none (the run asks `infinity-v0.11`)
    */
   baseRelease?: '0.5';
 }

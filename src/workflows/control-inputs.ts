@@ -84,8 +84,9 @@ export async function handleControlInputs(
         PROMPTS_MAX_BYTES,
       );
     } else if (syn?.type === 'rewind') {
-      // 0.8 (issue 28 §2); release 0.7 and before dropped it as malformed, and still do on their histories' replay.
-      if (!v08() || (await rewindTo(ctx, syn.to)) !== undefined) drop('malformed', m);
+      // 0.8 (issue 28 §2): its patch asked here, where 0.8 asked it. A rewind the thread cannot make is malformed.
+      v08();
+      if ((await rewindTo(ctx, syn.to)) !== undefined) drop('malformed', m);
     } else if (syn?.type === 'compaction') {
       if (ctx.st.compaction.running) drop('duplicate', m);
       else await startCompaction(ctx, safePoint);

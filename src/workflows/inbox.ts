@@ -58,21 +58,6 @@ export function installInbox(
   };
 
   /**
-   * Whether this run takes an input that passed every check but the complete ones of 0.6 (issue 26): asked last, only
-   * for such an input, so the checks before it ask their patches as they always did. History recorded before those
-   * checks, where 0.5 took the input, replays taking it; a live run drops it.
-   */
-  const refusedByCompleteChecks = (v: Validation<InputMessage>): v is { ok: false; error: string } => !v.ok && v06();
-
-  /**
-   * 0.8 (issue 28 §2): a `rewind` control input. Release 0.7's checks refused its synthetic type at the signal, so it
-   * never reached the queue; a history where a signal brought one replays with it dropped here, as it ran, and the
-   * queue, its batches and its interrupts stay as they were. Asked last and only for a rewind: a live run takes it.
-   * (An update brought none into such a history: its validator refused the type, and a refused update leaves no trace.)
-   */
-  const refusedAsRewind = (m: InputMessage): boolean => m.synthetic?.type === 'rewind' && !v08();
-
-  /**
    * 0.12 (issue 39): a `migrate` input is taken here and never queued: the run continues as new at its next pause
    * between slices (thread.ts). Release 0.11's checks refused its synthetic type at the signal; a history where a
    * signal brought one replays with it dropped, as it ran. Asked before any other patch question of the signal, and
@@ -86,16 +71,18 @@ export function installInbox(
     return true;
   };
 
-  /** The checks every signal's input ends with, in this order, then the queue. */
+  /**
+   * The checks every signal's input ends with, then the queue. An input that passed every check but the complete ones
+   * of 0.6 (issue 26; read with the lenient ones to get this far) is dropped: 0.6's patch is asked last, and only for
+   * such an input, where 0.6 asked it. So is 0.8's for a `rewind` control input (issue 28 §2), which is taken.
+   */
   const admit = (v: Validation<InputMessage>, m: InputMessage, raw: unknown, via: string): void => {
-    if (refusedByCompleteChecks(v)) {
+    if (!v.ok) {
+      v06();
       drop('malformed', asIdOnly(raw), `${via}: ${v.error}`);
       return;
     }
-    if (refusedAsRewind(m)) {
-      drop('malformed', asIdOnly(raw), `${via}: a rewind, which release 0.7 does not take`);
-      return;
-    }
+    if (m.synthetic?.type === 'rewind') v08();
     enqueue(m);
   };
 
@@ -108,9 +95,10 @@ export function installInbox(
     }
     if (v.ok && tookMigrate(m, raw, via)) return;
     // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
-    // Asked only here, after the checks above, as before: a patch asked at another point would record its marker
-    // at another point of the history.
-    const limit = v02() ? inputLimitViolation(raw) : undefined;
+    // Its patch is asked only here, after the checks above, as before: for most runs this is where 0.11's is asked,
+    // and a patch asked at another point would meet its marker at another point of the history.
+    v02();
+    const limit = inputLimitViolation(raw);
     if (limit !== undefined) {
       drop('malformed', asIdOnly(raw), `${via}: ${limit}`);
       return;
@@ -121,7 +109,7 @@ export function installInbox(
   /**
    * 0.6 (issue 30): a signal by kind may leave out `threadId` (this thread) and `id` (a new one, from the workflow's
    * deterministic uuid4), so a hand-written `temporal workflow signal --name user_text --input '{"text": "hi"}'` works.
-   * Asked only for a payload that leaves one out, which 0.5 dropped as malformed and still does on its replay.
+   * 0.6's patch is asked only for a payload that leaves one out, as 0.6 asked it.
    */
   const withDefaults = (raw: unknown): unknown => {
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
@@ -129,7 +117,7 @@ export function installInbox(
     // An own `__proto__` key is refused by the checks, and a copy here could lose it: such a payload stays as sent.
     if ((r.threadId !== undefined && r.id !== undefined) || Object.prototype.hasOwnProperty.call(r, '__proto__'))
       return raw;
-    if (!v06()) return raw;
+    v06();
     return { ...r, ...(r.threadId === undefined && { threadId }), ...(r.id === undefined && { id: uuid4() }) };
   };
   const takeKind = (name: KindSignalName, given: unknown, via = `${name} signal`): void => {

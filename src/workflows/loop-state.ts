@@ -1,6 +1,6 @@
 /**
  * The thread loop's own state for one run (not carried across continue-as-new): whether a slice runs or the loop is
- * busy between slices, what arrived in this run, where a blocked thread stopped (release 0.2), and what the last
+ * busy between slices, what arrived in this run, where a blocked thread stopped, and what the last
  * slice called — with the small readings of it that the loop, the handlers and the slice summaries share. Nothing
  * here issues a command: the state is read by conditions, queries and the `waitForIdle` update.
  */
@@ -17,8 +17,8 @@ export interface LoopState {
   /** A slice activity runs (status `running`). */
   sliceRunning: boolean;
   /**
-   * 0.2: also busy while a batch is being turned into a slice or a slice's action carried out (a child starting):
-   * 0.1 looked idle there, and a wait could return with a spawn half done.
+   * Also busy while a batch is being turned into a slice or a slice's action carried out (a child starting), so a
+   * wait cannot return with a spawn half done (0.1 looked idle there).
    */
   acting: boolean;
   /** The slice about to run retries the items of one that did not commit. */
@@ -36,7 +36,7 @@ export interface LoopState {
   userTextsArrived: number;
   /** Inputs that have arrived in this run. */
   inputsArrived: number;
-  /** When the thread last blocked (release 0.2 rules only): inputs arrived and queued then. */
+  /** When the thread last blocked in this run: inputs arrived and queued then. */
   blockedAt: { inputs: number; queued: number } | undefined;
   /** The workflow task (by its history length) whose first slice ran locally. */
   lastLocalTask: number;
@@ -89,7 +89,7 @@ export function loopState(st: ThreadState): LoopState {
 
     newSinceBlock: () =>
       s.blockedAt !== undefined && (s.inputsArrived > s.blockedAt.inputs || st.inbox.length > s.blockedAt.queued),
-    // A thread blocked on its store (0.2) waits for the next input whatever is queued: that is idle too.
+    // A thread blocked on its store waits for the next input whatever is queued: that is idle too.
     // A thread over budget waits for a raise, whatever is queued: idle too.
     idle: () =>
       !s.acting &&
@@ -97,7 +97,7 @@ export function loopState(st: ThreadState): LoopState {
       (st.overBudget !== undefined ||
         (s.blockedAt !== undefined && !s.newSinceBlock()) ||
         (st.inbox.length === 0 && (st.carry.length === 0 || st.blocked))),
-    // 0.2: a blocked thread retries once per input that arrives after it blocked, never in a loop on the queued ones.
+    // A blocked thread retries once per input that arrives after it blocked, never in a loop on the queued ones.
     // Over budget: inputs queue, nothing runs until a `budget` signal clears it (never set in older histories).
     hasWork: () =>
       st.overBudget === undefined &&

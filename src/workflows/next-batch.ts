@@ -32,59 +32,59 @@ export interface TakenBatch {
 }
 
 /**
- * Starts a turn of the loop once it has work: clears the block, marks the loop busy (0.2) and notes whether this
- * slice retries a carried one. Returns whether the slice may run as a local activity (0.3). Asks `v02()` then
- * `v03()`, on every turn, as the loop always did.
+ * Starts a turn of the loop once it has work: clears the block, marks the loop busy and notes whether this slice
+ * retries a carried one. Returns whether the slice may run as a local activity. Asks `v02()` then `v03()`, on every
+ * turn, as the loop always did: the first of them is where most runs ask 0.11's patch (patches.ts).
  */
 export function beginTurn(st: ThreadState, loop: LoopState, slices: SliceRunner): boolean {
   loop.blockedAt = undefined;
-  loop.acting = v02();
+  v02();
+  loop.acting = true;
   loop.retrying = st.carry.length > 0;
   // 0.3 (decision 50): only the first slice of a workflow task may run locally, so a task that fails after it leaves
   // at most one slice committed that its history does not show, and that slice's inputs are the queue's first only:
   // every attempt of the task starts from the same state and queue head, so it asks for the same slice again.
-  return v03() && slices.localEnabled && workflowInfo().historyLength !== loop.lastLocalTask;
+  v03();
+  return slices.localEnabled && workflowInfo().historyLength !== loop.lastLocalTask;
 }
 
 /**
- * Takes the next batch off the queue (nothing carried): bounded (0.2), ended before the input after an interrupting
- * user text, and one input only for a local slice. Asks `v02()` once.
+ * Takes the next batch off the queue (nothing carried): bounded, ended before the input after an interrupting user
+ * text, and for a local slice the inputs a retry of this task is sure to take too. Asks `v02()` once.
  */
 export function nextBatch(st: ThreadState, loop: LoopState, local: boolean): TakenBatch {
   // 0.2: a bounded batch, so a flood never builds an activity input Temporal refuses; what waits stays first.
-  const bounded = v02();
-  let batch = bounded ? takeBatch(st.inbox) : st.inbox.splice(0);
+  v02();
+  let batch = takeBatch(st.inbox);
   // A rewind queued (issue 28 §2) keeps the queue's order: a user text behind it, which interrupted the running slice,
   // is taken after the rewind, not ahead of it as an interrupting text would be.
   if (loop.interruptNext && batch.some(isRewind)) loop.interruptNext = false;
   if (loop.interruptNext) {
     const split = splitInterruptBatch(batch);
     batch = split.batch;
-    if (bounded) st.inbox.unshift(...split.rest);
-    else st.inbox.push(...split.rest);
+    st.inbox.unshift(...split.rest);
     loop.interruptNext = false;
   }
   // A rewind (issue 28 §2) is a batch of its own: what came before it is committed first, what comes after is taken
   // once the history is rewound (its safe point, for children and compaction, is the rewound one).
   const rewind = batch.findIndex(isRewind);
   if (rewind >= 0) st.inbox.unshift(...batch.splice(rewind === 0 ? 1 : rewind));
-  // 0.3 (decision 50): a local slice takes the queue's first input only, the same in every attempt of its task. 0.6
-  // (decision 67): every input a retry of this task is sure to find in the same place — all but those a `deliver`
-  // update admitted in this very task, which are in no history until the task completes (a retry may see them
-  // elsewhere in the queue, or not at all) — once the store says what an earlier attempt of this task committed
-  // (`keepCommittedInputs`). A batch that starts with such an input runs as a regular activity, whose input is recorded.
+  // 0.6 (decision 67): a local slice takes every input a retry of this task is sure to find in the same place — all but
+  // those a `deliver` update admitted in this very task, which are in no history until the task completes (a retry may
+  // see them elsewhere in the queue, or not at all) — once the store says what an earlier attempt of this task
+  // committed (`keepCommittedInputs`). A batch that starts with such an input runs as a regular activity, whose input
+  // is recorded.
   let several: true | undefined;
   let remote: true | undefined;
   const unsettledHead = batch.length > 0 && admittedNow(loop, batch[0]!);
   if (local && (batch.length > 1 || unsettledHead)) {
-    if (v06()) {
-      if (unsettledHead) remote = true;
-      else {
-        const settled = batch.findIndex((m) => admittedNow(loop, m));
-        if (settled > 0) st.inbox.unshift(...batch.splice(settled));
-        if (batch.length > 1) several = true;
-      }
-    } else st.inbox.unshift(...batch.splice(1));
+    v06();
+    if (unsettledHead) remote = true;
+    else {
+      const settled = batch.findIndex((m) => admittedNow(loop, m));
+      if (settled > 0) st.inbox.unshift(...batch.splice(settled));
+      if (batch.length > 1) several = true;
+    }
   }
   // Event and compaction children inherit the committed history, without a trailing unanswered call.
   const safePoint =
@@ -157,5 +157,8 @@ function maybeTitle(opts: ThreadOptions, append: StoredItem[]): void {
   const title = titleOf(first.item.text);
   upsertMemo({ title });
   // 0.5, asked only for threads that write titles (decision 62): the UI's `Title` column, once per thread.
-  if (opts.titleSearchAttribute && v05()) upsertSearchAttributes([{ key: searchAttributes.Title, value: title }]);
+  if (opts.titleSearchAttribute) {
+    v05();
+    upsertSearchAttributes([{ key: searchAttributes.Title, value: title }]);
+  }
 }

@@ -43,10 +43,12 @@ function answer(ctx: ActionContext, callId: string, text: string): void {
 
 /**
  * Signals another thread; false when it no longer runs (closed, or gone). Under its kind's name, readable payload
- * first, only where the options say every worker has those handlers (release 0.5, decision 62); `input` otherwise.
+ * first, only where the options say every worker has those handlers (release 0.5, decision 62; its patch asked only
+ * then); `input` otherwise.
  */
 async function signalThread(ctx: ActionContext, threadId: string, message: InputMessage): Promise<boolean> {
-  const byKind = ctx.args.options?.signalNames === 'by-kind' && v05();
+  const byKind = ctx.args.options?.signalNames === 'by-kind';
+  if (byKind) v05();
   try {
     const target = getExternalWorkflowHandle(threadId);
     if (byKind) await target.signal(kindSignals[signalNameOf(message)], readablePayload(message));
@@ -73,10 +75,11 @@ export async function startThread(
   if (userId !== undefined) args.userId = userId;
   // The tenant is the tree's (budgets): a child bills to its root's.
   if (ctx.args.tenant !== undefined) args.tenant = ctx.args.tenant;
-  // 0.5 (decision 62), asked only for threads that write titles: the child's `Title`. It includes 0.4's background
-  // priority, so a spawn records one marker, not two (decision 51); without it, 0.4's own marker as before.
-  const titled = ctx.args.options?.titleSearchAttribute === true && v05();
-  const background = titled || v04();
+  // 0.5 (decision 62), for threads that write titles: the child's `Title`. On that path 0.5's patch is asked for 0.4's
+  // background priority too (a spawn asked one of them, decision 51); on the others, 0.4's.
+  const titled = ctx.args.options?.titleSearchAttribute === true;
+  if (titled) v05();
+  else v04();
   await startChild(THREAD_WORKFLOW_TYPE, {
     workflowId: childId,
     args: [args],
@@ -96,7 +99,7 @@ export async function startThread(
     memo: { title },
     // Children, event handlers and compactions are background work: they queue behind root threads' turns. The
     // fairness key (the root's id) is inherited, so a whole tree shares one fair share (decision 60).
-    ...(background && { priority: { priorityKey: childPriorityKey(workflowInfo().priority?.priorityKey) } }),
+    priority: { priorityKey: childPriorityKey(workflowInfo().priority?.priorityKey) },
   });
   ctx.st.children.set(childId, spawn.toolCallId);
 }

@@ -1,7 +1,7 @@
 /**
  * One batch as one slice (docs/architecture.md, "The slice protocol"): hand it to the slice runner, then apply what
- * came back — a result to the thread's state, or a failure that sets the batch aside or blocks the thread (release
- * 0.2, `failures.ts`). Neither step awaits anything of its own: the loop awaits the slice and the runtime action, so
+ * came back — a result to the thread's state, or a failure that sets the batch aside or blocks the thread
+ * (`failures.ts`). Neither step awaits anything of its own: the loop awaits the slice and the runtime action, so
  * the workflow reaches every command at the same point, and in the same microtask order, as when this was inline.
  */
 import { uuid4, workflowInfo } from '@temporalio/workflow';
@@ -95,8 +95,8 @@ export function runBatch(
 }
 
 /**
- * Applies a slice's outcome once it is back: a result to the thread's state, a failure as release 0.2 or 0.1 treats
- * it (a cancelled slice changes nothing: its carry is retried). Returns the runtime action the loop must carry out.
+ * Applies a slice's outcome once it is back: a result to the thread's state, a refusal (budget, capacity) or a
+ * failure (a cancelled slice changes nothing: its carry is retried). Returns the runtime action the loop must carry out.
  */
 export function settleSlice(ctx: SliceContext, outcome: SliceOutcome, append: StoredItem[]): RuntimeAction | undefined {
   ctx.loop.sliceRunning = false;
@@ -105,13 +105,15 @@ export function settleSlice(ctx: SliceContext, outcome: SliceOutcome, append: St
     applyResult(ctx, outcome.ok);
     return outcome.ok.action;
   }
-  // Only a worker with budgets refuses a slice so; asked only then (0.6's path), so older histories replay unchanged.
-  if ('failed' in outcome && outcome.type === SLICE_REFUSED.overBudget && v06()) {
+  // Only a worker with budgets refuses a slice so; 0.6's patch is asked only then, where 0.6 asked it.
+  if ('failed' in outcome && outcome.type === SLICE_REFUSED.overBudget) {
+    v06();
     stopOverBudget(ctx, outcome, append);
     return undefined;
   }
-  // Only a worker with provider limits refuses a slice so; asked only then (0.7's path).
-  if ('failed' in outcome && outcome.type === SLICE_REFUSED.throttled && v07()) {
+  // Only a worker with provider limits refuses a slice so; 0.7's patch is asked only then.
+  if ('failed' in outcome && outcome.type === SLICE_REFUSED.throttled) {
+    v07();
     waitForCapacity(ctx, outcome, append);
     return undefined;
   }
@@ -216,16 +218,13 @@ function applyResult(ctx: SliceContext, r: SliceResult): void {
 }
 
 /**
- * A slice that failed on every attempt. 0.2: the thread shows `failed`; a failure that says nothing about the inputs
- * blocks it until new input arrives, any other sets the batch aside. 0.1: it blocks. Asks `v02()` once.
+ * A slice that failed on every attempt (0.2): the thread shows `failed`; a failure that says nothing about the inputs
+ * blocks it until new input arrives, any other sets the batch aside. Asks `v02()` once.
  */
 function recordFailure(ctx: SliceContext, outcome: { failed: string; type?: string }, append: StoredItem[]): void {
   const { st, loop } = ctx;
   st.lastError = outcome.failed;
-  if (!v02()) {
-    st.blocked = true;
-    return;
-  }
+  v02();
   st.failed = true;
   if (!outcome.type || !BLOCKING_FAILURES.has(outcome.type)) {
     const aside = setAside(sliceIdFor(ctx.args.threadId, st.slices), append, outcome.failed);

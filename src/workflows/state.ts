@@ -133,7 +133,7 @@ export interface ThreadState {
   lastText?: string;
   lastError?: string;
   runs: number;
-  /** The last slice failed for good and nothing has succeeded since (status `failed`; release 0.2 rules only). */
+  /** The last slice failed for good and nothing has succeeded since (status `failed`). */
   failed: boolean;
   setAside: SetAsideBatch[];
   /** The last few inputs dropped, newest last. */

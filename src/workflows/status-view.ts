@@ -29,7 +29,6 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
   // A thread started by hand has no search attributes (the client sets them at start): it names its kind itself.
   let kindMissing = workflowInfo().typedSearchAttributes.get(searchAttributes.ThreadKind) === undefined;
 
-  // `failed` is only ever set under release 0.2's rules, so histories of 0.1 replay with the statuses they had.
   const status = (): AgentStatus =>
     st.prep.closed
       ? 'closed'
@@ -82,8 +81,9 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
     const updates: SearchAttributeUpdatePair[] = [];
     if (kindMissing) {
       kindMissing = false;
-      // 0.4 (its own marker, asked only here): histories of hand-started threads recorded before replay unchanged.
-      if (v04()) updates.push({ key: searchAttributes.ThreadKind, value: args.kind });
+      // 0.4's patch, asked only here (decision 58).
+      v04();
+      updates.push({ key: searchAttributes.ThreadKind, value: args.kind });
     }
     if (opts.statusSearchAttribute !== false && settled !== shownStatus) {
       updates.push({ key: searchAttributes.AgentStatus, value: settled });

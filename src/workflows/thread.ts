@@ -22,7 +22,7 @@ import type { SliceInputs } from '../core/slice-protocol';
 import type { StoredItem } from '../core/types';
 import { installDeliverUpdate } from './acknowledged';
 import { installBudgetSignal } from './budget';
-import { continueAsNewDecision, nextRunWithin, rememberedInputIds } from './continue-as-new';
+import { continueAsNewDue, nextRunWithin, rememberedInputIds } from './continue-as-new';
 import { handleControlInputs } from './control-inputs';
 import { installInbox } from './inbox';
 import { installStatusHandlers, loopState } from './loop-state';
@@ -74,11 +74,10 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   const sctx: SliceContext = { args, st, loop, inbox, slices, publish };
 
   /**
-   * Continues as new with this run's state (decision 45), once open handlers have finished if `waitHandlers` (0.1).
+   * Continues as new with this run's state (decision 45), abandoning open waits (their clients ask the next run).
    * Returns only when the state is too large to carry: the run goes on, says why, and tries again after the next slice.
    */
-  const moveOn = async (waitHandlers: boolean): Promise<void> => {
-    if (waitHandlers) await condition(allHandlersFinished);
+  const moveOn = async (): Promise<void> => {
     st.acks = acks.handOver(rememberedInputIds(opts, st));
     const nextRun = nextRunWithin(args, st);
     if (!('overBytes' in nextRun)) await continueAsNew<typeof agentThread>(nextRun);
@@ -103,7 +102,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       // A run asked to migrate (0.12) waits for nothing else: it continues as new between slices, with its queue.
       await condition(() => loop.hasWork() || loop.migrating);
       if (loop.migrating && !loop.hasWork()) {
-        await moveOn(false);
+        await moveOn();
         continue;
       }
       if (st.throttled) {
@@ -153,10 +152,10 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       }
       publish();
 
-      const decided = continueAsNewDecision(opts, st, loop.idle);
-      const next = loop.migrating ? 'now' : decided;
-      if (next === 'stay') st.carryOverBytes = undefined;
-      if (next !== 'stay') await moveOn(next === 'after-handlers');
+      // Asked after every slice, a migrate or not (it asks a patch).
+      const due = continueAsNewDue(opts, st);
+      if (due || loop.migrating) await moveOn();
+      else st.carryOverBytes = undefined;
     }
   } catch (e) {
     // Temporal's own cancel (release 0.10, decision 76): the children go with the thread.
