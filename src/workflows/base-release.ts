@@ -15,8 +15,9 @@
  *   0.6 and later on their paths instead, and those markers still match: `impliedPatch`). Nothing else: on this
  *   release the option changes no rule.
  *
- * Runs of 0.10 or older (no 0.11 marker, and the old branches they may have taken) are outside the window: release
- * 0.12 moves them (`migrate`, docs/upgrading.md).
+ * Runs of 0.10 or older (no 0.11 marker, and the old branches they may have taken) are outside the window: their
+ * replay stops at their first patch question ({@link RunOutsideWindow}) instead of going on by luck; release 0.12
+ * moves them (`migrate`, docs/upgrading.md).
  *
  * Workflow code: the state lives in this module, and the SDK gives every workflow its own copy of the bundle's modules
  * (its own module cache, also with a reused V8 context), so one thread's setting never reaches another's.
@@ -48,7 +49,26 @@ export function adoptRules(options: ThreadOptions | undefined): void {
 export function decideRules(): void {
   if (decided) return;
   decided = true;
-  if (base === undefined) patched(V011);
+  if (base === undefined && !patched(V011) && workflowInfo().unsafe.isReplaying) throw new RunOutsideWindow();
+}
+
+/**
+ * A run this release must not replay (decision 85): its history reached its first patch question without the 0.11
+ * marker, so release 0.10 or older wrote it, and it may have taken branches this release no longer has. Replaying it
+ * on the new rules could go on with another state instead of failing. Thrown in workflow code, it fails the workflow
+ * task (Temporal retries it with backoff): the thread shows `failed` with this message, its inputs wait in its history,
+ * and a release whose window holds the run (0.12) can move it. Not thrown for a thread on 0.5's rules
+ * (`baseRelease`), which never asked 0.11's patch.
+ */
+export class RunOutsideWindow extends Error {
+  constructor() {
+    super(
+      'this run was started by release 0.10 or older (no infinity-v0.11 marker), outside the releases this one ' +
+        "replays (0.11 and later): serve its task queue with release 0.12, run 'infinity-temporal migrate', then " +
+        "upgrade again (docs/upgrading.md, 'A thread too old for the running release')",
+    );
+    this.name = 'RunOutsideWindow';
+  }
 }
 
 /**
