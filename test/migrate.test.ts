@@ -12,8 +12,8 @@ import { migrateInput } from '../src/core/inputs';
 import { ScriptedModel } from '../src/model/scripted';
 import { toolResult } from '../src/tools/messages';
 import { startLocalSystem } from '../src/local-system';
-import { createAgentWorker } from '../src/worker/create-worker';
 import { V011, V012 } from '../src/workflows/patches';
+import { bundleWorker } from './bundle-workers';
 import { cliRunner } from './cli-process';
 import { treeScript, treeTools } from './fixtures/tree-script';
 import * as Threads from '../src/core/builtins/threads';
@@ -33,25 +33,8 @@ const FAST = { unexpectedEndWaitMs: 50, transientWaitMs: 50, rateLimitWaitMs: 50
 let sys: TestSystem;
 const model = new ScriptedModel(treeScript);
 
-/** A worker of this system's task queue running `bundle` (default: this checkout's workflow code). */
-async function worker(bundle?: string): Promise<{ stop(): Promise<void> }> {
-  const w = await createAgentWorker({
-    connection: sys.connection,
-    taskQueue: sys.taskQueue,
-    store: sys.store,
-    model,
-    tools: treeTools(),
-    completionPolicy: FAST,
-    workflowBundle: { codePath: bundle ? releaseBundle(bundle) : inject('workflowBundlePath') },
-  });
-  const running = w.run();
-  return {
-    async stop() {
-      w.shutdown();
-      await running;
-    },
-  };
-}
+/** A worker of this system's task queue running `release`'s frozen code (default: this checkout's workflow code). */
+const worker = (release?: string) => bundleWorker(sys, model, treeTools(), release);
 
 beforeAll(async () => {
   sys = await startTestSystem({ model, tools: treeTools(), noWorker: true });

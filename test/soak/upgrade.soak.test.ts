@@ -13,8 +13,7 @@
  * run B woke (0.11's marker) both go on there without a failed task — this release issues the commands 0.12 does, and
  * asks 0.11's patch where 0.12 does — and again on B once it is back. See docs/upgrading.md.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal as proto } from '@temporalio/proto';
@@ -28,6 +27,7 @@ import * as T from '../../src/core/texts';
 import { ScriptedModel } from '../../src/model/scripted';
 import { subscriptionEvent, toolResult } from '../../src/tools/messages';
 import { V011, V012 } from '../../src/workflows/patches';
+import { workerProcess } from '../bundle-workers';
 import { BRIDGE, eventually, releaseBundle, render, startTestSystem, type TestSystem, uid } from '../helpers';
 
 type HistoryEvent = proto.api.history.v1.IHistoryEvent;
@@ -63,37 +63,9 @@ interface Build {
 
 /** Starts a worker process of build `name` running `bundle`; resolves once it polls the task queue. */
 async function startBuild(name: 'A' | 'bridge' | 'B', bundle: string): Promise<Build> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'fixtures', 'upgrade-worker.ts')], {
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TASK_QUEUE: sys.taskQueue,
-      STORE_PATH: sys.storePath,
-      BUNDLE_PATH: bundle,
-      BUILD: name,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  procs.push(child);
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (/^READY$/m.test(out)) resolve();
-    });
-    void exited.then(() => reject(new Error(`build ${name} exited before it was ready: ${out}`)));
-  });
-  return {
-    child,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(killer);
-    },
-  };
+  const build = await workerProcess({ taskQueue: sys.taskQueue, storePath: sys.storePath, bundle, build: name });
+  procs.push(build.child);
+  return build;
 }
 
 /** Every run of a workflow, oldest first, from visibility (which may lag: waits until it lists the current run). */

@@ -12,18 +12,14 @@
  * Every thread answers what comes next with its history exactly the parked one plus the new turns, no workflow task
  * of any run fails, and every run of every thread replays against this checkout's code or the release that ran it.
  */
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScriptedModel } from '../../src/model/scripted';
 import { toolResult } from '../../src/tools/messages';
-import { createAgentWorker } from '../../src/worker/create-worker';
 import { treeScript, treeTools } from '../fixtures/tree-script';
+import { bundlePath, bundleWorker, workerProcess } from '../bundle-workers';
 import { eventually, render, startTestSystem, type TestSystem, uid } from '../helpers';
 
-const BUNDLES = join(__dirname, '..', 'fixtures', 'bundles');
-const FAST = { unexpectedEndWaitMs: 50, transientWaitMs: 50, rateLimitWaitMs: 50 };
 /** Long enough that no sleeper wakes before the upgrade, short enough to fire after it. */
 const SLEEP_SECONDS = 25;
 
@@ -35,64 +31,15 @@ beforeAll(async () => {
 });
 afterAll(() => sys?.shutdown());
 
-const bundlePath = (release: string | undefined) =>
-  release ? join(BUNDLES, release, 'workflows-bundle.js') : inject('workflowBundlePath');
-
 /** A worker of the suite's task queue on `release`'s frozen workflow code (undefined: this checkout's). */
-async function worker(release?: string): Promise<{ stop(): Promise<void> }> {
-  const w = await createAgentWorker({
-    connection: sys.connection,
-    taskQueue: sys.taskQueue,
-    store: sys.store,
-    model,
-    tools: treeTools(),
-    completionPolicy: FAST,
-    workflowBundle: { codePath: bundlePath(release) },
-  });
-  const running = w.run();
-  return {
-    async stop() {
-      w.shutdown();
-      await running;
-    },
-  };
-}
+const worker = (release?: string) => bundleWorker(sys, model, treeTools(), release);
 
 /**
- * A worker of `release`'s frozen workflow code in a process of its own (test/fixtures/upgrade-worker.ts, this
- * checkout's activities), as the old half of a rolling deploy: the SDK lets one process run one worker per task queue.
+ * A worker of `release`'s frozen workflow code in a process of its own, as the old half of a rolling deploy: the SDK
+ * lets one process run one worker per task queue.
  */
-async function processWorker(release: string): Promise<{ stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'fixtures', 'upgrade-worker.ts')], {
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TASK_QUEUE: sys.taskQueue,
-      STORE_PATH: sys.storePath,
-      BUNDLE_PATH: bundlePath(release),
-      BUILD: release,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (/^READY$/m.test(out)) resolve();
-    });
-    void exited.then(() => reject(new Error(`the ${release} worker exited before it was ready: ${out}`)));
-  });
-  return {
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(killer);
-    },
-  };
-}
+const processWorker = (release: string) =>
+  workerProcess({ taskQueue: sys.taskQueue, storePath: sys.storePath, bundle: bundlePath(release), build: release });
 
 const history = async (id: string) => render(await sys.client.thread(id).history());
 const status = (id: string) => sys.client.thread(id).status();
