@@ -41,6 +41,8 @@ async function main(): Promise<void> {
   const cfg = config();
   if (cfg.scaling) return scalingMain({ ...cfg, scaling: cfg.scaling });
   const started = new Date();
+  // Taken now: files may change while a long run goes on, and the result names what it started on.
+  const measured = releaseMeasured();
   const budget = cfg.budgetBytes ? enterMemoryBudget(cfg.budgetBytes) : { mode: 'none' as const };
   // The servers' databases and the stores: gigabytes after a density phase, gone when the run ends.
   const scratch = runScratch('infinity-bench-');
@@ -97,7 +99,7 @@ async function main(): Promise<void> {
     const peak = Math.max(...b.sampler.samples.map(total));
     const results: Results = {
       profile: cfg.profile,
-      ...releaseMeasured(),
+      ...measured,
       startedAt: started.toISOString(),
       finishedAt: new Date().toISOString(),
       machine: {
