@@ -11,7 +11,15 @@ import { ScriptedModel } from '../src/model/scripted';
 import type { DroppedInputs, ThreadStatus } from '../src/core/types';
 import type { ModelRequest } from '../src/model/provider';
 import { InMemoryConversationStore } from '../src/store/memory';
-import { checkReplay, eventually, render, startTestSystem, type TestSystem, type TestSystemOptions, uid } from './helpers';
+import {
+  checkReplay,
+  eventually,
+  render,
+  startTestSystem,
+  type TestSystem,
+  type TestSystemOptions,
+  uid,
+} from './helpers';
 
 const SECRET = 'the vault code is 7431';
 let sys: TestSystem;
