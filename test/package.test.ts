@@ -60,7 +60,7 @@ describe('the npm package', () => {
     const outside = files.filter(
       // docs/experiments/: the shipped experiment files (docs/experiments.md).
       (f) =>
-        !/^(dist\/src\/.*\.(js|d\.ts)|bin\/[^/]+|docs\/([^/]+|experiments\/[^/]+\.json)|README\.md|LICENSE|package\.json)$/.test(
+        !/^(dist\/src\/.*\.(js|d\.ts)|bin\/[^/]+|docs\/([^/]+|experiments\/[^/]+\.json|upstream\/[^/]+\.md)|README\.md|LICENSE|package\.json)$/.test(
           f,
         ),
     );

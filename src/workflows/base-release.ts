@@ -49,12 +49,34 @@ export function adoptRules(options: ThreadOptions | undefined): void {
 export function decideRules(): void {
   if (decided) return;
   decided = true;
-  if (base === undefined && !patched(V011) && workflowInfo().unsafe.isReplaying) throw new RunOutsideWindow();
+  if (
+    base === undefined &&
+    !patched(V011) &&
+    workflowInfo().unsafe.isReplaying &&
+    OLD_PATCHES.some((id) => patched(id))
+  )
+    throw new RunOutsideWindow();
 }
 
 /**
- * A run this release must not replay (decision 85): its history reached its first patch question without the 0.11
- * marker, so release 0.10 or older wrote it, and it may have taken branches this release no longer has. Replaying it
+ * The patches that runs of 0.2 to 0.10 asked where this run asks 0.11's. One of them at this point proves an old run;
+ * asking them while replaying records nothing. A history with none of them here is not refused: a run of 0.1 (which
+ * asked no patch) or one written by another build fails where its commands differ, as a nondeterminism error.
+ */
+const OLD_PATCHES = [
+  'infinity-v0.3',
+  'infinity-v0.2',
+  'infinity-v0.4',
+  'infinity-v0.5',
+  'infinity-v0.6',
+  'infinity-v0.7',
+  'infinity-v0.8',
+  'infinity-v0.10',
+];
+
+/**
+ * A run this release must not replay (decision 85): at its first patch question its history holds a patch of 0.2 to
+ * 0.10 and not 0.11's, so release 0.10 or older wrote it, and it may have taken branches this release no longer has. Replaying it
  * on the new rules could go on with another state instead of failing. Thrown in workflow code, it fails the workflow
  * task (Temporal retries it with backoff): the thread shows `failed` with this message, its inputs wait in its history,
  * and a release whose window holds the run (0.12) can move it. Not thrown for a thread on 0.5's rules
@@ -63,7 +85,7 @@ export function decideRules(): void {
 export class RunOutsideWindow extends Error {
   constructor() {
     super(
-      'this run was started by release 0.10 or older (no infinity-v0.11 marker), outside the releases this one ' +
+      'this run was started by release 0.10 or older (a patch marker of 0.2-0.10, not infinity-v0.11), outside the releases this one ' +
         "replays (0.11 and later): serve its task queue with release 0.12, run 'infinity-temporal migrate', then " +
         "upgrade again (docs/upgrading.md, 'A thread too old for the running release')",
     );
