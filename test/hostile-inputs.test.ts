@@ -15,14 +15,13 @@ import { ScriptedModel } from '../src/model/scripted';
 import type { ToolContext } from '../src/tools/tool';
 import { treeScript } from './fixtures/tree-script';
 import { choicePrompt, generate, rng, SIGNAL_NAMES, type SignalName } from './fixtures/hostile-inputs';
-import { createAgentWorker } from '../src/worker/create-worker';
 import {
   eventually,
-  FAST_POLICY,
   moveThroughBridge,
   recordingTool,
   releaseBundle,
   render,
+  replacementWorker,
   startTestSystem,
   type TestSystem,
   uid,
@@ -160,15 +159,7 @@ describe('an input release 0.5 took that the complete checks refuse', () => {
       await old.worker!.shutdown();
       const [moved] = await moveThroughBridge(old, [thread.threadId], { model });
       expect(moved?.outcome).toBe('moved');
-      const current = await createAgentWorker({
-        connection: old.connection,
-        taskQueue: old.taskQueue,
-        store: old.store,
-        model,
-        completionPolicy: FAST_POLICY,
-        workflowBundle: { codePath: inject('workflowBundlePath') },
-      });
-      const running = current.run();
+      const current = await replacementWorker(old, model);
       try {
         await thread.sendUserText('on this release');
         await eventually(
@@ -189,8 +180,7 @@ describe('an input release 0.5 took that the complete checks refuse', () => {
           thread.threadId,
         );
       } finally {
-        current.shutdown();
-        await running;
+        await current.stop();
       }
     } finally {
       await old.shutdown();
