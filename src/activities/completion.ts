@@ -66,7 +66,7 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
   const buffer = new TurnBuffer(input.sliceId);
   const out: CompletionOutput = { buffer, answeredCallIds: [], interrupted: false, cancelledSubscriptions: [] };
   const emit = (e: EventBody) => input.emit({ ...e, threadId: input.threadId } as ThreadEvent);
-  const specs = toolSpecs(input.tools, input.runtime !== undefined);
+  const specs = toolSpecs(input.tools, input.runtime !== undefined, input.runtime?.spawnable);
   const onToolCall = toolCallHandler({
     tools: input.tools,
     runtime: input.runtime,

@@ -5,7 +5,8 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { BudgetRef, SpendAmount } from '../core/budget';
-import type { BuiltinCallContext } from '../core/builtins';
+import type { BuiltinCallContext, SpawnableAgent } from '../core/builtins';
+import type { AgentDefinition } from './agents';
 import { DEFAULT_PRIORITY_KEYS } from '../core/priority';
 import type { SliceInput, SliceResult } from '../core/slice-protocol';
 import { AUTO_COMPACTION_TRIGGERED, threadSystemPrompt } from '../core/texts';
@@ -27,7 +28,12 @@ import { type ResolvedInputs, resolveStaged } from './staged-inputs';
 
 /** What every phase of an attempt reads: the worker's dependencies and what `createSliceActivities` derived from them once. */
 export interface SliceRuntime {
+  /** The worker's dependencies, with the model, tools, instructions and limits of the slice's agent. */
   deps: SliceDependencies;
+  /** The definition the slice runs (issue 40). */
+  agent: AgentDefinition;
+  /** Agents `spawn_thread` offers this agent's threads (none: the original runtime's tool). */
+  spawnable?: readonly SpawnableAgent[];
   /** The tools of a thread's tree (dispatch.ts). */
   toolsFor: TreeTools;
   policy: CompletionPolicy;
@@ -86,6 +92,8 @@ export async function sliceAttempt(
   });
   if (built.result.compact) rt.emit({ threadId: input.threadId, type: 'info', text: AUTO_COMPACTION_TRIGGERED });
   if (input.inputs) built.result.inputs = input.inputs;
+  // What produced this turn (issue 40): recorded with the commit, in the store and in Temporal's history.
+  built.result.agent = { name: rt.agent.name, model: rt.deps.model.id, hash: rt.agent.hash };
   // A job handed off by its local activity commits only once adopted: if the workflow task that handed it off failed,
   // nobody adopts it, and the task's retry (which may take more queued inputs under this slice id) must find the slice
   // uncommitted (decision 67).
@@ -188,7 +196,7 @@ async function complete(
     signal: control.signal,
     emit,
     toolContext: rt.io.toolContext(threadId, record.rootThreadId, loaded.ancestors, input.userId),
-    runtime: runtimeContext(deps.store, input, loaded),
+    runtime: { ...runtimeContext(deps.store, input, loaded), ...(rt.spawnable && { spawnable: rt.spawnable }) },
     capacity: capacityGate(deps.store, deps.limits, deps.model.id, foregroundOf(input), {
       key: input.share?.key ?? record.rootThreadId,
       ...(input.share?.weight !== undefined && { weight: input.share.weight }),

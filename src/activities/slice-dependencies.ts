@@ -9,6 +9,7 @@ import type { PriceTable } from '../model/prices';
 import type { ModelProvider } from '../model/provider';
 import type { ConversationStore } from '../store/conversation-store';
 import type { Tool, ToolLifecycle, ToolSource } from '../tools/tool';
+import type { AgentCatalog } from './agents';
 import type { CompletionPolicy } from './completion';
 import type { SliceJobs } from './slice-jobs';
 import type { SliceMetrics } from './slice-metrics';
@@ -58,4 +59,9 @@ export interface SliceDependencies {
    * @default none (every slice calls its provider at once)
    */
   limits?: ProviderLimits;
+  /**
+   * Where each slice finds its thread's agent (issue 40): without it, every thread runs `default`, the agent these
+   * options define (`model`, `tools`, `systemPrompt`, ...).
+   */
+  agents?: AgentCatalog;
 }

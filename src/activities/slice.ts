@@ -14,6 +14,10 @@ import { sliceEntryPoints } from './slice-entry';
 import { type SliceControl, SliceJobs } from './slice-jobs';
 import type { ToolCallKind } from './slice-metrics';
 import { createRewind } from './rewind';
+import { ApplicationFailure } from '@temporalio/activity';
+import { type AgentUnavailable, DEFAULT_AGENT } from '../core/agents';
+import { SLICE_REFUSED } from '../core/slice-protocol';
+import { type AgentDefinition, agentCatalog, defineAgent } from './agents';
 import { ownThreadOnly } from './own-thread';
 
 /**
@@ -25,29 +29,47 @@ export function createSliceActivities(deps: SliceDependencies) {
     if (BUILTIN_TOOL_NAMES.has(t.name))
       throw new TypeError(`tool name '${t.name}' is reserved for a built-in runtime tool`);
   }
-  const toolsFor = treeTools(new Map(deps.tools.map((t) => [t.name, t])), deps.toolSources ?? []);
   const emit = guardedEmit(deps);
-  const runtime: SliceRuntime = {
-    deps,
-    toolsFor,
-    policy: { ...DEFAULT_COMPLETION_POLICY, ...deps.completionPolicy },
-    compaction: { threshold: deps.compactionThreshold ?? 0.75, window: deps.model.contextWindow },
-    emit,
-    io: createDispatch(deps, toolsFor, emit),
-    classify:
-      (tools) =>
-      (name: string): ToolCallKind => {
-        if (BUILTIN_TOOL_NAMES.has(name)) return 'builtin';
-        const tool = tools.get(name);
-        return tool ? (tool.sync ? 'sync' : 'async') : 'unknown';
-      },
+  const catalog = deps.agents ?? agentCatalog({ fallback: optionsAgent(deps) });
+  // One runtime per definition: a resolver that returns the same object reuses it; a new object gets a new one.
+  const runtimes = new WeakMap<AgentDefinition, SliceRuntime>();
+  const runtimeOf = (agent: AgentDefinition): SliceRuntime => {
+    let rt = runtimes.get(agent);
+    if (!rt) {
+      rt = agentRuntime(deps, agent, emit);
+      runtimes.set(agent, rt);
+    }
+    return rt;
+  };
+  /** The runtime of the slice's agent, or a refusal the thread waits on (never a failing workflow task). */
+  const runtimeFor = async (input: SliceInput): Promise<SliceRuntime> => {
+    const name = input.agent ?? DEFAULT_AGENT;
+    const agent = await catalog.resolve({
+      threadId: input.threadId,
+      agent: name,
+      ...(input.tenant !== undefined && { tenant: input.tenant }),
+      ...(input.userId !== undefined && { userId: input.userId }),
+    });
+    if (!agent) {
+      const details: AgentUnavailable = { agent: name, known: catalog.names.slice(0, 20) };
+      emit({ threadId: input.threadId, type: 'agent_unavailable', ...details });
+      emit({ threadId: input.threadId, type: 'status', status: 'agent_unavailable' });
+      throw ApplicationFailure.create({
+        type: SLICE_REFUSED.agentUnavailable,
+        nonRetryable: true,
+        message: `no agent named '${name}' is defined on this worker (it defines: ${catalog.names.join(', ') || 'none'}); the thread waits until it is, or until it is moved with setAgent`,
+        details: [details],
+      });
+    }
+    const rt = runtimeOf(agent);
+    return agent.spawns.length > 0 ? { ...rt, spawnable: await catalog.spawnable(agent) } : rt;
   };
   const metrics = deps.metrics;
 
   /** One attempt of a slice, counted (slice-metrics.ts) and traced (slice-tracing.ts). */
   async function runSlice(input: SliceInput, control: SliceControl): Promise<SliceResult> {
     metrics?.started(input.kind);
-    const attempt = () => sliceAttempt(runtime, input, control, performance.now());
+    const attempt = async () => sliceAttempt(await runtimeFor(input), input, control, performance.now());
     try {
       return await (deps.tracing ? deps.tracing.run(input, attempt) : attempt());
     } catch (e) {
@@ -61,6 +83,9 @@ export function createSliceActivities(deps: SliceDependencies) {
    * already committed (a workflow task that ran it failed afterwards), and with which inputs, so the task's retry takes
    * the same ones.
    */
+  // Lifecycle notices are the worker's, whatever the thread's agent.
+  const notices = createDispatch(deps, async () => new Map(), emit);
+
   async function peekSlice(threadId: string, sliceId: string): Promise<SlicePeek> {
     const prior = await deps.store.findSlice(threadId, sliceId);
     if (!prior) return { committed: false };
@@ -77,9 +102,55 @@ export function createSliceActivities(deps: SliceDependencies) {
     // A rewind (issue 28 §2) tells the archived pending call's tool, as an interrupting user text does.
     rewindThread: ownThreadOnly(
       (input: RewindInput) => input.threadId,
-      createRewind(deps.store, (threadId, callId) => runtime.io.notify((l) => l.callCancelled?.(threadId, callId))),
+      createRewind(deps.store, (threadId, callId) => notices.notify((l) => l.callCancelled?.(threadId, callId))),
     ),
   };
 }
 
 export type SliceActivities = ReturnType<typeof createSliceActivities>;
+
+/** The agent a worker's own options define (`model`, `systemPrompt`, `tools`, ...): `default`. */
+function optionsAgent(deps: SliceDependencies): AgentDefinition {
+  return defineAgent({
+    name: DEFAULT_AGENT,
+    ...(deps.systemPrompt !== undefined && { instructions: deps.systemPrompt }),
+    model: deps.model,
+    tools: deps.tools,
+    ...(deps.toolSources && { toolSources: deps.toolSources }),
+    ...(deps.limits && { limits: deps.limits }),
+    ...(deps.completionPolicy && { completionPolicy: deps.completionPolicy }),
+    ...(deps.compactionThreshold !== undefined && { compactionThreshold: deps.compactionThreshold }),
+  });
+}
+
+/** What every attempt of an agent's slices shares, derived once per definition. */
+function agentRuntime(deps: SliceDependencies, agent: AgentDefinition, emit: SliceRuntime['emit']): SliceRuntime {
+  const first = agent.models[0]!;
+  const agentDeps: SliceDependencies = {
+    ...deps,
+    model: first.model,
+    tools: agent.tools,
+    toolSources: agent.toolSources,
+    systemPrompt: agent.instructions,
+    limits: first.limits,
+    completionPolicy: agent.completionPolicy,
+    compactionThreshold: agent.compactionThreshold,
+  };
+  const toolsFor = treeTools(new Map(agent.tools.map((t) => [t.name, t])), agent.toolSources);
+  return {
+    deps: agentDeps,
+    agent,
+    toolsFor,
+    policy: { ...DEFAULT_COMPLETION_POLICY, ...agent.completionPolicy },
+    compaction: { threshold: agent.compactionThreshold ?? 0.75, window: first.model.contextWindow },
+    emit,
+    io: createDispatch(agentDeps, toolsFor, emit),
+    classify:
+      (tools) =>
+      (name: string): ToolCallKind => {
+        if (BUILTIN_TOOL_NAMES.has(name)) return 'builtin';
+        const tool = tools.get(name);
+        return tool ? (tool.sync ? 'sync' : 'async') : 'unknown';
+      },
+  };
+}

@@ -5,7 +5,8 @@
  * needs the workflow ends the completion, to be dispatched after the commit.
  */
 import { messageIds } from '../core/ids';
-import { type BuiltinCallContext, BUILTIN_TOOLS, runBuiltinTool } from '../core/builtins';
+import { type BuiltinCallContext, BUILTIN_TOOLS, runBuiltinTool, type SpawnableAgent } from '../core/builtins';
+import { spawnThreadSpec } from '../core/builtins/threads';
 import type { RuntimeAction } from '../core/slice-protocol';
 import {
   INJECTED_TOOL_ERROR,
@@ -53,8 +54,15 @@ export interface ToolCallDeps {
 }
 
 /** The tools the model is offered: the worker's, then the built-in ones when the thread has them. */
-export function toolSpecs(tools: ReadonlyMap<string, Tool>, runtime: boolean): ToolSpec[] {
-  return [...tools.values(), ...(runtime ? BUILTIN_TOOLS : [])].map((t) => ({
+export function toolSpecs(
+  tools: ReadonlyMap<string, Tool>,
+  runtime: boolean,
+  spawnable: readonly SpawnableAgent[] = [],
+): ToolSpec[] {
+  const builtins = runtime
+    ? BUILTIN_TOOLS.map((b) => (b.name === 'spawn_thread' && spawnable.length > 0 ? spawnThreadSpec(spawnable) : b))
+    : [];
+  return [...tools.values(), ...builtins].map((t) => ({
     name: t.name,
     description: t.description,
     parameters: t.parameters,

@@ -19,6 +19,7 @@ import { listThreads, type ThreadFilter, type ThreadSummary } from './listing';
 import { forkThread, type ForkThreadOptions } from './fork';
 import { rewindThread, type RewindResult, type RewindThreadOptions } from './rewind';
 import { migrateThreads, type MigrateOptions, type MigrateReport } from './migrate';
+import { setAgent } from './set-agent';
 import { ThreadHandle } from './thread-handle';
 import { ThreadStarts } from './thread-start';
 import { type BudgetTarget, budgetStates, setBudget, type SetBudgetResult } from './budgets';
@@ -90,6 +91,14 @@ export interface AgentClientOptions {
    * @default false
    */
   eagerStart?: boolean;
+  /**
+   * The agents threads may name (issue 40): a start, send, fork or `setAgent` naming another is an
+   * {@link InvalidInputError} before anything is sent. `startLocalSystem` and `infinity-temporal dev` pass their
+   * worker's. Without it any valid name is sent, and a thread whose agent no worker defines waits with status
+   * `agent_unavailable`.
+   * @default none (names checked for form only)
+   */
+  agents?: readonly string[];
 }
 
 /** Options of {@link AgentClient.sendUserText} and {@link ThreadHandle.sendUserText}. */
@@ -104,6 +113,8 @@ export interface SendUserTextOptions {
    * @default the thread id
    */
   tenant?: string;
+  /** The agent of the thread if this text creates it (see {@link StartThreadOptions.agent}); a running thread keeps its own. */
+  agent?: string;
 }
 
 /** Options of {@link AgentClient.startThread}. All optional. */
@@ -131,6 +142,12 @@ export interface StartThreadOptions {
    * @default the root thread id
    */
   tenant?: string;
+  /**
+   * The agent the thread runs (issue 40): its instructions, models and tools, from the workers' `agents` (or their
+   * `resolveAgent`). Kept in the thread's state, memo and `AgentName` search attribute; `setAgent` moves it.
+   * @default the workers' default agent
+   */
+  agent?: string;
   /** A budget for this thread (its own usage), written to the store before the thread starts. @default none */
   budget?: Budget;
   /** A budget for this thread's agent tree (its usage and its children's). @default none */
@@ -213,7 +230,7 @@ export class AgentClient {
     // Before the start request serializes it: a deep metadata object would overflow the stack there.
     const shape = options.metadata === undefined ? undefined : inputLimitViolation({ metadata: options.metadata });
     if (shape) throw new InvalidInputError(shape);
-    const start = this.starts.options(threadId, options.priority, options.title);
+    const start = this.starts.options(threadId, options.priority, options.title, options.agent);
     if (options.metadata) start.args = [{ ...start.args[0], metadata: options.metadata }];
     if (options.tenant !== undefined) start.args = [{ ...start.args[0], tenant: options.tenant }];
     // In the store before the thread can run a slice: its first slice is checked against them.
@@ -278,7 +295,11 @@ export class AgentClient {
   forkThread(source: string, options: ForkThreadOptions): Promise<ThreadHandle> {
     const deps = { client: this, store: this.options.store, limits: this.limits };
     return forkThread(
-      { ...deps, start: (id, priority, title) => this.starts.options(id, priority, title) },
+      {
+        ...deps,
+        start: (id, priority, title, agent) => this.starts.options(id, priority, title, agent),
+        agentName: this.starts.agentName,
+      },
       source,
       options,
     );
@@ -318,6 +339,22 @@ export class AgentClient {
    * console.log(`${report.moved} moved, ${report.notMoved} not moved (resume with before=${report.before})`);
    * ```
    */
+  /**
+   * Moves a thread to another agent (issue 40): its next slice runs that agent's instructions, models and tools; a
+   * thread waiting because its agent is gone (status `agent_unavailable`) goes on at once. Its history stays as it is.
+   * Needs every worker on release 0.13 or later. Throws {@link InvalidInputError} for a name the client's `agents` do
+   * not list, {@link ThreadNotFoundError} / {@link ThreadClosedError} for a thread that is not running.
+   *
+   * @example
+   * ```ts
+   * await client.setAgent('ticket-42', 'reviewer');
+   * ```
+   */
+  async setAgent(threadId: string, agent: string): Promise<void> {
+    this.starts.checkAgent(agent);
+    await setAgent(this.temporal, threadId, agent);
+  }
+
   migrateThreads(options: MigrateOptions = {}): Promise<MigrateReport> {
     return migrateThreads(this.temporal, this.taskQueue, options);
   }
@@ -375,10 +412,12 @@ export class AgentClient {
    * ```
    */
   async sendUserText(threadId: string, text: string, idOrOptions: string | SendUserTextOptions = {}): Promise<string> {
-    const { id = randomUUID(), priority, tenant } = typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;
+    const { id = randomUUID(), priority, tenant, agent } =
+      typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;
+    if (agent !== undefined) this.starts.checkAgent(agent);
     const prepared = await prepareInput(userText(threadId, text, id), this.limits);
     try {
-      await this.starts.sendCreating(threadId, prepared.message, { priority, tenant, title: text });
+      await this.starts.sendCreating(threadId, prepared.message, { priority, tenant, title: text, agent });
     } catch (e) {
       await discardPrepared(prepared, this.options.store);
       throw e;

@@ -13,6 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
+  type Client,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   type WorkflowStartOptions,
@@ -29,7 +30,9 @@ import { typedUnavailable } from '../inbox/unavailable';
 import { branchAt, pendingAt } from '../store/chain';
 import type { ConversationStore, ThreadRecord } from '../store/conversation-store';
 import { userText } from '../tools/messages';
-import { THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
+import { searchAttributes, THREAD_WORKFLOW_TYPE } from '../workflows/definitions';
+import { agentNameProblem, DEFAULT_AGENT } from '../core/agents';
+import type { AgentNameAttribute } from './agent-attribute';
 import type { ThreadSeed, ThreadWorkflowArgs } from '../workflows/contract';
 import type { AgentClient } from './agent-client';
 import type { ThreadHandle } from './thread-handle';
@@ -70,6 +73,12 @@ export interface ForkThreadOptions {
   priority?: ThreadPriority;
   /** The fork's title (memo, static summary). @default none: its first user text titles it */
   title?: string;
+  /**
+   * The fork's agent (issue 40): the same conversation with another agent's instructions, models and tools — the
+   * "what if another model had answered" experiment.
+   * @default the source's agent
+   */
+  agent?: string;
 }
 
 /** What {@link forkThread} needs of the client that calls it. */
@@ -78,7 +87,14 @@ export interface ForkDeps {
   store?: ConversationStore;
   limits: InputLimits;
   /** The client's start options of a root thread (priority, args with its thread options, attributes, title). */
-  start(threadId: string, priority: ThreadPriority | undefined, title: string | undefined): ThreadStart;
+  start(
+    threadId: string,
+    priority: ThreadPriority | undefined,
+    title: string | undefined,
+    agent: string | undefined,
+  ): ThreadStart;
+  /** Whether the server has `AgentName`, as the client's starts learnt it. */
+  agentName: AgentNameAttribute;
 }
 
 /** The thread workflow's signature, for typed start options. */
@@ -159,6 +175,22 @@ function unknownAttribute(e: unknown): boolean {
   return said.some((m) => /search attribute ForkedFrom\b/.test(m));
 }
 
+/**
+ * The source's agent (issue 40), as Temporal keeps it: the memo a `set_agent` or a child's start wrote, else its
+ * `AgentName`; none (the default agent) when the source named none or its workflow is gone.
+ */
+async function agentOf(temporal: Client, threadId: string): Promise<string | undefined> {
+  try {
+    const d = await temporal.workflow.getHandle(threadId).describe();
+    const memo = d.memo?.agent;
+    if (typeof memo === 'string' && agentNameProblem(memo) === undefined) return memo;
+    const named = d.typedSearchAttributes.get(searchAttributes.AgentName);
+    return named !== undefined && named !== DEFAULT_AGENT ? named : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Forks `source` (see the module comment); the caller is {@link AgentClient.forkThread}. */
 export async function forkThread(deps: ForkDeps, source: string, options: ForkThreadOptions): Promise<ThreadHandle> {
   const store = deps.store;
@@ -182,7 +214,8 @@ export async function forkThread(deps: ForkDeps, source: string, options: ForkTh
 
   const prepared =
     options.input === undefined ? undefined : await prepareInput(userText(forkId, options.input), deps.limits);
-  const start = deps.start(forkId, options.priority, options.title);
+  const agent = options.agent ?? (await agentOf(deps.client.temporal, source));
+  const start = deps.start(forkId, options.priority, options.title, agent);
   const args: ThreadWorkflowArgs = {
     ...start.args[0],
     seed: forkSeed(pending, keep, prepared ? [prepared.message] : []),
@@ -199,17 +232,17 @@ export async function forkThread(deps: ForkDeps, source: string, options: ForkTh
     workflowIdConflictPolicy: 'FAIL',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
   };
-  const withAttribute: WorkflowStartOptions<ThreadWorkflow> = {
-    ...request,
-    typedSearchAttributes: [...start.typedSearchAttributes, { key: FORKED_FROM, value: source }],
-  };
   const temporal = deps.client.temporal;
+  const startWith = (attributes: SearchAttributePair[]) =>
+    deps.agentName.starting(attributes, agent, (typedSearchAttributes) =>
+      typedUnavailable(() => temporal.workflow.start(THREAD_WORKFLOW_TYPE, { ...request, typedSearchAttributes })),
+    );
   try {
     try {
-      await typedUnavailable(() => temporal.workflow.start(THREAD_WORKFLOW_TYPE, withAttribute));
+      await startWith([...start.typedSearchAttributes, { key: FORKED_FROM, value: source }]);
     } catch (e) {
       if (!unknownAttribute(e)) throw e;
-      await typedUnavailable(() => temporal.workflow.start(THREAD_WORKFLOW_TYPE, request));
+      await startWith([...start.typedSearchAttributes]);
     }
   } catch (e) {
     if (prepared) await discardPrepared(prepared, store);

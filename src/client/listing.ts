@@ -8,6 +8,8 @@ export interface ThreadFilter {
   status?: AgentStatus;
   kind?: ThreadKind;
   parentThreadId?: string;
+  /** Only threads of this agent (issue 40; `default`: threads that name none), by the `AgentName` search attribute. */
+  agent?: string;
   /**
    * Only running threads whose workflow task keeps failing (e.g. after a deploy with a nondeterministic change), by
    * Temporal's `TemporalReportedProblems` search attribute, or by describing running threads where the server lacks
@@ -22,6 +24,8 @@ export interface ThreadSummary {
   status?: AgentStatus;
   kind?: ThreadKind;
   parentThreadId?: string;
+  /** The thread's agent, where the server has `AgentName` (issue 40). */
+  agent?: string;
   /** Whether the thread's workflow is still running (closed children have completed). */
   running: boolean;
   /** With `stuck`: what Temporal reports, e.g. `category=WorkflowTaskFailed`, `cause=WorkflowTaskFailedCauseNonDeterministicError`. */
@@ -39,6 +43,8 @@ function summaryOf(wf: WorkflowExecutionInfo): ThreadSummary {
   if (status) summary.status = status as AgentStatus;
   if (kind) summary.kind = kind as ThreadKind;
   if (parent) summary.parentThreadId = parent;
+  const agent = sa.get(searchAttributes.AgentName);
+  if (agent) summary.agent = agent;
   return summary;
 }
 
@@ -52,6 +58,7 @@ export async function* listThreads(
   if (filter.status) clauses.push(`AgentStatus = ${quote(filter.status)}`);
   if (filter.kind) clauses.push(`ThreadKind = ${quote(filter.kind)}`);
   if (filter.parentThreadId) clauses.push(`ParentThreadId = ${quote(filter.parentThreadId)}`);
+  if (filter.agent) clauses.push(`AgentName = ${quote(filter.agent)}`);
   if (filter.stuck) {
     for await (const { wf, problems } of stuckWorkflows(temporal, clauses))
       yield { ...summaryOf(wf), status: 'failed', problems };

@@ -73,6 +73,11 @@ export class ThreadHandle {
     return this.agents.sendUserText(this.threadId, text, idOrOptions);
   }
 
+  /** Moves this thread to another agent (issue 40); see {@link AgentClient.setAgent}. */
+  setAgent(agent: string): Promise<void> {
+    return this.agents.setAgent(this.threadId, agent);
+  }
+
   /** Delivers an input to this thread; its `threadId` must name this thread. */
   deliver(message: InputMessage, options?: DeliverOptions): Promise<DeliveryResult> {
     return this.agents.deliver({ ...message, threadId: this.threadId }, options);

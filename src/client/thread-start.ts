@@ -6,6 +6,8 @@
 import { type Client, InternalConnectionLikeSymbol, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { priorityViolation, rootPriority, type ThreadPriority } from '../core/priority';
 import { titleOf } from '../core/title';
+import { agentNameProblem } from '../core/agents';
+import { AgentNameAttribute } from './agent-attribute';
 import type { InputMessage } from '../core/types';
 import { sendWhileBusy } from '../inbox/busy';
 import { signalFor } from '../inbox/deliver';
@@ -25,6 +27,8 @@ export interface ThreadStartConfig {
   signalNames?: 'input' | 'by-kind';
   priority?: ThreadPriority;
   eagerStart?: boolean;
+  /** The agents starts may name; absent: any valid name. */
+  agents?: readonly string[];
 }
 
 /** A root thread's start options as the client makes them. */
@@ -33,6 +37,8 @@ export type RootStart = ReturnType<ThreadStarts['options']>;
 export class ThreadStarts {
   /** Threads known to exist (eager start only): a text to one of them is signalled without trying a start. */
   private readonly known = new Set<string>();
+  /** Whether the server has `AgentName` (issue 40), learnt from the first start. */
+  readonly agentName = new AgentNameAttribute();
 
   constructor(private readonly config: ThreadStartConfig) {
     const connection = config.client.connection as {
@@ -94,16 +100,19 @@ export class ThreadStarts {
   }
 
   /** The start options of root thread `threadId` (the thread id is its workflow id: decision 83). */
-  options(threadId: string, priority: ThreadPriority | undefined, title?: string) {
+  options(threadId: string, priority: ThreadPriority | undefined, title?: string, agent?: string) {
     const given = { ...this.config.priority, ...priority };
     const violation = priorityViolation(given);
     if (violation) throw new InvalidInputError(violation);
+    if (agent !== undefined) this.checkAgent(agent);
     const { attributes, ...titled } = this.titled(title);
+    const args = this.workflowArgs(threadId);
+    if (agent !== undefined) args.agent = agent;
     return {
       priority: rootPriority(threadId, given),
       workflowId: threadId,
       taskQueue: this.config.taskQueue,
-      args: [this.workflowArgs(threadId)] as [ThreadWorkflowArgs],
+      args: [args] as [ThreadWorkflowArgs],
       typedSearchAttributes: [
         { key: searchAttributes.ThreadKind, value: 'root' },
         { key: searchAttributes.AgentStatus, value: 'idle' },
@@ -115,17 +124,33 @@ export class ThreadStarts {
         `root thread \`${threadId}\`: its whole conversation with \`infinity-temporal history ${threadId} --full\`; ` +
         'queries `status`, `drops`, `transcript`; current details: what it waits for and its last reply',
       ...titled,
+      ...(agent !== undefined && { memo: { ...titled.memo, agent } }),
     };
+  }
+
+  /**
+   * An agent name a start may give (issue 40): a valid name, and one of the client's `agents` when it lists them. A
+   * wrong one is an {@link InvalidInputError} before anything starts.
+   */
+  checkAgent(agent: string): void {
+    const problem = agentNameProblem(agent);
+    if (problem) throw new InvalidInputError(problem);
+    const known = this.config.agents;
+    if (known && !known.includes(agent))
+      throw new InvalidInputError(`unknown agent '${agent}': the agents are ${known.join(', ') || 'none'}`);
   }
 
   /** Starts a root thread, or finds it running (idempotent). */
   async start(start: RootStart): Promise<void> {
-    await typedUnavailable(() =>
-      this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
-        ...start,
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        ...(this.config.eagerStart && { requestEagerStart: true }),
-      }),
+    await this.agentName.starting(start.typedSearchAttributes, start.args[0].agent, (typedSearchAttributes) =>
+      typedUnavailable(() =>
+        this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
+          ...start,
+          typedSearchAttributes,
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          ...(this.config.eagerStart && { requestEagerStart: true }),
+        }),
+      ),
     );
     if (this.config.eagerStart) this.remember(start.workflowId);
   }
@@ -138,10 +163,10 @@ export class ThreadStarts {
   async sendCreating(
     threadId: string,
     message: InputMessage,
-    how: { priority?: ThreadPriority; tenant?: string; title?: string },
+    how: { priority?: ThreadPriority; tenant?: string; title?: string; agent?: string },
   ): Promise<void> {
     // A thread this text creates has its title from the start: no memo write in its first workflow task.
-    const start = this.options(threadId, how.priority, how.title);
+    const start = this.options(threadId, how.priority, how.title, how.agent);
     if (how.tenant !== undefined) start.args = [{ ...start.args[0], tenant: how.tenant }];
     const { signal, payload } = signalFor(message, { signalNames: this.config.signalNames ?? 'input' });
     try {
@@ -152,13 +177,16 @@ export class ThreadStarts {
       )
         return;
       await sendWhileBusy(threadId, () =>
-        typedUnavailable(() =>
-          this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
-            ...start,
-            workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            signal,
-            signalArgs: [payload],
-          }),
+        this.agentName.starting(start.typedSearchAttributes, start.args[0].agent, (typedSearchAttributes) =>
+          typedUnavailable(() =>
+            this.temporal.workflow.signalWithStart(THREAD_WORKFLOW_TYPE, {
+              ...start,
+              typedSearchAttributes,
+              workflowIdReusePolicy: 'REJECT_DUPLICATE',
+              signal,
+              signalArgs: [payload],
+            }),
+          ),
         ),
       );
     } catch (e) {
@@ -174,13 +202,16 @@ export class ThreadStarts {
    */
   private async startWithInput(start: RootStart, signal: string, payload: unknown): Promise<boolean> {
     try {
-      await typedUnavailable(() =>
-        this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
-          ...start,
-          args: [{ firstInput: payload, ...(signal !== 'input' && { firstInputSignal: signal }), ...start.args[0] }],
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          requestEagerStart: true,
-        }),
+      await this.agentName.starting(start.typedSearchAttributes, start.args[0].agent, (typedSearchAttributes) =>
+        typedUnavailable(() =>
+          this.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
+            ...start,
+            typedSearchAttributes,
+            args: [{ firstInput: payload, ...(signal !== 'input' && { firstInputSignal: signal }), ...start.args[0] }],
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            requestEagerStart: true,
+          }),
+        ),
       );
       return true;
     } catch (e) {

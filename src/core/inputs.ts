@@ -62,3 +62,8 @@ export function rewindInput(id: string, threadId: string, to: number): InputMess
 export function migrateInput(id: string, threadId: string): InputMessage {
   return { id, threadId, content: { type: 'text', text: '' }, synthetic: { type: 'migrate' } };
 }
+
+/** Moves a thread to another agent (issue 40): from `AgentClient.setAgent`. Carries no text, never in the conversation. */
+export function setAgentInput(id: string, threadId: string, agent: string): InputMessage {
+  return { id, threadId, content: { type: 'text', text: '' }, synthetic: { type: 'set_agent', agent } };
+}

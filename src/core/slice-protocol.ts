@@ -2,6 +2,7 @@
  * The contract between the thread workflow and the `runSlice` activity (docs/architecture.md, "The slice protocol").
  * Both directions stay small: ids, counters and the items being appended, never the conversation.
  */
+import type { SliceAgent } from './agents';
 import type { Budget, BudgetScope } from './budget';
 import type { InputMessage, PendingCall, StoredItem, ThreadKind, TokenUsage } from './types';
 
@@ -40,6 +41,8 @@ export interface SliceInput {
   share?: { key: string; weight?: number; priority?: number };
   /** Limits the thread's `budget` signals set, applied to the store before the slice's budget check. */
   budgetUpdates?: BudgetUpdate[];
+  /** The thread's agent (issue 40), resolved by the worker; absent: the worker's default agent. */
+  agent?: string;
 }
 
 /** A limit set by the `budget` signal, for this thread's own key of `scope`; `null` removes it. */
@@ -73,7 +76,8 @@ export interface SpawnPoint {
 
 /** A runtime tool the slice validated; the workflow carries it out (it needs workflow commands). */
 export type RuntimeAction =
-  | { type: 'spawn'; callId: string; instructions: string }
+  /** `agent`: the child's agent when the model named one (issue 40); absent: the parent's own. */
+  | { type: 'spawn'; callId: string; instructions: string; agent?: string }
   | { type: 'report'; callId: string; report: string }
   | { type: 'close'; callId: string; report?: string }
   | { type: 'message_child'; callId: string; childThreadId: string; message: string }
@@ -109,6 +113,8 @@ export interface SliceResult {
   compact?: true;
   /** The queued inputs the slice took, when its input said (release 0.6: a local slice of several). */
   inputs?: SliceInputs;
+  /** The agent, model and definition the slice ran with (issue 40; since release 0.13). */
+  agent?: SliceAgent;
 }
 
 /**
@@ -116,7 +122,15 @@ export interface SliceResult {
  * is no failing slice; the thread keeps its batch and waits — for a budget raise (`details[0]`: a `BudgetExceeded`),
  * or on a timer for provider capacity (`details[0]`: a `ThrottledSlice`).
  */
-export const SLICE_REFUSED = { overBudget: 'OverBudget', throttled: 'Throttled' } as const;
+export const SLICE_REFUSED = {
+  overBudget: 'OverBudget',
+  throttled: 'Throttled',
+  /**
+   * Release 0.13 (issue 40): the worker has no definition of the thread's agent (`details[0]`: an `AgentUnavailable`).
+   * The thread keeps its batch and queue and waits until the agent is back or it is moved to another.
+   */
+  agentUnavailable: 'AgentUnavailable',
+} as const;
 
 /** The `rewindThread` activity's input (issue 28 §2): rewind `threadId`, now `expectedLength` items long, to its first `to` own items. */
 export interface RewindInput {

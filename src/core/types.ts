@@ -50,6 +50,11 @@ export type SyntheticKind =
    * conversation. Sent by `migrateThreads` / `infinity-temporal migrate`.
    */
   | { type: 'migrate' }
+  /**
+   * Move the thread to another agent (issue 40): its next slice runs with that agent's instructions, model and tools.
+   * Taken at the signal, never queued; sent by `AgentClient.setAgent` / `infinity-temporal agent set`.
+   */
+  | { type: 'set_agent'; agent: string }
   /** A tool asks the user something about its pending call (RAP `oauth` / `user_choice`); shown, never in history. */
   | { type: 'prompt'; toolCallId: string; prompt: PendingPrompt };
 
@@ -116,7 +121,15 @@ export type ThreadKind = 'root' | 'child' | 'event' | 'compaction';
  * task keeps failing (e.g. a nondeterministic deploy). `over_budget`: a slice would have started over the thread's,
  * its tree's or its tenant's budget; the thread keeps its batch and queue and resumes when the budget is raised.
  */
-export type AgentStatus = 'idle' | 'running' | 'waiting_tool' | 'failed' | 'closed' | 'over_budget';
+export type AgentStatus =
+  | 'idle'
+  | 'running'
+  | 'waiting_tool'
+  | 'failed'
+  | 'closed'
+  | 'over_budget'
+  /** Release 0.13 (issue 40): no worker defines the thread's agent; it keeps its queue and waits (`agentUnavailable`). */
+  | 'agent_unavailable';
 
 /** Inputs of a slice that failed on every attempt, set aside so the thread can go on (status().setAside). */
 export interface SetAsideBatch {
@@ -244,6 +257,10 @@ export interface ThreadStatus {
   lastError?: string;
   /** While the thread waits for a budget raise (status `over_budget`): the limit its next slice found reached. */
   overBudget?: BudgetExceeded;
+  /** The thread's agent (issue 40); absent: the worker's default agent. */
+  agent?: string;
+  /** While no worker defines the thread's agent (status `agent_unavailable`): which, and since how many checks. */
+  agentUnavailable?: { agent: string; checks: number; known?: string[] };
   /**
    * The run was due to continue as new but its state would be `bytes` long, over `limit`: it goes on in the same run
    * until its queue shrinks (docs/limits.md). Absent otherwise.
@@ -287,4 +304,6 @@ export type ThreadEvent = { threadId: string } & (
   | { type: 'view_update'; viewType: string; content: unknown }
   /** A slice did not start: the thread's, its tree's or its tenant's budget is reached (status `over_budget`). */
   | ({ type: 'budget_exceeded' } & BudgetExceeded)
+  /** A slice did not start: the worker has no definition of the thread's agent (status `agent_unavailable`). */
+  | { type: 'agent_unavailable'; agent: string; known?: string[] }
 );

@@ -2,6 +2,7 @@
  * Structural validation of inputs at the two places they enter: the client (throws a typed error) and the
  * workflow's signal handler (drops and counts, because a throwing handler would fail the workflow task).
  */
+import { agentNameProblem } from './agents';
 import type { InputMessage, ToolResultContent } from './types';
 import { stagedInputError } from './staged';
 import { inputOfPayload, type KindSignalName } from './readable-input';
@@ -77,6 +78,9 @@ function validateSyntheticKind(v: unknown): string | undefined {
     case 'migrate':
       // migrate: release 0.12; older code drops it as an unknown type (malformed), and so do 0.12's replays of them.
       return undefined;
+    case 'set_agent':
+      // Release 0.13 (issue 40): older code drops it as an unknown type (malformed), and so do 0.13's replays of them.
+      return agentNameProblem(v.agent) === undefined ? undefined : `synthetic set_agent: ${agentNameProblem(v.agent)}`;
     case 'rewind':
       // Release 0.8: older code drops it as an unknown type (malformed), which is why a rewind needs every worker on 0.8.
       return Number.isSafeInteger(v.to) && (v.to as number) >= 0
@@ -193,6 +197,8 @@ function syntheticError(s: Record<string, unknown>, contentType: unknown): strin
       return closed(s, ['type'], at);
     case 'rewind':
       return closed(s, ['type', 'to'], at);
+    case 'set_agent':
+      return closed(s, ['type', 'agent'], at);
     default:
       // prompt (the released checks allow no other type)
       return promptError(s.prompt as Record<string, unknown>) ?? closed(s, ['type', 'toolCallId', 'prompt'], at);

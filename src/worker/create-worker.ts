@@ -16,6 +16,14 @@ import {
   type WorkerOptions,
 } from '@temporalio/worker';
 import { createSliceActivities } from '../activities/slice';
+import {
+  type AgentCatalog,
+  type AgentDefinition,
+  agentCatalog,
+  type AgentResolver,
+  defineAgent,
+} from '../activities/agents';
+import { DEFAULT_AGENT } from '../core/agents';
 import type { PriceTable } from '../model/prices';
 import { limitsProblem, type ProviderLimits } from '../core/capacity';
 import { SliceJobs } from '../activities/slice-jobs';
@@ -54,8 +62,30 @@ export interface AgentWorkerOptions {
   taskQueue: string;
   /** Where conversations live; every worker and client of a deployment shares one. */
   store: ConversationStore;
-  /** The model every thread's completions run on (`modelFromSpec`, `modelFromEnv`, or your own {@link ModelProvider}). */
-  model: ModelProvider;
+  /**
+   * The model of the worker's own agent, `default` (`modelFromSpec`, `modelFromEnv`, or your own
+   * {@link ModelProvider}): what every thread that names no agent runs on. Required unless `agents` is given (then
+   * `defaultAgent`, or the first agent, serves such threads).
+   */
+  model?: ModelProvider;
+  /**
+   * More agents this worker hosts (issue 40; docs/agents.md), each from {@link defineAgent}: a thread started with
+   * `agent: name` runs that one's instructions, models and tools; its children too, unless `spawn_thread` names
+   * another its agent `spawns`. Every worker of a task queue should host the same agents (or resolve them).
+   * @default none (every thread runs the agent the options above define)
+   */
+  agents?: readonly AgentDefinition[];
+  /**
+   * Definitions kept elsewhere (a database, a tenant's settings): asked at each slice with the thread's agent name,
+   * before `agents`; a changed definition reaches the next slice without a restart. Undefined falls back to `agents`.
+   * @default none
+   */
+  resolveAgent?: AgentResolver;
+  /**
+   * The agent of threads whose start names none, when `model` is not given.
+   * @default the first of `agents`
+   */
+  defaultAgent?: string;
   /** The worker's tools, offered to every thread (after them, the built-in runtime tools). @default none */
   tools?: readonly Tool[];
   /**
@@ -242,6 +272,7 @@ export function deploymentOptions(deployment: WorkerDeployment): WorkerDeploymen
  * ```
  */
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
+  const hosted = hostedAgents(options);
   // Before anything starts (the events endpoint listens below): at most half the cache busy, or Temporal evicts
   // threads whose slice runs (decision 74).
   const cached = workflowCacheOf(options);
@@ -276,7 +307,8 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     jobs,
     handoffQueue,
     store: options.store,
-    model: options.model,
+    model: hosted.model,
+    agents: hosted.catalog,
     tools: options.tools ?? [],
     ...(options.toolSources && { toolSources: options.toolSources }),
     send: async (message, from) => {
@@ -291,7 +323,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     },
     emit: onEvent,
     metrics: sliceMetrics(options.metricMeter ?? Runtime.instance().metricMeter),
-    ...(tracing && { tracing: sliceTracing(tracing.tracer, options.model.id) }),
+    ...(tracing && { tracing: sliceTracing(tracing.tracer, hosted.model.id) }),
     systemPrompt: options.systemPrompt,
     ...(options.prices && { prices: options.prices }),
     ...(options.limits && { limits: checkedLimits(options.limits) }),
@@ -365,6 +397,39 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       await tracing?.flush().catch(() => undefined);
     },
   };
+}
+
+/**
+ * The worker's agents (issue 40): its own options as `default` when `model` is given, else `defaultAgent` (or the
+ * first of `agents`) serves threads that name none. Checked before anything starts.
+ */
+function hostedAgents(options: AgentWorkerOptions): { model: ModelProvider; catalog: AgentCatalog } {
+  const agents = options.agents ?? [];
+  if (!options.model && agents.length === 0)
+    throw new TypeError('createAgentWorker: give `model` (the default agent) or `agents`');
+  if (options.model && options.defaultAgent !== undefined)
+    throw new TypeError('createAgentWorker: `defaultAgent` names the default agent only when `model` is not given');
+  if (options.limits) checkedLimits(options.limits);
+  const own = options.model
+    ? defineAgent({
+        name: DEFAULT_AGENT,
+        model: options.model,
+        ...(options.systemPrompt !== undefined && { instructions: options.systemPrompt }),
+        ...(options.tools && { tools: options.tools }),
+        ...(options.toolSources && { toolSources: options.toolSources }),
+        ...(options.limits && { limits: options.limits }),
+        ...(options.completionPolicy && { completionPolicy: options.completionPolicy }),
+        ...(options.compactionThreshold !== undefined && { compactionThreshold: options.compactionThreshold }),
+      })
+    : undefined;
+  const fallback = own ?? options.defaultAgent ?? agents[0]!.name;
+  const catalog = agentCatalog({
+    agents,
+    fallback,
+    ...(options.resolveAgent && { resolveAgent: options.resolveAgent }),
+  });
+  const model = own?.models[0]?.model ?? (agents.find((a) => a.name === fallback) ?? agents[0]!).models[0]!.model;
+  return { model, catalog };
 }
 
 /** The `limits` option, checked: a wrong one fails the worker's start, not its first slice. */

@@ -109,8 +109,8 @@ export function installDeliverUpdate(
         if (v.value.threadId !== threadId)
           throw new Error(`input.threadId names '${v.value.threadId}', not this thread`);
         // Taken at a signal only (0.12): it is no input of the conversation, so there is nothing to acknowledge.
-        if (v.value.synthetic?.type === 'migrate')
-          throw new Error('a migrate input is sent as a signal, not delivered');
+        if (v.value.synthetic?.type === 'migrate' || v.value.synthetic?.type === 'set_agent')
+          throw new Error(`a ${v.value.synthetic.type} input is sent as a signal, not delivered`);
         const limit = inputLimitViolation(raw);
         if (limit) throw new Error(limit);
       },

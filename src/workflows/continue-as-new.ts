@@ -33,6 +33,8 @@ export function nextRunArgs(args: ThreadWorkflowArgs, st: ThreadState): ThreadWo
     firstInput: undefined,
     firstInputSignal: undefined,
     carried: carryState(st, args.options?.dedupWindow ?? DEDUP_WINDOW),
+    // The current agent (a `set_agent` may have moved the thread since the start): only when there is one.
+    ...(st.agent !== undefined && { agent: st.agent }),
   };
 }
 

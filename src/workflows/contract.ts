@@ -111,6 +111,12 @@ export interface ThreadWorkflowArgs {
   /** The tree's tenant, for budgets (issue 27 §1): set at the root's start, handed down to children. */
   tenant?: string;
   /**
+   * The thread's agent (issue 40): its slices run with that definition's instructions, model and tools. Absent: the
+   * worker's default agent. A child has its parent's unless `spawn_thread` named another; a continue-as-new carries the
+   * current one (a `set_agent` may have changed it). Release 0.13.
+   */
+  agent?: string;
+  /**
    * The input a client started this thread with instead of signalling it (eager start, decision 72), as the payload of
    * the signal {@link ThreadWorkflowArgs.firstInputSignal} names: the thread takes it as that signal would, with the
    * same checks, at the point where the first task takes a signal sent with the start. First run only.

@@ -109,6 +109,11 @@ export const searchAttributes = {
   AgentStatus: defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD),
   ParentThreadId: defineSearchAttributeKey('ParentThreadId', SearchAttributeType.KEYWORD),
   ThreadKind: defineSearchAttributeKey('ThreadKind', SearchAttributeType.KEYWORD),
+  /**
+   * The thread's agent (issue 40; `default` for the worker's own options). Written by clients that found it registered
+   * on the server, by a parent whose own start carried it, and by a `set_agent` on a thread that has it.
+   */
+  AgentName: defineSearchAttributeKey('AgentName', SearchAttributeType.KEYWORD),
   /** The thread's title, for the UI's list column; written only with `titleSearchAttribute` (decision 62). */
   Title: defineSearchAttributeKey('Title', SearchAttributeType.TEXT),
 } as const;

@@ -10,7 +10,7 @@ import { KIND_SIGNAL_NAMES, type KindSignalName } from '../core/readable-input';
 import type { DropReason, DroppedInputs, HistoryItem, InputMessage } from '../core/types';
 import { inputLimitViolation, validateInputMessage, validateKindSignal, type Validation } from '../core/validate';
 import { dropsQuery, HANDLER_DOCS, inputSignal, kindSignals, transcriptQuery } from './definitions';
-import { v012, v02, v06, v08 } from './patches';
+import { v012, v013, v02, v06, v08 } from './patches';
 import type { ThreadState } from './state';
 import { inputLine, itemLine } from './ui-text';
 
@@ -40,6 +40,8 @@ export function installInbox(
   dropped: () => void,
   /** A `migrate` input arrived (0.12): the run continues as new at its next pause between slices. */
   migrate: () => void,
+  /** A `set_agent` input arrived (0.13): the thread's next slice runs that agent. */
+  setAgent: (agent: string) => void,
 ): Inbox {
   // Metrics issue no commands, and the SDK skips them while replaying: every input is counted once.
   const counter = metricMeter.createCounter(METRICS.inputsDropped.name, undefined, METRICS.inputsDropped.help);
@@ -72,6 +74,19 @@ export function installInbox(
   };
 
   /**
+   * 0.13 (issue 40): a `set_agent` input is taken here and never queued, like a migrate: the thread's next slice runs
+   * the named agent. Release 0.12's checks refused its synthetic type; a history where a signal brought one replays
+   * with it dropped, as it ran. Asked only for such an input. Returns whether `m` was one.
+   */
+  const tookSetAgent = (m: InputMessage, raw: unknown, via: string): boolean => {
+    if (m.synthetic?.type !== 'set_agent') return false;
+    if (!v013()) drop('malformed', asIdOnly(raw), `${via}: a set_agent input, which release 0.12 does not take`);
+    else if (st.prep.closed) drop('closed', m, `${via}: a set_agent input`);
+    else setAgent(m.synthetic.agent);
+    return true;
+  };
+
+  /**
    * The checks every signal's input ends with, then the queue. An input that passed every check but the complete ones
    * of 0.6 (issue 26; read with the lenient ones to get this far) is dropped: 0.6's patch is asked last, and only for
    * such an input, where 0.6 asked it. So is 0.8's for a `rewind` control input (issue 28 §2), which is taken.
@@ -93,7 +108,7 @@ export function installInbox(
       drop('malformed', asIdOnly(raw), `${via}: ${m === undefined ? errorOf(v) : namesThread(m)}`);
       return;
     }
-    if (v.ok && tookMigrate(m, raw, via)) return;
+    if (v.ok && (tookMigrate(m, raw, via) || tookSetAgent(m, raw, via))) return;
     // 0.2: raw signals bypass the client's checks, and one poison input would fail every slice that carries it.
     // Its patch is asked only here, after the checks above, as before: for most runs this is where 0.11's is asked,
     // and a patch asked at another point would meet its marker at another point of the history.
@@ -128,7 +143,7 @@ export function installInbox(
       drop('malformed', asIdOnly(raw), `${via}: ${m === undefined ? errorOf(v) : namesThread(m)}`);
       return;
     }
-    if (v.ok && tookMigrate(m, raw, via)) return;
+    if (v.ok && (tookMigrate(m, raw, via) || tookSetAgent(m, raw, via))) return;
     admit(v, m, raw, via);
   };
   for (const name of KIND_SIGNAL_NAMES) {

@@ -95,6 +95,8 @@ export function loopState(st: ThreadState): LoopState {
       !s.acting &&
       !s.sliceRunning &&
       (st.overBudget !== undefined ||
+        // Release 0.13: a thread whose agent no worker defines waits for it, whatever is queued: idle too.
+        st.agentMissing !== undefined ||
         (s.blockedAt !== undefined && !s.newSinceBlock()) ||
         (st.inbox.length === 0 && (st.carry.length === 0 || st.blocked))),
     // A blocked thread retries once per input that arrives after it blocked, never in a loop on the queued ones.

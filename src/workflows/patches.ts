@@ -99,3 +99,13 @@ export const v010 = (): true => implied(V010);
 export const V012 = 'infinity-v0.12';
 
 export const v012 = (): boolean => patched(V012);
+
+/**
+ * Release 0.13, asked only on the paths it changes, and never implied by older rules (issue 40): a `set_agent` input,
+ * which 0.12 dropped as malformed, moves the thread to another agent (its `AgentName` search attribute and memo
+ * follow); a slice refused because no worker defines the thread's agent makes the thread wait and check again on a
+ * timer instead of failing for good. A thread that never meets either records no marker.
+ */
+export const V013 = 'infinity-v0.13';
+
+export const v013 = (): boolean => patched(V013);

@@ -11,6 +11,7 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
+import { DEFAULT_AGENT } from '../core/agents';
 import { childPriorityKey } from '../core/priority';
 import type { EventChildRequest } from '../core/prepare';
 import { compactionCompleteInput, resultInput, syntheticInput } from '../core/inputs';
@@ -59,7 +60,10 @@ async function signalThread(ctx: ActionContext, threadId: string, message: Input
   }
 }
 
-/** `summary`: the child's whole task (a spawned child's instructions); its first line is the static summary. */
+/**
+ * `summary`: the child's whole task (a spawned child's instructions); its first line is the static summary. `agent`:
+ * the child's agent when `spawn_thread` named one (issue 40); else the parent's own.
+ */
 export async function startThread(
   ctx: ActionContext,
   childId: string,
@@ -68,13 +72,18 @@ export async function startThread(
   seed: ThreadSeed,
   title: string,
   summary?: string,
+  agent = ctx.st.agent,
 ): Promise<void> {
   const args: ThreadWorkflowArgs = { threadId: childId, kind, spawn, seed };
+  if (agent !== undefined) args.agent = agent;
   if (ctx.args.options) args.options = ctx.args.options;
   const userId = userIdOf(ctx);
   if (userId !== undefined) args.userId = userId;
   // The tenant is the tree's (budgets): a child bills to its root's.
   if (ctx.args.tenant !== undefined) args.tenant = ctx.args.tenant;
+  // Only where the parent's own start carried `AgentName` (so the server has it registered), and only then: a thread
+  // started without it starts its children as before.
+  const named = workflowInfo().typedSearchAttributes.get(searchAttributes.AgentName) !== undefined;
   // 0.5 (decision 62), for threads that write titles: the child's `Title`. On that path 0.5's patch is asked for 0.4's
   // background priority too (a spawn asked one of them, decision 51); on the others, 0.4's.
   const titled = ctx.args.options?.titleSearchAttribute === true;
@@ -91,12 +100,13 @@ export async function startThread(
       { key: searchAttributes.ParentThreadId, value: ctx.args.threadId },
       { key: searchAttributes.AgentStatus, value: 'idle' },
       ...(titled ? [{ key: searchAttributes.Title, value: title }] : []),
+      ...(named ? [{ key: searchAttributes.AgentName, value: agent ?? DEFAULT_AGENT }] : []),
     ],
     // What the parent's timeline and the relationships view show: the child's task, not its id. User metadata, not
     // compared on replay (test/ui-replay.test.ts), so no patch.
     staticSummary: firstLine(summary ?? title),
     staticDetails: `${kind} thread of \`${ctx.args.threadId}\`${summary !== undefined ? `\n\n${summary.slice(0, 2000)}` : ''}`,
-    memo: { title },
+    memo: { title, ...(agent !== undefined && { agent }) },
     // Children, event handlers and compactions are background work: they queue behind root threads' turns. The
     // fairness key (the root's id) is inherited, so a whole tree shares one fair share (decision 60).
     priority: { priorityKey: childPriorityKey(workflowInfo().priority?.priorityKey) },
@@ -137,6 +147,7 @@ export async function carryOut(ctx: ActionContext, action: RuntimeAction): Promi
         seed,
         titleOf(action.instructions),
         action.instructions,
+        action.agent ?? ctx.st.agent,
       );
       st.prep.eventTargets.set(action.callId, 'spawn_thread');
       answer(ctx, action.callId, Threads.childSpawned(childId));

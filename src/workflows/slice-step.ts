@@ -20,7 +20,8 @@ import { addUsage, type StoredItem } from '../core/types';
 import { BLOCKING_FAILURES, SET_ASIDE_KEPT, setAside } from './failures';
 import type { Inbox } from './inbox';
 import { dropStalePrompts, type LoopState } from './loop-state';
-import { v02, v06, v07 } from './patches';
+import { v02, v06, v07, v013 } from './patches';
+import type { AgentUnavailable } from '../core/agents';
 import { userIdOf } from './runtime-actions';
 import type { SliceOutcome, SliceRunner } from './slice-runner';
 import type { ThreadWorkflowArgs } from './contract';
@@ -71,6 +72,8 @@ export function runBatch(
   const userId = userIdOf(ctx);
   if (userId !== undefined) input.userId = userId;
   if (args.tenant !== undefined) input.tenant = args.tenant;
+  // The thread's agent (issue 40), resolved by the worker: activity input only, no command.
+  if (st.agent !== undefined) input.agent = st.agent;
   // The provider limiter shares a key between fairness keys, by priority, as the task queue does (activity input only:
   // no command).
   const priority = workflowInfo().priority;
@@ -117,8 +120,30 @@ export function settleSlice(ctx: SliceContext, outcome: SliceOutcome, append: St
     waitForCapacity(ctx, outcome, append);
     return undefined;
   }
+  // Only a worker of 0.13 or later refuses a slice so; 0.13's patch is asked only then.
+  if ('failed' in outcome && outcome.type === SLICE_REFUSED.agentUnavailable && v013()) {
+    waitForAgent(ctx, outcome, append);
+    return undefined;
+  }
   if ('failed' in outcome) recordFailure(ctx, outcome, append);
   return undefined;
+}
+
+/**
+ * A slice refused because no worker defines the thread's agent (issue 40 §5): nothing was called or committed, and
+ * it is no failure. The thread keeps its batch and queue and waits until a `set_agent` or its next check.
+ */
+function waitForAgent(ctx: SliceContext, outcome: { failed: string; details?: unknown }, append: StoredItem[]): void {
+  keepBatch(ctx.st, append);
+  const d = outcome.details as Partial<AgentUnavailable> | undefined;
+  const agent = typeof d?.agent === 'string' ? d.agent.slice(0, 100) : (ctx.st.agent ?? 'default');
+  const known = Array.isArray(d?.known) ? d.known.filter((k) => typeof k === 'string').slice(0, 20) : undefined;
+  ctx.st.agentChecks += 1;
+  ctx.st.agentMissing = {
+    agent,
+    checks: ctx.st.agentChecks,
+    ...(known && { known: known.map((k) => k.slice(0, 100)) }),
+  };
 }
 
 /**
@@ -214,6 +239,7 @@ function applyResult(ctx: SliceContext, r: SliceResult): void {
   if (r.lastText) st.lastText = r.lastText;
   st.lastError = r.error;
   st.failed = false;
+  st.agentChecks = 0;
   if (!r.interrupted) loop.interruptNext = false;
 }
 

@@ -2,6 +2,7 @@
  * The thread workflow's state: restored from its start arguments or the previous run's carried state, and carried
  * across continue-as-new (the serialized forms are in contract.ts).
  */
+import { agentName, agentNameProblem } from '../core/agents';
 import type { BudgetExceeded } from '../core/budget';
 import type { ThrottledSlice } from '../core/capacity';
 import type { PrepareState } from '../core/prepare';
@@ -94,9 +95,13 @@ export function threadArgs(given: unknown, origin: RunOrigin): { args: ThreadWor
     kind,
     // Bound into the store's budget queries by every slice: a value no query takes is left out (./tolerant.ts).
     tenant: bindable(raw.tenant),
+    // Release 0.13 (issue 40): a name no worker could define is left out (the thread runs the default agent).
+    agent: agentName(raw.agent),
     // Carried state that is no object would be read field by field all the same (a string's `length` as the thread's).
     carried: origin.continued ? carried : undefined,
   };
+  if (raw.agent !== undefined && args.agent === undefined) refused.push(`agent: ${agentNameProblem(raw.agent)}`);
+  if (args.agent === undefined) delete args.agent;
   if (kind === 'root') delete args.spawn;
   else args.spawn = spawn;
   return { args, refused };
@@ -155,6 +160,15 @@ export interface ThreadState {
   carryOverBytes?: number;
   /** The last slice found no provider capacity: the loop waits this long before it runs the batch again; this run only. */
   throttled?: ThrottledSlice;
+  /** The thread's agent (issue 40): the start's, or the last `set_agent`'s; carried in the next run's arguments. */
+  agent?: string;
+  /**
+   * The last slice found no definition of the thread's agent (release 0.13): the thread waits, with its batch and
+   * queue, until a `set_agent` or its next check (doubling from 30 s to 10 min); this run only.
+   */
+  agentMissing?: { agent: string; checks: number; known?: string[] };
+  /** Checks in a row that found the agent missing (the wait doubles with each); this run only. */
+  agentChecks: number;
 }
 
 export function restoreState(args: ThreadWorkflowArgs): ThreadState {
@@ -196,6 +210,8 @@ export function restoreState(args: ThreadWorkflowArgs): ThreadState {
     budgetUpdates: budgetUpdates(c?.budgetUpdates),
     budgetSent: 0,
     acks: c?.acks ?? [],
+    agentChecks: 0,
+    ...(args.agent !== undefined && { agent: args.agent }),
   };
 }
 

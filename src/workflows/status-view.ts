@@ -35,8 +35,10 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
       : // A thread waiting for provider capacity is running a turn (0.7's path only: no other history sets it).
         sliceRunning() || st.throttled !== undefined
         ? 'running'
-        : st.overBudget
-          ? 'over_budget'
+        : st.agentMissing
+          ? 'agent_unavailable'
+          : st.overBudget
+            ? 'over_budget'
           : st.failed
             ? 'failed'
             : st.prep.pendingCall
@@ -67,6 +69,8 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
     if (st.lastError) s.lastError = st.lastError;
     if (st.setAside.length > 0) s.setAside = [...st.setAside];
     if (st.overBudget) s.overBudget = { ...st.overBudget };
+    if (st.agent !== undefined) s.agent = st.agent;
+    if (st.agentMissing) s.agentUnavailable = { ...st.agentMissing };
     if (st.carryOverBytes !== undefined) s.oversizedState = { bytes: st.carryOverBytes, limit: CARRIED_MAX_BYTES };
     return withinStatusBound(s);
   };

@@ -35,6 +35,8 @@ import { adoptRules } from './base-release';
 import { cancelChildren } from './cancel-children';
 import { sliceRunner } from './slice-runner';
 import { statusView } from './status-view';
+import { movedTo } from './agent-move';
+import { agentRecheckMs } from '../core/agents';
 
 /** A thread: started by the client with its {@link ThreadWorkflowArgs}, or by hand with none (a root thread). */
 export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
@@ -60,6 +62,10 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     loop.toolName,
     () => showDetails(),
     () => (loop.migrating = true),
+    (agent) => {
+      movedTo(st, agent);
+      publish();
+    },
   );
   const count = inbox.drop;
   // What a hand-made start claimed that Temporal does not (decision 83): left out, counted and shown as a drop.
@@ -99,6 +105,12 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
   try {
     for (;;) {
       loop.acting = false;
+      if (st.agentMissing) {
+        // 0.13 (issue 40): no worker defines the thread's agent. It waits, queueing inputs, until a `set_agent` or its
+        // next check (a timer only on this path: no older history has it).
+        await condition(() => st.agentMissing === undefined || loop.migrating, agentRecheckMs(st.agentChecks));
+        st.agentMissing = undefined;
+      }
       // A run asked to migrate (0.12) waits for nothing else: it continues as new between slices, with its queue.
       await condition(() => loop.hasWork() || loop.migrating);
       if (loop.migrating && !loop.hasWork()) {

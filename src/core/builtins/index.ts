@@ -8,7 +8,7 @@ import type { BuiltinCallContext, BuiltinOutcome, BuiltinToolSpec, BuiltinValida
 import { SUBSCRIPTION_TOOLS, validateSubscriptionTool } from './subscriptions';
 import { THREAD_TOOLS, validateThreadTool } from './threads';
 
-export type { BuiltinCallContext, BuiltinOutcome, BuiltinToolSpec } from './spec';
+export type { BuiltinCallContext, BuiltinOutcome, BuiltinToolSpec, SpawnableAgent } from './spec';
 
 const FAMILIES: readonly { tools: readonly BuiltinToolSpec[]; validate: BuiltinValidator }[] = [
   { tools: THREAD_TOOLS, validate: validateThreadTool },

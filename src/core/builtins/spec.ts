@@ -27,6 +27,18 @@ export interface BuiltinCallContext {
   /** The parent of a thread according to the store, or null when the thread is unknown. */
   parentOf(threadId: string): Promise<string | undefined | null>;
   now(): number;
+  /**
+   * Agents other than its own that this thread's agent may spawn (issue 40), with what each is for: `spawn_thread`
+   * then takes an `agent` argument naming one. Absent or empty: `spawn_thread` as the original runtime has it.
+   */
+  spawnable?: readonly SpawnableAgent[];
+}
+
+/** An agent a thread may name in `spawn_thread` (issue 40). */
+export interface SpawnableAgent {
+  name: string;
+  /** What the agent is for, as the spawning model reads it. */
+  description: string;
 }
 
 /**

@@ -4,7 +4,7 @@
  * runtime word for word (docs/semantics.md; tests compare whole histories against these). The workflow turns the
  * actions into Temporal commands (src/workflows/runtime-actions.ts).
  */
-import { type BuiltinToolSpec, type BuiltinValidator, objectSchema, str } from './spec';
+import { type BuiltinToolSpec, type BuiltinValidator, objectSchema, type SpawnableAgent, str } from './spec';
 
 export const THREAD_TOOLS: readonly BuiltinToolSpec[] = [
   {
@@ -67,6 +67,14 @@ export const validateThreadTool: BuiltinValidator = async (name, args, callId, c
       }
       const instructions = str(args.instructions);
       if (instructions === undefined) return { result: 'Error: instructions is required' };
+      // Only where the thread's agent may spawn others is `agent` an argument (issue 40); elsewhere it is ignored, as
+      // any argument the schema does not name.
+      const spawnable = ctx.spawnable ?? [];
+      if (spawnable.length > 0 && args.agent !== undefined) {
+        const agent = str(args.agent);
+        if (agent === undefined || !spawnable.some((a) => a.name === agent)) return { result: unknownAgent(args.agent, spawnable) };
+        return { action: { type: 'spawn', callId, instructions, agent } };
+      }
       return { action: { type: 'spawn', callId, instructions } };
     }
     case 'report_to_parent': {
@@ -156,4 +164,36 @@ export function eventChildSeed(childId: string, parentId: string): string {
     `close the thread after processing this event. Your outputs are NOT VISIBLE to the user, if you want to show them something, ` +
     `send a report to your parent.`
   );
+}
+
+/**
+ * `spawn_thread` for a thread whose agent may spawn other agents (issue 40): the same tool with an optional `agent`,
+ * an enum of those agents, each described. Without any, the original runtime's spec, word for word.
+ */
+export function spawnThreadSpec(spawnable: readonly SpawnableAgent[]): BuiltinToolSpec {
+  const base = THREAD_TOOLS[0]!;
+  if (spawnable.length === 0) return base;
+  const params = base.parameters as { properties: Record<string, unknown>; required: string[] };
+  return {
+    ...base,
+    parameters: objectSchema(
+      {
+        ...params.properties,
+        agent: {
+          type: 'string',
+          enum: spawnable.map((a) => a.name),
+          description:
+            'Which agent runs the child; leave it out for a child like you. The agents:\n' +
+            spawnable.map((a) => `- ${a.name}: ${a.description}`).join('\n'),
+        },
+      },
+      params.required,
+    ),
+  };
+}
+
+/** The model named an agent it may not spawn: what it reads. */
+export function unknownAgent(given: unknown, spawnable: readonly SpawnableAgent[]): string {
+  const shown = typeof given === 'string' ? given.slice(0, 80) : JSON.stringify(given)?.slice(0, 80);
+  return `Error: unknown agent '${shown}'. Agents you may spawn: ${spawnable.map((a) => a.name).join(', ')}`;
 }
