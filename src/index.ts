@@ -96,6 +96,15 @@ export {
 
 export { DEFAULT_COMPLETION_POLICY, type CompletionPolicy } from './activities/completion';
 export {
+  defineAgent,
+  type AgentDefinition,
+  type AgentInit,
+  type AgentResolver,
+  type AgentThread,
+  type ModelRoute,
+} from './activities/agents';
+export { DEFAULT_AGENT, type SliceAgent, type AgentUnavailable } from './core/agents';
+export {
   createAgentWorker,
   DEFAULT_WORKFLOW_TASK_SLOTS,
   threadWorkflowsPath,

@@ -25,6 +25,7 @@ import type { TracingOption } from './tracing/config';
 import { tracingFor } from './tracing/install';
 import { tracingClientInterceptors } from './tracing/interceptors';
 import { stopOnSignal } from './stop-on-signal';
+import { DEFAULT_AGENT } from './core/agents';
 
 /** The worker's options that `startLocalSystem` passes on as they are (their docs: {@link AgentWorkerOptions}). */
 const WORKER_OPTIONS = [
@@ -43,6 +44,8 @@ const WORKER_OPTIONS = [
   'resourceTargets',
   'prices',
   'limits',
+  'agents',
+  'resolveAgent',
 ] as const satisfies readonly (keyof AgentWorkerOptions)[];
 
 /**
@@ -277,6 +280,9 @@ export async function startLocalSystem(options: LocalSystemOptions = {}): Promis
       // Its worker shares the connection: new threads' first tasks skip the task queue (decision 72).
       eagerStart: true,
       ...(threadOptions && { threadOptions }),
+      // The worker's agents (issue 40): a start naming another is refused before it starts. A resolver may define
+      // any name, so with one the client checks names for form only.
+      ...(!options.resolveAgent && { agents: [DEFAULT_AGENT, ...(options.agents ?? []).map((a) => a.name)] }),
     });
     if (options.stopOnSignal !== false) {
       const removeListeners = stopOnSignal(cleanup);

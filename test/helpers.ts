@@ -2,6 +2,7 @@
  * Test harness: a real worker on its own task queue against the suite's dev server, a real SQLite store file,
  * and readable one-line renderings of committed history for whole-conversation assertions.
  */
+import type { AgentDefinition, AgentResolver } from '../src/activities/agents';
 import type { ProviderLimits } from '../src/core/capacity';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -68,6 +69,12 @@ export interface TestSystemOptions {
   workflowBundlePath?: string;
   /** Provider limits of the worker (issue 27 §2). */
   limits?: ProviderLimits;
+  /** More agents the worker hosts (issue 40). */
+  agents?: AgentDefinition[];
+  /** The worker's resolver of agent definitions (issue 40). */
+  resolveAgent?: AgentResolver;
+  /** The agents the client lets starts name (issue 40); default: any valid name. */
+  clientAgents?: string[];
 }
 
 /** Fast retries for tests; the reference waits (1 s / 5 s / 30 s) are kept small but nonzero. */
@@ -106,6 +113,8 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
         ...(options.toolLifecycle && { toolLifecycle: options.toolLifecycle }),
         ...(options.toolSources && { toolSources: options.toolSources }),
         ...(options.limits && { limits: options.limits }),
+        ...(options.agents && { agents: options.agents }),
+        ...(options.resolveAgent && { resolveAgent: options.resolveAgent }),
       });
   void worker?.run();
   const temporal = new Client({ connection });
@@ -119,6 +128,7 @@ export async function startTestSystem(options: TestSystemOptions): Promise<TestS
     events,
     threadOptions: options.threadOptions,
     ...(options.signalNames && { signalNames: options.signalNames }),
+    ...(options.clientAgents && { agents: options.clientAgents }),
   });
   return {
     client,

@@ -75,6 +75,12 @@ export const TITLE_SEARCH_ATTRIBUTE = { Title: 'Text' } as const;
 export const FORK_SEARCH_ATTRIBUTE = { ForkedFrom: 'Keyword' } as const;
 
 /**
+ * The thread's agent (issue 40), so `AgentName = 'reviewer'` lists an agent's threads. Optional for a server: a client
+ * starts threads without it where it is not registered, and a thread writes it later only if its start had it.
+ */
+export const AGENT_SEARCH_ATTRIBUTE = { AgentName: 'Keyword' } as const;
+
+/**
  * Dynamic config we rely on. Eager activities save a round trip per slice. The history service reads each queue
  * (transfer: "dispatch this workflow task"; timer; visibility) at most 20 times a second by default, which holds a
  * signal's workflow task for up to 50 ms before matching sees it: on one shard that is most of a turn's latency.
@@ -249,6 +255,7 @@ async function startOnce(cli: string, options: DevServerOptions): Promise<DevSer
     ...THREAD_SEARCH_ATTRIBUTES,
     ...TITLE_SEARCH_ATTRIBUTE,
     ...FORK_SEARCH_ATTRIBUTE,
+    ...AGENT_SEARCH_ATTRIBUTE,
   }))
     args.push('--search-attribute', `${k}=${v}`);
   for (const [k, v] of Object.entries({ ...DEFAULT_DYNAMIC_CONFIG, ...options.dynamicConfig })) {

@@ -108,7 +108,12 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       if (st.agentMissing) {
         // 0.13 (issue 40): no worker defines the thread's agent. It waits, queueing inputs, until a `set_agent` or its
         // next check (a timer only on this path: no older history has it).
-        await condition(() => st.agentMissing === undefined || loop.migrating, agentRecheckMs(st.agentChecks));
+        // An input arriving meanwhile checks again too (its agent may be back), once per input, like a blocked thread.
+        const arrived = loop.inputsArrived;
+        await condition(
+          () => st.agentMissing === undefined || loop.migrating || loop.inputsArrived > arrived,
+          agentRecheckMs(st.agentChecks),
+        );
         st.agentMissing = undefined;
       }
       // A run asked to migrate (0.12) waits for nothing else: it continues as new between slices, with its queue.
