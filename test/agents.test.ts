@@ -1,0 +1,301 @@
+/**
+ * Many agents, one fleet (issue 40) on the real dev server, with SQLite and PostgreSQL stores: two agents with their
+ * own scripted models, instructions and tools on one worker, threads of both interleaved with default-agent threads;
+ * a child of another kind; a definition changed between two slices; unknown agents at start, fork and spawn; a thread
+ * whose agent is gone waits with its queue and goes on once moved.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineAgent, type AgentDefinition } from '../src/activities/agents';
+import { InvalidInputError } from '../src/inbox/errors';
+import type { ModelProvider, ModelRequest } from '../src/model/provider';
+import { firstText } from '../src/model/projection';
+import { ScriptedModel, type ScriptFn } from '../src/model/scripted';
+import { PostgresConversationStore } from '../src/store/postgres';
+import type { ConversationStore } from '../src/store/conversation-store';
+import { defineTool } from '../src/tools/tool';
+import { searchAttributes } from '../src/workflows/definitions';
+import { eventually, startTestSystem, type TestSystem, uid } from './helpers';
+import { createTestDatabase } from './postgres';
+
+/** A scripted model under an id of its own (each agent's requests are told apart by the model that got them). */
+function scripted(id: string, script: ScriptFn): ScriptedModel & ModelProvider {
+  const m = new ScriptedModel(script);
+  Object.defineProperty(m, 'id', { value: id });
+  return m;
+}
+
+const tool = (name: string) =>
+  defineTool({ name, description: `the ${name} tool`, parameters: { type: 'object' }, execute: () => `${name} ran` });
+
+const self = (req: ModelRequest) => /Your current thread ID is `([^`]+)`/.exec(req.system)?.[1] ?? '';
+const lastText = (req: ModelRequest) => {
+  const m = req.messages[req.messages.length - 1];
+  return m?.role === 'user' ? m.text : m?.role === 'tool_result' ? firstText(m.content) : '';
+};
+const toolNames = (req: ModelRequest) => req.tools.map((t) => t.name);
+
+/** The default agent: echoes. */
+const defaultModel = scripted('model-default', (req) => ({ text: `default: ${lastText(req)}` }));
+/** triage: echoes under its own name. */
+const triageModel = scripted('model-triage', (req) => ({ text: `triage: ${lastText(req)}` }));
+/** coder: `spawn <agent>` spawns a child of that agent; a child's report is noted; anything else is echoed. */
+const coderModel = scripted('model-coder', (req) => {
+  const last = req.messages[req.messages.length - 1]!;
+  if (last.role === 'user') {
+    const spawn = /^spawn (\S+)$/.exec(last.text);
+    if (spawn)
+      return {
+        toolCall: {
+          name: 'spawn_thread',
+          args: { instructions: 'review the change', child_of: [self(req)], agent: spawn[1] },
+        },
+      };
+  }
+  if (last.role === 'tool_result' && last.name === 'spawn_thread') return { text: `spawned: ${lastText(req)}` };
+  if (last.role === 'tool_result' && last.name === 'receive_event__injected') return { text: `noted: ${lastText(req)}` };
+  return { text: `coder: ${lastText(req)}` };
+});
+/** reviewer: reports once, then stays. */
+const reviewerModel = scripted('model-reviewer', (req) => {
+  const reported = req.messages.some((m) => m.role === 'tool_call' && m.name === 'report_to_parent');
+  return reported ? { text: 'reviewed' } : { toolCall: { name: 'report_to_parent', args: { report: 'LGTM' } } };
+});
+
+const triage = defineAgent({
+  name: 'triage',
+  description: 'Sorts incoming tickets',
+  instructions: 'You are TRIAGE.',
+  model: triageModel,
+  tools: [tool('label_ticket')],
+});
+const coder = defineAgent({
+  name: 'coder',
+  description: 'Writes code',
+  instructions: 'You are CODER.',
+  model: coderModel,
+  tools: [tool('run_tests')],
+  spawns: ['reviewer'],
+});
+const reviewer = defineAgent({
+  name: 'reviewer',
+  description: 'Reviews a change and reports what to fix',
+  instructions: 'You are REVIEWER.',
+  model: reviewerModel,
+  tools: [tool('read_diff')],
+});
+
+/** The resolver's own definition, which the test changes between two slices. */
+let resolved: AgentDefinition | undefined;
+const resolverModel = scripted('model-resolved', (req) => ({ text: `resolved: ${lastText(req)}` }));
+const resolvedAs = (instructions: string) =>
+  defineAgent({ name: 'planner', instructions, model: resolverModel, tools: [tool('plan')] });
+
+const makers: [string, () => Promise<ConversationStore | undefined>][] = [
+  ['SQLite', async () => undefined],
+  ['PostgreSQL', async () => new PostgresConversationStore({ connectionString: await createTestDatabase('agents') })],
+];
+
+describe.each(makers)('agents on one worker, %s store', (_name, makeStore) => {
+  let sys: TestSystem;
+  beforeAll(async () => {
+    const store = await makeStore();
+    sys = await startTestSystem({
+      model: defaultModel,
+      tools: [tool('default_tool')],
+      agents: [triage, coder, reviewer],
+      resolveAgent: ({ agent }) => (agent === 'planner' ? resolved : undefined),
+      ...(store && { store }),
+    });
+  });
+  afterAll(async () => {
+    await sys?.shutdown();
+  });
+
+  it('runs each thread with its own agent: instructions, tools and model, recorded with each slice', async () => {
+    const t = uid('triage');
+    const c = uid('coder');
+    const d = uid('default');
+    await sys.client.startThread({ threadId: t, agent: 'triage' });
+    await sys.client.sendUserText(c, 'one', { agent: 'coder' }); // a text that creates its thread
+    await sys.client.startThread({ threadId: d });
+    for (const n of ['a', 'b']) {
+      await sys.client.sendUserText(t, `${n}`);
+      await sys.client.sendUserText(c, `${n}`);
+      await sys.client.sendUserText(d, `${n}`);
+    }
+    for (const id of [t, c, d]) await sys.client.thread(id).waitForIdle();
+
+    const of = (m: ScriptedModel, id: string) => m.requests.filter((r) => self(r) === id);
+    // Texts queued together may share a slice: each thread's model saw all of its own.
+    const saw = (m: ScriptedModel, id: string) => of(m, id).flatMap((r) => r.messages.filter((x) => x.role === 'user'));
+    expect(saw(triageModel, t).map((x) => (x as { text: string }).text)).toEqual(expect.arrayContaining(['a', 'b']));
+    expect(saw(coderModel, c).map((x) => (x as { text: string }).text)).toEqual(expect.arrayContaining(['one', 'a', 'b']));
+    expect(saw(defaultModel, d).map((x) => (x as { text: string }).text)).toEqual(expect.arrayContaining(['a', 'b']));
+    // No thread's request reached another agent's model.
+    expect(of(defaultModel, t).length + of(coderModel, t).length + of(triageModel, c).length).toBe(0);
+    for (const r of of(triageModel, t)) {
+      expect(r.system.startsWith('You are TRIAGE.')).toBe(true);
+      expect(toolNames(r)).toContain('label_ticket');
+      expect(toolNames(r)).not.toContain('run_tests');
+      expect(toolNames(r)).not.toContain('default_tool');
+    }
+    for (const r of of(coderModel, c)) {
+      expect(r.system.startsWith('You are CODER.')).toBe(true);
+      expect(toolNames(r)).toEqual(expect.arrayContaining(['run_tests', 'spawn_thread']));
+      expect(toolNames(r)).not.toContain('label_ticket');
+    }
+    for (const r of of(defaultModel, d)) {
+      expect(r.system).not.toContain('TRIAGE');
+      expect(toolNames(r)).toContain('default_tool');
+      // The default agent spawns no other kind: `spawn_thread` is the original runtime's, word for word.
+      const spawn = r.tools.find((x) => x.name === 'spawn_thread')!;
+      expect(Object.keys((spawn.parameters as { properties: object }).properties)).toEqual(['instructions', 'child_of']);
+    }
+
+    const slice = async (id: string, n: number) => (await sys.store.findSlice(id, `${id}/slice-${n}`))?.agent;
+    expect(await slice(t, 0)).toEqual({ name: 'triage', model: 'model-triage', hash: triage.hash });
+    expect(await slice(c, 0)).toEqual({ name: 'coder', model: 'model-coder', hash: coder.hash });
+    expect((await slice(d, 0))?.name).toBe('default');
+
+    expect((await sys.client.thread(t).status()).agent).toBe('triage');
+    expect((await sys.client.thread(d).status()).agent).toBeUndefined();
+    const described = await sys.temporal.workflow.getHandle(c).describe();
+    expect(described.typedSearchAttributes.get(searchAttributes.AgentName)).toBe('coder');
+    expect(described.memo?.agent).toBe('coder');
+    const listed = await eventually(async () => {
+      const found: string[] = [];
+      for await (const s of sys.client.listThreads({ agent: 'triage' })) found.push(s.threadId);
+      return found.includes(t) ? found : undefined;
+    });
+    expect(listed).not.toContain(c);
+  });
+
+  it('spawns a child of another agent, which runs its own instructions, tools and model', async () => {
+    const c = uid('coder');
+    await sys.client.sendUserText(c, 'spawn reviewer', { agent: 'coder' });
+    const status = await eventually(async () => {
+      const s = await sys.client.thread(c).status();
+      return s.children.length === 1 && s.status === 'idle' && s.slices >= 2 ? s : undefined;
+    });
+    const child = status.children[0]!;
+    await sys.client.thread(child).waitForIdle();
+    await eventually(async () =>
+      coderModel.requests.some((r) => self(r) === c && lastText(r).includes('LGTM')) ? true : undefined,
+    );
+    // The parent was offered the reviewer, described, in spawn_thread's schema.
+    const offered = coderModel.requests.find((r) => self(r) === c)!.tools.find((x) => x.name === 'spawn_thread')!;
+    const agentParam = (offered.parameters as { properties: Record<string, { enum?: string[]; description?: string }> })
+      .properties.agent!;
+    expect(agentParam.enum).toEqual(['reviewer']);
+    expect(agentParam.description).toContain('reviewer: Reviews a change and reports what to fix');
+    // The child's requests went to the reviewer's model, with its instructions and tools, over the parent's prefix.
+    const childRequests = reviewerModel.requests.filter((r) => self(r) === child);
+    expect(childRequests.length).toBeGreaterThanOrEqual(1);
+    for (const r of childRequests) {
+      expect(r.system.startsWith('You are REVIEWER.')).toBe(true);
+      expect(toolNames(r)).toContain('read_diff');
+      expect(toolNames(r)).not.toContain('run_tests');
+      expect(r.messages.some((m) => m.role === 'user' && m.text === 'spawn reviewer')).toBe(true);
+    }
+    expect(coderModel.requests.some((r) => self(r) === child)).toBe(false);
+    expect((await sys.client.thread(child).status()).agent).toBe('reviewer');
+    expect((await sys.store.findSlice(child, `${child}/slice-0`))?.agent?.name).toBe('reviewer');
+  });
+
+  it('answers a spawn of an agent the parent may not spawn with an error result, starting nothing', async () => {
+    const c = uid('coder');
+    await sys.client.sendUserText(c, 'spawn triage', { agent: 'coder' });
+    const s = await sys.client.thread(c).waitForIdle();
+    expect(s.children).toEqual([]);
+    const read = coderModel.requests.filter((r) => self(r) === c).map(lastText);
+    expect(read).toContain("Error: unknown agent 'triage'. Agents you may spawn: reviewer");
+  });
+
+  it('reads a changed definition at the next slice, without a restart', async () => {
+    const p = uid('planner');
+    resolved = resolvedAs('You are PLANNER v1.');
+    const first = resolved.hash;
+    await sys.client.sendUserText(p, 'one', { agent: 'planner' });
+    await sys.client.thread(p).waitForIdle();
+    resolved = resolvedAs('You are PLANNER v2.');
+    await sys.client.sendUserText(p, 'two');
+    await sys.client.thread(p).waitForIdle();
+    const systems = resolverModel.requests.filter((r) => self(r) === p).map((r) => r.system.split('\n')[0]);
+    expect(systems).toEqual(['You are PLANNER v1.', 'You are PLANNER v2.']);
+    const hashes = [
+      (await sys.store.findSlice(p, `${p}/slice-0`))?.agent?.hash,
+      (await sys.store.findSlice(p, `${p}/slice-1`))?.agent?.hash,
+    ];
+    expect(hashes).toEqual([first, resolved.hash]);
+    expect(first).not.toBe(resolved.hash);
+  });
+
+  it('keeps a thread whose agent no worker defines waiting with its queue, until it is moved', async () => {
+    const g = uid('ghost');
+    const seen = sys.seen.length;
+    await sys.client.sendUserText(g, 'first', { agent: 'ghost' });
+    const waiting = await eventually(async () => {
+      const s = await sys.client.thread(g).status();
+      return s.status === 'agent_unavailable' ? s : undefined;
+    });
+    expect(waiting.agentUnavailable?.agent).toBe('ghost');
+    expect(waiting.agentUnavailable?.known).toEqual(expect.arrayContaining(['triage', 'coder', 'default']));
+    expect(sys.seen.slice(seen).some((e) => e.threadId === g && e.type === 'agent_unavailable')).toBe(true);
+    // waitForIdle answers: the thread waits for its agent, like one over budget.
+    expect((await sys.client.thread(g).waitForIdle()).status).toBe('agent_unavailable');
+    await sys.client.sendUserText(g, 'second');
+    await eventually(async () => {
+      const d = await sys.temporal.workflow.getHandle(g).describe();
+      return d.typedSearchAttributes.get(searchAttributes.AgentStatus) === 'agent_unavailable' ? true : undefined;
+    });
+    expect(triageModel.requests.some((r) => self(r) === g)).toBe(false);
+
+    await sys.client.setAgent(g, 'triage');
+    const done = await sys.client.thread(g).waitForIdle();
+    expect(done.status).toBe('idle');
+    expect(done.agent).toBe('triage');
+    const history = await sys.client.thread(g).history();
+    const texts = history.filter((i) => i.kind === 'user').map((i) => (i as { text: string }).text);
+    expect(texts.filter((x) => x === 'first')).toHaveLength(1);
+    expect(texts.filter((x) => x === 'second')).toHaveLength(1);
+    expect((await sys.temporal.workflow.getHandle(g).describe()).typedSearchAttributes.get(searchAttributes.AgentName)).toBe(
+      'triage',
+    );
+  });
+
+  it('forks keep the source agent unless told otherwise', async () => {
+    const t = uid('triage');
+    await sys.client.sendUserText(t, 'hello', { agent: 'triage' });
+    await sys.client.thread(t).waitForIdle();
+    const same = await sys.client.forkThread(t, { at: 'now', input: 'again' });
+    const other = await sys.client.forkThread(t, { at: 'now', input: 'and you?', agent: 'coder' });
+    expect((await same.waitForIdle()).agent).toBe('triage');
+    expect((await other.waitForIdle()).agent).toBe('coder');
+    const coderSaw = coderModel.requests.find((r) => self(r) === other.threadId)!;
+    expect(coderSaw.system.startsWith('You are CODER.')).toBe(true);
+    expect(coderSaw.messages.some((m) => m.role === 'user' && m.text === 'hello')).toBe(true);
+  });
+});
+
+describe('agent names a client refuses', () => {
+  let sys: TestSystem;
+  beforeAll(async () => {
+    sys = await startTestSystem({ model: defaultModel, agents: [triage], clientAgents: ['default', 'triage'] });
+  });
+  afterAll(async () => {
+    await sys?.shutdown();
+  });
+
+  it('refuses an unknown or malformed agent at start, send, fork and setAgent, starting nothing', async () => {
+    const id = uid('refused');
+    await expect(sys.client.startThread({ threadId: id, agent: 'nope' })).rejects.toThrow(InvalidInputError);
+    await expect(sys.client.sendUserText(id, 'hi', { agent: 'no pe' })).rejects.toThrow(InvalidInputError);
+    await expect(sys.temporal.workflow.getHandle(id).describe()).rejects.toThrow();
+    const t = uid('triage');
+    await sys.client.sendUserText(t, 'hi', { agent: 'triage' });
+    await sys.client.thread(t).waitForIdle();
+    await expect(sys.client.forkThread(t, { at: 'now', agent: 'nope' })).rejects.toThrow(InvalidInputError);
+    await expect(sys.client.setAgent(t, 'nope')).rejects.toThrow(/unknown agent 'nope'/);
+    expect((await sys.client.thread(t).status()).agent).toBe('triage');
+  });
+});
