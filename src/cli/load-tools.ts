@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import type { Tool } from '../tools/tool';
+import type { AgentDefinition } from '../activities/agents';
 import { CliError } from './errors';
 
 const TYPESCRIPT = /\.[cm]?tsx?$/;
@@ -46,10 +47,25 @@ export function loadUserModule(path: string): Record<string, unknown> {
 export function loadTools(path: string | undefined): Tool[] | undefined {
   if (path === undefined) return undefined;
   const mod = loadUserModule(path);
+  // A module of agents alone (issue 40) brings no tools of the default agent.
+  if (mod.tools === undefined && mod.default === undefined && Array.isArray(mod.agents)) return [];
   const tools = mod.tools ?? mod.default;
   if (!Array.isArray(tools))
     throw new CliError(`${path} must export \`tools\`: an array of tools made with defineTool`);
   return tools as Tool[];
+}
+
+/**
+ * The `--tools` module's `agents` (issue 40): an array of definitions made with `defineAgent`, hosted beside the
+ * default agent (the module's `tools` and the command's model). None when it exports none.
+ */
+export function loadAgents(path: string | undefined): AgentDefinition[] | undefined {
+  if (path === undefined) return undefined;
+  const agents = loadUserModule(path).agents;
+  if (agents === undefined) return undefined;
+  if (!Array.isArray(agents) || agents.some((a) => typeof (a as AgentDefinition)?.hash !== 'string'))
+    throw new CliError(`${path}: \`agents\` must be an array of agents made with defineAgent`);
+  return agents as AgentDefinition[];
 }
 
 /** What `dev` and `worker` print at start: the tools' names. */

@@ -18,6 +18,7 @@ import { redactSecrets } from '../store/redact';
 import { registerAnswer } from './commands/answer';
 import { registerBackup } from './commands/backup';
 import { registerBudget } from './commands/budget';
+import { registerAgent } from './commands/agent';
 import { registerCompact } from './commands/compact';
 import { registerDeliver } from './commands/deliver';
 import { registerDev } from './commands/dev';
@@ -88,6 +89,7 @@ export function buildProgram(
   // The conversation store, budgets, the replay gate, moving threads onto a new release:
   registerBackup(program, shown);
   registerBudget(program, shown);
+  registerAgent(program, shown);
   registerUsage(program, shown);
   registerReplay(program, shown);
   registerMigrate(program, shown);

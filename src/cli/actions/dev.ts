@@ -11,7 +11,7 @@ import type { CallbackStateCheck } from '../../rap/callback-guard';
 import { buildStatusDemoTool } from '../../tools/demo';
 import { eventsEndpointOf, eventsTokenNote } from '../events-endpoint';
 import { colour, type Out } from '../format';
-import { loadTools, toolNames } from '../load-tools';
+import { loadAgents, loadTools, toolNames } from '../load-tools';
 import { quietRuntime, until } from '../runtime';
 import { limitsLine, limitsOf, modelOf, portOf, resourceTargetsOf, type ServeOptions } from '../serve-flags';
 import { CliError } from '../errors';
@@ -37,6 +37,7 @@ export async function runDev(opts: DevOptions, cmd: Command, out: Out): Promise<
     async (t, c) => ref.check?.(t, c),
   );
   const own = loadTools(opts.tools);
+  const agents = loadAgents(opts.tools);
   // The demo tool answers by itself 2 s later, unless the user wants to answer its calls (issue 30 item 4).
   const tools = [...(own ?? [buildStatusDemoTool(2000, { answers: !opts.answerByHand })]), ...(remote?.tools ?? [])];
   // Live events always need a token: INFINITY_EVENTS_TOKEN, or the one kept in the data directory.
@@ -44,6 +45,7 @@ export async function runDev(opts: DevOptions, cmd: Command, out: Out): Promise<
   const system = await startLocalSystem({
     model,
     tools,
+    ...(agents && { agents }),
     // This command handles the signals itself (below), in its own order: state file, system, remote tools.
     stopOnSignal: false,
     dataDir: dataDirOf(flags),
@@ -82,6 +84,7 @@ export async function runDev(opts: DevOptions, cmd: Command, out: Out): Promise<
   out(`Store            ${system.storePath}`);
   out(`Task queue       ${flags.taskQueue ?? DEFAULT_TASK_QUEUE}`);
   out(`Tools            ${toolNames(tools)}`);
+  if (agents) out(`Agents           default, ${agents.map((a) => a.name).join(', ')}`);
   if (targets.limits)
     out(`Provider limits  ${limitsLine(targets.limits, model.id).replace(/^provider limits · /, '')}`);
   if (!own)

@@ -20,6 +20,7 @@ import {
   scores,
   type ThreadExport,
 } from '../../evals';
+import { agentsOfModule } from '../../evals/agents';
 import type { ConversationStore } from '../../store/conversation-store';
 import type { OutcomeScore } from '../../store/eval-records';
 import type { Out } from '../format';
@@ -31,7 +32,9 @@ import { CliError } from '../errors';
 
 export interface EvalFlags {
   threads: string;
-  model: string;
+  model?: string;
+  agents?: string;
+  agent?: string;
   system?: string;
   systemFile?: string;
   tools?: string;
@@ -85,11 +88,16 @@ function evalOptions(flags: EvalFlags, threads: string[]): EvalOptions {
   const concurrency = wholeNumber('--concurrency', flags.concurrency, 1);
   const user = userScorers(flags.scorers);
   const tools = loadTools(flags.tools);
+  if (flags.model === undefined && flags.agents === undefined)
+    throw new CliError("name the candidate: --model, or --agents (each slice answered by its agent's model)");
+  const agents = flags.agents === undefined ? undefined : agentsOfModule(loadUserModule(flags.agents), flags.agents);
   const system = flags.systemFile !== undefined ? readFileSync(flags.systemFile, 'utf8') : flags.system;
   const onDivergence = on ?? user.onDivergence;
   return {
     threads,
-    model: modelRegistry().modelFromSpec(flags.model),
+    ...(flags.model !== undefined && { model: modelRegistry().modelFromSpec(flags.model) }),
+    ...(agents && { agents }),
+    ...(flags.agent !== undefined && { agent: flags.agent }),
     scorers: [exactToolMatch(), jsonSchemaCheck(), ...user.scorers],
     ...(system !== undefined && { system }),
     ...(tools && { tools }),

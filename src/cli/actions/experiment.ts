@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { DevServer } from '../../devserver/server';
+import { agentsOfModule, retooledAgents } from '../../evals/agents';
 import {
   ExperimentFileError,
   experimentMarkdown,
@@ -20,13 +21,16 @@ import {
 import { startLocalSystem } from '../../local-system';
 import { colour, type Out } from '../format';
 import { readJsonFile } from '../json-file';
+import { loadUserModule } from '../load-tools';
 import { modelRegistry } from '../lazy';
 import { CliError } from '../errors';
 import { type TargetFlags } from '../target';
 import { toStderr } from '../terminal-text';
 
 export interface ExperimentFlags {
-  model: string;
+  model?: string;
+  agents?: string;
+  agent?: string;
   repeat?: string;
   concurrency?: string;
   json?: boolean;
@@ -60,7 +64,21 @@ export async function runExperimentCommand(
   const repeat = Number(flags.repeat ?? 1);
   if (flags.concurrency !== undefined && !/^[1-9]\d*$/.test(flags.concurrency))
     throw new CliError('--concurrency must be a whole number from 1');
-  const model = modelRegistry().modelFromSpec(flags.model);
+  if (flags.agent !== undefined && flags.agents === undefined) throw new CliError('--agent names one of --agents');
+  if (flags.agent === undefined && flags.model === undefined)
+    throw new CliError('name the candidate: --model, or --agents and --agent');
+  const given = flags.model === undefined ? undefined : modelRegistry().modelFromSpec(flags.model);
+  // The candidate agent and every agent it may spawn offer the experiment's tools (none runs).
+  const agents =
+    flags.agents === undefined
+      ? undefined
+      : retooledAgents(agentsOfModule(loadUserModule(flags.agents), flags.agents), experimentTools(exp), given);
+  const candidate = flags.agent === undefined ? undefined : agents!.find((a) => a.name === flags.agent);
+  if (flags.agent !== undefined && !candidate)
+    throw new CliError(
+      `--agent: ${flags.agents} defines no agent '${flags.agent}' (it defines ${agents!.map((a) => a.name).join(', ')})`,
+    );
+  const model = given ?? candidate!.models[0]!.model;
   const globals = cmd.optsWithGlobals<TargetFlags>();
   const address = globals.address ?? process.env.TEMPORAL_ADDRESS;
   // Its own store and task queue: the runs' threads stay apart from any other work on the server.
@@ -68,6 +86,7 @@ export async function runExperimentCommand(
   const system = await startLocalSystem({
     model,
     tools: experimentTools(exp),
+    ...(agents && { agents }),
     dataDir,
     taskQueue: `experiment-${randomUUID()}`,
     ...(address !== undefined && {
@@ -77,6 +96,7 @@ export async function runExperimentCommand(
   try {
     const result = await runExperiment(system.client, exp, {
       repeat,
+      ...(flags.agent !== undefined && { agent: flags.agent }),
       ...(flags.concurrency !== undefined && { concurrency: Number(flags.concurrency) }),
       // The decision quotes the model (a tool's name and arguments): toStderr shows its control characters.
       onVariant: (v) =>

@@ -17,7 +17,7 @@ import { DEFAULT_MEMORY_TARGET } from '../../worker/resource-targets';
 import { deploymentOf, type DeploymentFlags } from '../deployment';
 import { eventsEndpointOf, eventsTokenNote } from '../events-endpoint';
 import { colour, type Out } from '../format';
-import { loadTools } from '../load-tools';
+import { loadAgents, loadTools } from '../load-tools';
 import { quietRuntime, until } from '../runtime';
 import { limitsLine, limitsOf, modelOf, resourceTargetsOf, type ServeOptions } from '../serve-flags';
 import { CliError } from '../errors';
@@ -55,6 +55,7 @@ export async function runWorker(opts: ServeOptions & DeploymentFlags, cmd: Comma
     namespace: target.namespace,
     ...(tracing && { interceptors: tracingClientInterceptors() }),
   });
+  const agents = loadAgents(opts.tools);
   const remote = await remoteTools(opts, (m) => deliverInput(temporal, m, { store }), out, callbackStateOf(temporal));
   const worker = await createAgentWorker({
     connection,
@@ -63,6 +64,7 @@ export async function runWorker(opts: ServeOptions & DeploymentFlags, cmd: Comma
     store,
     model,
     tools: [...(loadTools(opts.tools) ?? []), ...(remote?.tools ?? [])],
+    ...(agents && { agents }),
     ...(events && { eventsEndpoint: events.options }),
     ...(remote && { toolLifecycle: remote.lifecycle, toolSources: remote.toolSources }),
     ...(deployment && { deployment }),
@@ -71,6 +73,7 @@ export async function runWorker(opts: ServeOptions & DeploymentFlags, cmd: Comma
   const running = worker.run();
   // Machine-readable first lines: tests and scripts wait for them.
   out(`worker ready · task queue ${target.taskQueue} · ${target.address} · model ${model.id}`);
+  if (agents) out(`agents default, ${agents.map((a) => a.name).join(', ')}`);
   if (worker.eventsUrl) out(`events ${worker.eventsUrl}`);
   if (worker.eventsUrl && events) out(colour.dim(eventsTokenNote(events)));
   out(`store ${describeStore(storePath)}`);

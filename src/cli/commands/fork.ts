@@ -24,11 +24,12 @@ export function registerFork(program: Command, out: Out): void {
     .option('--as <id>', "the fork's thread id (default: a random UUID)")
     .option('--send <text>', 'a user text the fork answers first')
     .option('--keep-pending', 'leave a call pending at the fork point pending in the fork (default: interrupted)')
+    .option('--agent <name>', "the fork's agent: the same conversation with another agent (default: the source's)")
     .option('--json', 'print the fork as JSON: {threadId, forkedFrom}')
     .action(
       async (
         source: string,
-        opts: { at: string; as?: string; send?: string; keepPending?: boolean; json?: boolean },
+        opts: { at: string; as?: string; send?: string; keepPending?: boolean; agent?: string; json?: boolean },
         cmd: Command,
       ) => {
         const at = parseForkAt(opts.at);
@@ -42,6 +43,7 @@ export function registerFork(program: Command, out: Out): void {
               ...(opts.as !== undefined && { threadId: opts.as }),
               ...(opts.send !== undefined && { input: opts.send }),
               ...(opts.keepPending && { pendingCall: 'keep' as const }),
+              ...(opts.agent !== undefined && { agent: opts.agent }),
             });
             const status = await fork.status();
             if (opts.json) out(JSON.stringify({ threadId: fork.threadId, forkedFrom: status.forkedFrom }));

@@ -16,8 +16,14 @@ export function registerSend(program: Command, out: Out): void {
       'read the text from a file (`-` reads stdin), exactly as it is; large texts are staged in --store',
     )
     .option('--id <id>', 'message id, to make a resend idempotent')
+    .option('--agent <name>', 'the agent of the thread if this text creates it (a running thread keeps its own)')
     .action(
-      async (threadId: string, words: string[], opts: { id?: string; file?: string } & PriorityFlags, cmd: Command) => {
+      async (
+        threadId: string,
+        words: string[],
+        opts: { id?: string; file?: string; agent?: string } & PriorityFlags,
+        cmd: Command,
+      ) => {
         const text = textOf(words.length > 0 ? words.join(' ') : undefined, opts.file, 'send needs the text or --file');
         if (text.trim() === '') throw new CliError('send needs a non-empty text');
         const priority = priorityOf(opts);
@@ -28,6 +34,7 @@ export function registerSend(program: Command, out: Out): void {
               await client.sendUserText(threadId, text, {
                 ...(opts.id !== undefined && { id: opts.id }),
                 ...(priority && { priority }),
+                ...(opts.agent !== undefined && { agent: opts.agent }),
               }),
             );
           },

@@ -5,7 +5,15 @@ import type { Out } from '../format';
 import { CliError } from '../errors';
 import { withClient } from '../with-client';
 
-const STATUSES: readonly AgentStatus[] = ['idle', 'running', 'waiting_tool', 'failed', 'closed', 'over_budget'];
+const STATUSES: readonly AgentStatus[] = [
+  'idle',
+  'running',
+  'waiting_tool',
+  'failed',
+  'closed',
+  'over_budget',
+  'agent_unavailable',
+];
 const KINDS: readonly ThreadKind[] = ['root', 'child', 'event', 'compaction'];
 
 /** A flag's value checked against its allowed values: a typo is a usage error, not an empty list. */
@@ -20,14 +28,15 @@ export function registerThreads(program: Command, out: Out): void {
   program
     .command('threads')
     .description('list threads, optionally filtered')
-    .option('--status <status>', 'idle | running | waiting_tool | failed | closed | over_budget')
+    .option('--status <status>', 'idle | running | waiting_tool | failed | closed | over_budget | agent_unavailable')
+    .option('--agent <name>', "threads of this agent ('default': threads that name none), by AgentName")
     .option('--parent <threadId>', 'children of this thread')
     .option('--kind <kind>', 'root | child | event | compaction')
     .option('--stuck', 'only threads whose workflow task keeps failing, e.g. after a bad deploy (docs/upgrading.md)')
     .option('--json', 'one JSON object per line')
     .action(
       async (
-        opts: { status?: string; parent?: string; kind?: string; stuck?: boolean; json?: boolean },
+        opts: { status?: string; parent?: string; kind?: string; agent?: string; stuck?: boolean; json?: boolean },
         cmd: Command,
       ) => {
         await withClient(cmd, async (client) => {
@@ -37,10 +46,18 @@ export function registerThreads(program: Command, out: Out): void {
             ...(status && { status }),
             ...(kind && { kind }),
             ...(opts.parent && { parentThreadId: opts.parent }),
+            ...(opts.agent && { agent: opts.agent }),
             ...(opts.stuck && { stuck: true }),
           };
           for await (const t of client.listThreads(filter)) {
-            const columns = [t.threadId, t.kind ?? '-', t.status ?? '-', t.parentThreadId ?? '', ...(t.problems ?? [])];
+            const columns = [
+              t.threadId,
+              t.kind ?? '-',
+              t.status ?? '-',
+              t.agent ?? '-',
+              t.parentThreadId ?? '',
+              ...(t.problems ?? []),
+            ];
             out(opts.json ? JSON.stringify(t) : columns.join('\t').trimEnd());
           }
         });
