@@ -6,6 +6,11 @@
  * (details: a {@link ThrottledSlice}), and the thread waits on a workflow timer and runs the same slice again — no
  * activity slot held, no retry attempt spent, not a failing slice. Later requests of a slice (after an inline tool
  * answer) wait inside it instead, so the rounds already streamed are kept.
+ *
+ * Model routing (model-routing.ts): when the agent has a next model, a gate asked with `routeAfterMs` (the agent's
+ * `closedForMs`) throws {@link KeyClosed} instead — for any round — once the key's wait exceeds it: the wait the key names
+ * (a backoff's rest, a window's refill, a 429's `Retry-After`) plus what the round already waited in the slice. A key
+ * that is closed for less keeps the behaviour above (the first round's refusal, a later round's wait).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,13 +42,35 @@ export interface CapacityLease {
 }
 
 export interface CapacityGate {
-  /** Before a model request: a lease, or (`round` 0) the `Throttled` failure; later rounds wait for one. */
-  acquire(request: ModelRequest, round: number, signal: AbortSignal): Promise<CapacityLease>;
+  /**
+   * Before a model request: a lease, or (`round` 0) the `Throttled` failure; later rounds wait for one. With
+   * `routeAfterMs` (a next model exists): {@link KeyClosed} once the key's wait exceeds it.
+   */
+  acquire(request: ModelRequest, round: number, signal: AbortSignal, routeAfterMs?: number): Promise<CapacityLease>;
   /**
    * The provider answered "rate limited" to the request of `lease` (`failure`: its error, with the answer's headers):
-   * every worker waits; `round` 0 fails with `Throttled`.
+   * every worker waits; `round` 0 fails with `Throttled`, or, with `routeAfterMs` below the wait, any round with
+   * {@link KeyClosed}.
    */
-  rateLimited(waitMs: number, round: number, lease?: CapacityLease, failure?: unknown): Promise<void>;
+  rateLimited(
+    waitMs: number,
+    round: number,
+    lease?: CapacityLease,
+    failure?: unknown,
+    routeAfterMs?: number,
+  ): Promise<void>;
+}
+
+/** The key is closed longer than the agent waits for it: the slice's next model serves the round (model-routing.ts). */
+export class KeyClosed extends Error {
+  override readonly name = 'KeyClosed';
+  constructor(
+    readonly key: string,
+    readonly reason: ThrottledSlice['reason'],
+    readonly retryAfterMs: number,
+  ) {
+    super(`limits key ${key} closed (${reason}) for ${Math.ceil(retryAfterMs / 1000)} s`);
+  }
 }
 
 /**
@@ -60,10 +87,11 @@ export function capacityGate(
   if (!limits) return undefined;
   const key = limits.key ?? modelId;
   return {
-    async acquire(request, round, signal) {
+    async acquire(request, round, signal, routeAfterMs) {
       const tokens = estimateTokens(request);
       const leaseId = randomUUID();
       let ticket: CapacityTicket | undefined;
+      let waited = 0;
       for (;;) {
         const grant = await store.capacity.acquire({
           key,
@@ -78,8 +106,12 @@ export function capacityGate(
           ticket = grant.ticket;
           break;
         }
+        if (routeAfterMs !== undefined && waited + grant.retryAfterMs > routeAfterMs)
+          throw new KeyClosed(key, grant.reason, waited + grant.retryAfterMs);
         if (round === 0) throw throttledFailure({ key, reason: grant.reason, retryAfterMs: grant.retryAfterMs });
-        await sleep(Math.min(grant.retryAfterMs, MAX_IN_SLICE_WAIT_MS), undefined, { signal });
+        const pause = Math.min(grant.retryAfterMs, MAX_IN_SLICE_WAIT_MS);
+        await sleep(pause, undefined, { signal });
+        waited += pause;
       }
       const renew = setInterval(
         () => void store.capacity.renew(key, leaseId, LEASE_MS).catch(() => undefined),
@@ -98,12 +130,13 @@ export function capacityGate(
         },
       };
     },
-    async rateLimited(waitMs, round, lease, failure) {
+    async rateLimited(waitMs, round, lease, failure, routeAfterMs) {
       const report = reportFromFailure(failure);
       await store.capacity.backoff(key, limits, waitMs, {
         ...(lease?.ticket && { ticket: lease.ticket }),
         ...(report && { report }),
       });
+      if (routeAfterMs !== undefined && waitMs > routeAfterMs) throw new KeyClosed(key, 'rate_limited', waitMs);
       if (round === 0) throw throttledFailure({ key, reason: 'rate_limited', retryAfterMs: waitMs });
     },
   };

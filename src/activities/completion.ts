@@ -1,7 +1,8 @@
 /**
  * One completion of a slice (docs/semantics.md): rounds of model calls, the turn buffer and retries. The first tool
  * call of each round is handled in tool-calls.ts: answered inline (the model goes on) or ending the completion, to be
- * dispatched by the caller after the commit.
+ * dispatched by the caller after the commit. An agent's next models serve a round whose model is unavailable
+ * (model-routing.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { addUsage, type HistoryItem, type ThreadEvent, type TokenUsage } from '../core/types';
@@ -10,7 +11,8 @@ import { projectHistory } from '../model/projection';
 import type { ModelProvider, ModelRequest, ModelStreamPart, ToolSpec } from '../model/provider';
 import type { Tool, ToolContext } from '../tools/tool';
 import type { ProviderReport } from '../core/capacity';
-import type { CapacityGate, CapacityLease } from './capacity-gate';
+import { type CapacityGate, type CapacityLease, KeyClosed } from './capacity-gate';
+import { unavailableReason, type UsageByModel } from './model-routing';
 import { classifyFailure, type CompletionPolicy, isRateLimit, StreamWatchdog } from './retry';
 import { type EventBody, toolCallHandler, type ToolCallOutcomes, toolSpecs } from './tool-calls';
 import { TurnBuffer } from './turn-buffer';
@@ -33,6 +35,19 @@ export interface CompletionInput {
   runtime?: BuiltinCallContext;
   /** Provider limits shared by the fleet (capacity-gate.ts); none without limits. */
   capacity?: CapacityGate;
+  /**
+   * The agent's models after `model`, in order (model-routing.ts): when a round's model is unavailable past its retry
+   * policy, the same round runs on the next one, through that model's own gate; later rounds stay there. @default none
+   */
+  fallbacks?: readonly CompletionRoute[];
+  /** A limits key closed longer than this moves the round on to the next model, if any. @default 60000 */
+  closedForMs?: number;
+}
+
+/** One model of the routing list, with the gate of its own limits key. */
+export interface CompletionRoute {
+  model: ModelProvider;
+  capacity?: CapacityGate;
 }
 
 export interface CompletionOutput extends ToolCallOutcomes {
@@ -43,7 +58,13 @@ export interface CompletionOutput extends ToolCallOutcomes {
   lastRoundUsage?: TokenUsage;
   error?: string;
   interrupted: boolean;
+  /** The id of the model that served the slice: its last round's (another than `input.model` after routing). */
+  model: string;
+  /** `usage` per model, in the order the models served. */
+  usageByModel: UsageByModel;
 }
+
+const DEFAULT_CLOSED_FOR_MS = 60_000;
 
 export { type CompletionPolicy, DEFAULT_COMPLETION_POLICY } from './retry';
 
@@ -64,7 +85,19 @@ export function modelRequest(
 export async function runCompletion(input: CompletionInput): Promise<CompletionOutput> {
   const { policy } = input;
   const buffer = new TurnBuffer(input.sliceId);
-  const out: CompletionOutput = { buffer, answeredCallIds: [], interrupted: false, cancelledSubscriptions: [] };
+  const routes: CompletionRoute[] = [
+    { model: input.model, ...(input.capacity && { capacity: input.capacity }) },
+    ...(input.fallbacks ?? []),
+  ];
+  let at = 0;
+  const out: CompletionOutput = {
+    buffer,
+    answeredCallIds: [],
+    interrupted: false,
+    cancelledSubscriptions: [],
+    model: input.model.id,
+    usageByModel: [],
+  };
   const emit = (e: EventBody) => input.emit({ ...e, threadId: input.threadId } as ThreadEvent);
   const specs = toolSpecs(input.tools, input.runtime !== undefined, input.runtime?.spawnable);
   const onToolCall = toolCallHandler({
@@ -76,13 +109,26 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
     toolContext: input.toolContext,
   });
 
-  for (let round = 0; ; round++) {
+  for (let round = 0; ;) {
     if (round >= policy.maxRounds) {
       out.error = `stopped after ${policy.maxRounds} model rounds in one slice`;
       break;
     }
-    const end = await runRound({ input, buffer, out, emit, specs, onToolCall, round });
-    if (end === 'loop') continue;
+    const route = routes[at]!;
+    const next = routes[at + 1];
+    const routeAfterMs = next ? (input.closedForMs ?? DEFAULT_CLOSED_FOR_MS) : undefined;
+    const end = await runRound({ input, route, routeAfterMs, buffer, out, emit, specs, onToolCall, round });
+    if (end === 'loop') {
+      round++;
+      continue;
+    }
+    if (typeof end === 'object' && 'unavailable' in end) {
+      // The same round again, on the next model; nothing of it was kept (model-routing.ts).
+      at++;
+      out.model = next!.model.id;
+      emit({ type: 'info', text: `model ${route.model.id} unavailable (${end.unavailable}): routed to ${out.model}` });
+      continue;
+    }
     if (end === 'interrupted') out.interrupted = true;
     else if (end !== 'done') out.error = end.error;
     break;
@@ -91,11 +137,18 @@ export async function runCompletion(input: CompletionInput): Promise<CompletionO
   return out;
 }
 
-/** How a round ended: the model is to be invoked again, the completion is done, interrupted, or failed for good. */
-type RoundEnd = 'loop' | 'done' | 'interrupted' | { error: string };
+/**
+ * How a round ended: the model is to be invoked again, the completion is done, interrupted, failed for good, or its
+ * model is unavailable and a next one may serve it (only when `routeAfterMs` says a next one exists).
+ */
+type RoundEnd = 'loop' | 'done' | 'interrupted' | { error: string } | { unavailable: string };
 
 interface Round {
   input: CompletionInput;
+  /** The model serving the round, with its gate. */
+  route: CompletionRoute;
+  /** Set when a next model exists: the agent's `closedForMs`. */
+  routeAfterMs: number | undefined;
   buffer: TurnBuffer;
   out: CompletionOutput;
   emit(e: EventBody): void;
@@ -109,8 +162,10 @@ interface Round {
  * One model call with its retries: streams parts into the turn buffer and live events, hands the first tool call to
  * the handler, and classifies a failed stream (retry after a wait, or give up).
  */
-async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: Round): Promise<RoundEnd> {
+async function runRound(r: Round): Promise<RoundEnd> {
+  const { input, route, routeAfterMs, buffer, out, emit, specs, onToolCall, round } = r;
   const { policy, signal } = input;
+  const { model, capacity } = route;
   let retries = 0;
   for (;;) {
     let thinking = false;
@@ -128,15 +183,16 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
       input.threadId,
       input.system,
       [...input.history, ...buffer.flushed.map((s) => s.item)],
-      input.model,
+      model,
       specs,
     );
     let lease: CapacityLease | undefined;
     try {
-      lease = await input.capacity?.acquire(request, round, signal);
+      lease = await capacity?.acquire(request, round, signal, routeAfterMs);
     } catch (e) {
       signal.removeEventListener('abort', onAbort);
       if (signal.aborted) return 'interrupted';
+      if (e instanceof KeyClosed) return { unavailable: e.message };
       throw e;
     }
     let attemptUsage: TokenUsage | undefined;
@@ -147,7 +203,7 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
     let failure: unknown;
     try {
       // Inside the try: a provider whose `stream` throws at once fails the attempt and still ends its lease.
-      iterator = input.model.stream(request, attempt.signal)[Symbol.asyncIterator]();
+      iterator = model.stream(request, attempt.signal)[Symbol.asyncIterator]();
       for (;;) {
         const next = await watchdog.next(iterator.next(), received ? policy.chunkTimeoutMs : policy.initiateTimeoutMs);
         if (next.done) break;
@@ -162,6 +218,9 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
             attemptUsage = part.usage;
             out.usage = addUsage(out.usage, part.usage);
             out.lastRoundUsage = part.usage;
+            const last = out.usageByModel[out.usageByModel.length - 1];
+            if (last?.model === model.id) last.usage = addUsage(last.usage, part.usage)!;
+            else out.usageByModel.push({ model: model.id, usage: part.usage });
           }
           finished = true;
           break;
@@ -222,13 +281,26 @@ async function runRound({ input, buffer, out, emit, specs, onToolCall, round }: 
       return { error };
     };
     const decision = classifyFailure(failure, received, policy);
-    // The whole fleet backs off on the key; the first round waits on a workflow timer, not here (capacity-gate.ts).
-    if (input.capacity && !received && isRateLimit(failure)) {
+    // The whole fleet backs off on the key; the first round waits on a workflow timer, not here (capacity-gate.ts),
+    // unless the key is closed longer than the agent waits for it and a next model serves (model-routing.ts).
+    if (capacity && !received && isRateLimit(failure)) {
       buffer.discard();
-      await input.capacity.rateLimited(decision.waitMs, round, lease, failure);
+      try {
+        await capacity.rateLimited(decision.waitMs, round, lease, failure, routeAfterMs);
+      } catch (e) {
+        if (e instanceof KeyClosed) return { unavailable: e.message };
+        throw e;
+      }
     }
-    if (retries >= policy.maxRetries) return giveUp(decision.giveUpError);
-    if (decision.retry === false) return giveUp(decision.giveUpError);
+    if (retries >= policy.maxRetries || decision.retry === false) {
+      // Past its retry policy: a next model serves the same round if this one is unavailable, its partial output
+      // discarded as a retry discards it; any other failure is the slice's error.
+      const unavailable = routeAfterMs !== undefined ? unavailableReason(failure, received) : undefined;
+      if (unavailable === undefined) return giveUp(decision.giveUpError);
+      buffer.discard();
+      const attempts = retries + 1;
+      return { unavailable: attempts > 1 ? `${unavailable}; ${attempts} attempts` : unavailable };
+    }
     emit({ type: 'info', text: decision.info });
     const wait = decision.waitMs;
     buffer.discard();

@@ -39,10 +39,13 @@ const TRANSIENT = [
   'unexpected end of stream',
   'unexpected error when processing the request',
   'is unable to process your request',
+  // Anthropic's `overloaded_error` as an error event of a stream that sent nothing yet (as HTTP, it is a 529).
+  'overloaded',
 ];
 const TRANSIENT_CHUNK = ['unexpected end of stream', 'unexpected error when processing the request', 'overloaded'];
 
-function statusOf(e: unknown): number | undefined {
+/** The HTTP status of a provider's error (the AI SDK's `APICallError.statusCode`), if any. */
+export function statusOf(e: unknown): number | undefined {
   const s = (e as { statusCode?: unknown } | null)?.statusCode;
   return typeof s === 'number' ? s : undefined;
 }

@@ -14,11 +14,12 @@ import type { HistoryItem, StoredItem, ThreadEvent } from '../core/types';
 import { CommitConflictError, type ConversationStore, type ThreadRecord } from '../store/conversation-store';
 import type { Tool } from '../tools/tool';
 import { eventsForAppended } from './appended-events';
-import { checkBudget, sliceSpend } from './budget-check';
+import { checkBudget } from './budget-check';
 import { capacityGate } from './capacity-gate';
 import { type CompletionOutput, type CompletionPolicy, runCompletion } from './completion';
 import type { SliceDispatch, TreeTools } from './dispatch';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
+import { routedSpend } from './model-routing';
 import { replayCommitted } from './replay';
 import type { SliceDependencies } from './slice-dependencies';
 import type { SliceControl } from './slice-jobs';
@@ -93,12 +94,13 @@ export async function sliceAttempt(
   if (built.result.compact) rt.emit({ threadId: input.threadId, type: 'info', text: AUTO_COMPACTION_TRIGGERED });
   if (input.inputs) built.result.inputs = input.inputs;
   // What produced this turn (issue 40): recorded with the commit, in the store and in Temporal's history.
-  built.result.agent = { name: rt.agent.name, model: rt.deps.model.id, hash: rt.agent.hash };
+  // The model is the one that served the slice (its last round's): another than the first after routing.
+  built.result.agent = { name: rt.agent.name, model: out.model, hash: rt.agent.hash };
   // A job handed off by its local activity commits only once adopted: if the workflow task that handed it off failed,
   // nobody adopts it, and the task's retry (which may take more queued inputs under this slice id) must find the slice
   // uncommitted (decision 67).
   await control.commitGate?.();
-  const spend = sliceSpend(rt.deps.model.id, out.usage, rt.deps.prices);
+  const spend = routedSpend(out, rt.deps.prices);
   if ((await commitSlice(rt, input, built, loaded.staged, { refs: budgetRefs, amount: spend })) === 'duplicate') {
     // A zombie attempt of this slice committed first: its result is the one that counts.
     return replay(rt, input, (await rt.deps.store.findSlice(input.threadId, input.sliceId))!);
@@ -185,6 +187,12 @@ async function complete(
   emit({ threadId, type: 'status', status: 'running' });
   for (const e of eventsForAppended(threadId, append)) emit(e);
   emit({ threadId, type: 'completion_started', sliceId, at: loaded.committedLength });
+  const foreground = foregroundOf(input);
+  const share = {
+    key: input.share?.key ?? record.rootThreadId,
+    ...(input.share?.weight !== undefined && { weight: input.share.weight }),
+    ...(input.share?.priority !== undefined && { priority: input.share.priority }),
+  };
   const out = await runCompletion({
     threadId,
     sliceId,
@@ -197,11 +205,13 @@ async function complete(
     emit,
     toolContext: rt.io.toolContext(threadId, record.rootThreadId, loaded.ancestors, input.userId),
     runtime: { ...runtimeContext(deps.store, input, loaded), ...(rt.spawnable && { spawnable: rt.spawnable }) },
-    capacity: capacityGate(deps.store, deps.limits, deps.model.id, foregroundOf(input), {
-      key: input.share?.key ?? record.rootThreadId,
-      ...(input.share?.weight !== undefined && { weight: input.share.weight }),
-      ...(input.share?.priority !== undefined && { priority: input.share.priority }),
-    }),
+    capacity: capacityGate(deps.store, deps.limits, deps.model.id, foreground, share),
+    // The agent's next models (issue 40 §4), each through the gate of its own limits key (model-routing.ts).
+    fallbacks: rt.agent.models.slice(1).map(({ model, limits }) => ({
+      model,
+      capacity: capacityGate(deps.store, limits, model.id, foreground, share),
+    })),
+    closedForMs: rt.agent.closedForMs,
   });
   throwIfAbandoned(out, control);
   return out;
