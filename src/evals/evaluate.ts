@@ -6,17 +6,19 @@
  * called; no tool ever runs; the store is only read.
  */
 import { coveringRange, mergeRanges } from '../store/archived-ranges';
+import type { AgentCatalog, AgentDefinition } from '../activities/agents';
 import { modelRequest } from '../activities/completion';
 import { modelView } from '../activities/history';
-import { toolSpecs } from '../activities/tool-calls';
+import type { SliceAgent } from '../core/agents';
 import { threadSystemPrompt } from '../core/texts';
 import { addUsage, type HistoryItem, type TokenUsage, type ToolResultContent } from '../core/types';
 import { type PriceTable, priceOf, spendOf, tokensOf } from '../model/prices';
-import type { ModelProvider, ToolSpec } from '../model/provider';
+import type { ModelProvider } from '../model/provider';
 import { visibleRanges } from '../store/chain';
 import type { ConversationStore } from '../store/conversation-store';
 import type { OutcomeScore } from '../store/eval-records';
 import type { Tool } from '../tools/tool';
+import { EvalAgents, type SlicePlan } from './agents';
 import { recordAsOf, storeAsOf } from './as-of';
 import { type CandidateTurn, runCandidate } from './candidate';
 import { decisionLines, lineDiff, sameToolChoice, textSimilarity } from './compare';
@@ -37,15 +39,28 @@ export type DivergenceAction = 'stop' | 'continue' | { result: string | ToolResu
 export interface EvalOptions {
   /** Thread ids in `store`. */
   threads: readonly string[];
-  /** The candidate. */
-  model: ModelProvider;
   /**
-   * The system prompt the recorded worker used (the record does not hold it), or the candidate prompt to try.
+   * The candidate model: it answers every slice, whose requests its agent's definition shapes (issue 40: the recorded
+   * agent's, or `agent`'s). Required unless `agents` defines every agent the slices ran (or `agent`).
+   * @default each slice's agent's first model
+   */
+  model?: ModelProvider;
+  /**
+   * The agents the recorded worker hosted (issue 40), as `createAgentWorker({ agents })` took them, or a catalog: each
+   * slice is rebuilt with the definition of the agent it recorded — its instructions, tools and spawnable agents.
+   * `default` (also every slice recorded before release 0.13), when not defined here, is `system` and `tools`.
+   * @default none: every slice must have run the default agent
+   */
+  agents?: readonly AgentDefinition[] | AgentCatalog;
+  /** A candidate agent (a name `agents` defines, or `default`): every slice is rebuilt as if it had run it. */
+  agent?: string;
+  /**
+   * The default agent's instructions (a worker's own `systemPrompt`; the record does not hold it), or a prompt to try.
    * @default DEFAULT_SYSTEM_PROMPT, as a worker without `systemPrompt` sends
    */
   system?: string;
   /**
-   * The tools to offer, as the worker offered them (the built-in tools are always added, as a slice adds them).
+   * The default agent's tools, as the worker offered them (the built-in tools are always added, as a slice adds them).
    * @default [] (built-ins only)
    */
   tools?: readonly Tool[];
@@ -55,7 +70,10 @@ export interface EvalOptions {
   onDivergence?: 'stop' | 'continue' | ((d: Divergence) => DivergenceAction | Promise<DivergenceAction>);
   /** Run on every evaluated round, in order. @default [] */
   scorers?: readonly Scorer[];
-  /** The recorded model's id, to price the recorded usage (the record keeps tokens, not the model). */
+  /**
+   * A model id that prices the recorded usage of every slice.
+   * @default the model each slice recorded (release 0.13 on; unpriced before)
+   */
   recordedModel?: string;
   /** Prices before the shipped table (`model/prices.ts`). @default {} */
   prices?: PriceTable;
@@ -79,9 +97,22 @@ export interface RoundEval {
   scores: ScoreValue[];
 }
 
+/** The agent a slice was rebuilt with (issue 40). */
+export interface SliceAgentEval {
+  /** The agent whose definition shaped the rebuilt requests: the recorded one, or the candidate `agent`. */
+  name: string;
+  /** The candidate model that answered. */
+  model: string;
+  /** What the slice recorded (release 0.13 on): its agent, model and definition hash. */
+  recorded?: SliceAgent;
+  /** The recorded agent's definition hashes now to `now`: it changed (instructions, tools or models) since the slice ran. */
+  changed?: { now: string };
+}
+
 export interface SliceEval {
   slice: number;
   sliceId: string;
+  agent: SliceAgentEval;
   recorded: { usage?: TokenUsage; usd?: number; error?: string; interrupted: boolean };
   candidate: { usage?: TokenUsage; usd?: number; latencyMs: number };
   rounds: RoundEval[];
@@ -127,9 +158,25 @@ export interface EvalTotals {
   scores: Record<string, { count: number; mean: number }>;
 }
 
+/** An agent whose definition changed since some of the evaluated slices ran (their hash is not its hash now). */
+export interface ChangedAgent {
+  agent: string;
+  /** The hash those slices recorded. */
+  recorded: string;
+  /** The definition's hash now. */
+  now: string;
+  /** Their ids. */
+  slices: string[];
+}
+
 export interface EvalReport {
+  /** The candidate model's id; without `model`, the ids of the agents' models, comma-separated. */
   model: string;
+  /** The candidate agent, when `agent` named one. */
+  agent?: string;
   recordedModel?: string;
+  /** Agents whose definition changed since evaluated slices ran them: their requests are rebuilt with it as it is now. */
+  changedAgents: ChangedAgent[];
   fromSlice: number;
   onDivergence: 'stop' | 'continue' | 'custom';
   threads: ThreadEval[];
@@ -149,7 +196,8 @@ interface Override {
 interface ThreadRun {
   store: ConversationStore;
   opts: EvalOptions;
-  specs: ToolSpec[];
+  /** How each evaluated slice is rebuilt, planned before the first model call. */
+  plans: Map<RecordedSliceView, SlicePlan>;
   counters: { calls: number };
 }
 
@@ -177,12 +225,14 @@ export async function evaluateThreads(store: ConversationStore, options: EvalOpt
     throw new EvalOptionError(`concurrency must be a whole number from 1, got ${concurrency}`);
   // Every thread is read before the first model call: a typo fails at once, not after an hour of calls.
   const recorded = await Promise.all(options.threads.map((id) => readRecordedThread(store, id)));
-  const run: ThreadRun = {
-    store,
-    opts: options,
-    specs: toolSpecs(new Map((options.tools ?? []).map((t) => [t.name, t])), true),
-    counters: { calls: 0 },
-  };
+  // And every evaluated slice's agent is resolved: an agent not defined, or no model to answer, fails before any call.
+  const agents = new EvalAgents(options);
+  const plans = new Map<RecordedSliceView, SlicePlan>();
+  for (const rec of recorded)
+    for (const slice of rec.slices)
+      if (slice.number >= fromSlice && slice.rounds.length > 0)
+        plans.set(slice, await agents.plan(rec.record, slice.sliceId, slice.result.agent));
+  const run: ThreadRun = { store, opts: options, plans, counters: { calls: 0 } };
   const threads: ThreadEval[] = new Array<ThreadEval>(recorded.length);
   let next = 0;
   const worker = async () => {
@@ -190,9 +240,12 @@ export async function evaluateThreads(store: ConversationStore, options: EvalOpt
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, recorded.length) }, worker));
   const onDivergence = options.onDivergence ?? 'continue';
+  const models = [...new Set([...plans.values()].map((p) => p.model.id))];
   return {
-    model: options.model.id,
+    model: options.model?.id ?? models.join(', '),
+    ...(options.agent !== undefined && { agent: options.agent }),
     ...(options.recordedModel !== undefined && { recordedModel: options.recordedModel }),
+    changedAgents: changedAgents(plans),
     fromSlice,
     onDivergence: typeof onDivergence === 'function' ? 'custom' : onDivergence,
     threads,
@@ -207,20 +260,21 @@ async function evaluateThread(
   const { store, opts } = run;
   const threadId = rec.record.threadId;
   const out: ThreadEval = { threadId, recordedSlices: rec.slices.length, slices: [], scores: [] };
-  const system = threadSystemPrompt(opts.system, threadId, rec.record.rootThreadId);
   const overrides: Override[] = [];
   for (const slice of rec.slices) {
-    if (slice.number < (opts.fromSlice ?? 0) || slice.rounds.length === 0) continue;
+    const plan = run.plans.get(slice);
+    if (!plan) continue; // before `fromSlice`, or a rewind's slice
     opts.signal?.throwIfAborted();
+    const system = threadSystemPrompt(plan.instructions, threadId, rec.record.rootThreadId);
     const history = await historyBefore(store, rec.chain, slice, overrides);
     const dropped = (it: HistoryItem) => it.kind === 'tool_result' && overrides.some((o) => o.droppedCalls.has(it.id));
     const inputs = slice.inputs.map((s) => s.item).filter((it) => !dropped(it));
-    const sliceEval = newSliceEval(slice, opts);
+    const sliceEval = newSliceEval(slice, plan, opts);
     out.slices.push(sliceEval);
     for (const [r, round] of slice.rounds.entries()) {
       const outputsBefore = slice.outputs.slice(0, round.offset).map((s) => s.item);
-      const request = modelRequest(threadId, system, [...history, ...inputs, ...outputsBefore], opts.model, run.specs);
-      const candidate = await runCandidate(opts.model, request, opts.signal);
+      const request = modelRequest(threadId, system, [...history, ...inputs, ...outputsBefore], plan.model, plan.specs);
+      const candidate = await runCandidate(plan.model, request, opts.signal);
       run.counters.calls++;
       const view: RoundView = {
         threadId,
@@ -250,7 +304,7 @@ async function evaluateThread(
       overrides.push(overrideOf(slice, round, candidate, action.result));
       break; // the rest of the slice answered the recorded call, which is gone
     }
-    priceSlice(sliceEval, opts);
+    priceSlice(sliceEval, plan, opts);
     if (out.stoppedAt) break;
   }
   out.scores = await store.evals.scores({ threadId });
@@ -344,12 +398,19 @@ async function decide(opts: EvalOptions, d: Divergence): Promise<DivergenceActio
   return typeof on === 'function' ? on(d) : on;
 }
 
-function newSliceEval(slice: RecordedSliceView, opts: EvalOptions): SliceEval {
+function newSliceEval(slice: RecordedSliceView, plan: SlicePlan, opts: EvalOptions): SliceEval {
   const { result } = slice;
-  const price = opts.recordedModel === undefined ? undefined : priceOf(opts.recordedModel, opts.prices);
+  const recordedModel = opts.recordedModel ?? plan.recorded?.model;
+  const price = recordedModel === undefined ? undefined : priceOf(recordedModel, opts.prices);
   return {
     slice: slice.number,
     sliceId: slice.sliceId,
+    agent: {
+      name: plan.agent,
+      model: plan.model.id,
+      ...(plan.recorded && { recorded: plan.recorded }),
+      ...(plan.changed && { changed: plan.changed }),
+    },
     recorded: {
       ...(result.usage && { usage: result.usage }),
       ...(result.error !== undefined && { error: result.error }),
@@ -368,9 +429,27 @@ function addRound(s: SliceEval, c: CandidateTurn): void {
   if (usage) s.candidate.usage = usage;
 }
 
-function priceSlice(s: SliceEval, opts: EvalOptions): void {
-  const price = priceOf(opts.model.id, opts.prices);
+function priceSlice(s: SliceEval, plan: SlicePlan, opts: EvalOptions): void {
+  const price = priceOf(plan.model.id, opts.prices);
   if (price) s.candidate.usd = spendOf(s.candidate.usage, price).usd;
+}
+
+/** The evaluated slices whose recorded hash their agent's definition no longer has, by agent and recorded hash. */
+export function changedAgents(plans: ReadonlyMap<RecordedSliceView, SlicePlan>): ChangedAgent[] {
+  const out = new Map<string, ChangedAgent>();
+  for (const [slice, plan] of plans) {
+    if (!plan.changed || !plan.recorded) continue;
+    const key = `${plan.recorded.name}\n${plan.recorded.hash}`;
+    const entry = out.get(key) ?? {
+      agent: plan.recorded.name,
+      recorded: plan.recorded.hash,
+      now: plan.changed.now,
+      slices: [],
+    };
+    entry.slices.push(slice.sliceId);
+    out.set(key, entry);
+  }
+  return [...out.values()];
 }
 
 function totalsOf(threads: readonly ThreadEval[], providerCalls: number, opts: EvalOptions): EvalTotals {
@@ -384,8 +463,12 @@ function totalsOf(threads: readonly ThreadEval[], providerCalls: number, opts: E
     e.mean = (e.mean * e.count + s.value) / (e.count + 1);
     e.count++;
   }
-  const candidatePriced = priceOf(opts.model.id, opts.prices) !== undefined;
-  const recordedPriced = opts.recordedModel !== undefined && priceOf(opts.recordedModel, opts.prices) !== undefined;
+  // Priced when every evaluated slice is (with none, when the named models are).
+  const priced = (id: string | undefined) => id !== undefined && priceOf(id, opts.prices) !== undefined;
+  const candidatePriced =
+    slices.length > 0 ? slices.every((s) => s.candidate.usd !== undefined) : priced(opts.model?.id);
+  const recordedPriced =
+    slices.length > 0 ? slices.every((s) => s.recorded.usd !== undefined) : priced(opts.recordedModel);
   return {
     threads: threads.length,
     recordedSlices: sum(threads.map((t) => t.recordedSlices)),

@@ -1,12 +1,14 @@
 /** Replay-evals and outcome scores (issue 29 §1, docs/evals.md): what the package exports of src/evals. */
 export {
   evaluateThreads,
+  type ChangedAgent,
   type Divergence,
   type DivergenceAction,
   type EvalOptions,
   type EvalReport,
   type EvalTotals,
   type RoundEval,
+  type SliceAgentEval,
   type SliceEval,
   type ThreadEval,
 } from './evaluate';

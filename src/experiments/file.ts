@@ -158,7 +158,8 @@ export function parseExperiment(value: unknown, source: string): ExperimentFile 
     if (ev.kind !== 'subscription') throw bad('factors.mode applies to subscription events only');
   }
   if (value.classes !== undefined) checkClasses(value.classes, bad, MAX_NAME_LENGTH);
-  return value as unknown as ExperimentFile;
+  // Without `factors`, every factor at its default (variantsOf reads the object).
+  return { ...value, factors: f } as unknown as ExperimentFile;
 }
 
 /**

@@ -37,6 +37,8 @@ export interface VariantResult {
 
 export interface ExperimentResult {
   experiment: string;
+  /** The candidate agent, when the run named one. */
+  agent?: string;
   baseThreadId: string;
   repeat: number;
   variants: VariantResult[];
@@ -56,6 +58,12 @@ export interface ExperimentRunOptions {
    * @default 4
    */
   concurrency?: number;
+  /**
+   * The candidate agent (issue 40): the base thread starts with it and every variant's fork runs it (its
+   * instructions, models and tools, as the worker defines it: define it with the experiment's tools).
+   * @default the base's agent (a recorded base: the worker's default agent)
+   */
+  agent?: string;
 }
 
 /**
@@ -91,7 +99,7 @@ export async function runExperiment(
   options: ExperimentRunOptions = {},
 ): Promise<ExperimentResult> {
   const repeat = options.repeat ?? 1;
-  const run = new Run(client, exp, options.timeoutMs ?? 60_000);
+  const run = new Run(client, exp, options.timeoutMs ?? 60_000, options.agent);
   const baseThreadId = await run.base();
   const variants = variantsOf(exp);
   const runs = Array.from({ length: repeat }, (_, r) => variants.map((variant, i) => ({ variant, i, r }))).flat();
@@ -108,7 +116,14 @@ export async function runExperiment(
   };
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 4));
   await Promise.all(Array.from({ length: Math.min(concurrency, runs.length) }, worker));
-  return { experiment: exp.name, baseThreadId, repeat, variants: results, table: tabulate(results) };
+  return {
+    experiment: exp.name,
+    ...(options.agent !== undefined && { agent: options.agent }),
+    baseThreadId,
+    repeat,
+    variants: results,
+    table: tabulate(results),
+  };
 }
 
 class Run {
@@ -116,12 +131,14 @@ class Run {
     private readonly client: AgentClient,
     private readonly exp: ExperimentFile,
     private readonly timeoutMs: number,
+    private readonly agent: string | undefined,
   ) {}
 
   async base(): Promise<string> {
     const { base } = this.exp;
     if ('thread' in base) return base.thread;
     const threadId = `${this.exp.name}-base-${randomUUID().slice(0, 8)}`;
+    if (this.agent !== undefined) await this.client.startThread({ threadId, agent: this.agent });
     const state = { subscriptions: new Map<string, string>(), answeredChildren: new Set<string>(), notes: [] };
     for (const step of base.steps) await this.step(threadId, step, state);
     return threadId;
@@ -133,6 +150,7 @@ class Run {
       at: 'thread' in base ? (base.at ?? 'now') : 'now',
       pendingCall: 'keep',
       threadId: `${this.exp.name}-v${index}-r${repetition}-${randomUUID().slice(0, 8)}`,
+      ...(this.agent !== undefined && { agent: this.agent }),
     });
     const state: VariantState = { subscriptions: new Map(), answeredChildren: new Set(), notes: [] };
     for (const step of this.exp.timeline) {

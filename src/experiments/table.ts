@@ -44,7 +44,7 @@ export function experimentMarkdown(result: ExperimentResult, model?: string): st
   const { table } = result;
   const runs = result.variants.length;
   const lines = [
-    `# Experiment ${result.experiment}${model ? `: ${model}` : ''}`,
+    `# Experiment ${result.experiment}${model ? `: ${model}` : ''}${result.agent !== undefined ? ` as agent ${result.agent}` : ''}`,
     '',
     `${runs / result.repeat} variants × ${result.repeat} repetitions = ${runs} runs, each a fork of ${result.baseThreadId}.`,
   ];
