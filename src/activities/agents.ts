@@ -115,7 +115,11 @@ export function defineAgent(init: AgentInit): AgentDefinition {
   if (given.length === 0 || init.model === undefined || init.model === null)
     throw new TypeError(`defineAgent(${init.name}): model is required`);
   const models = (given as readonly (string | ModelProvider | ModelRoute)[]).map((m, i) => {
-    const route: ModelRoute = typeof m === 'object' && m !== null && 'model' in m ? m : { model: m };
+    // A provider object may have a field named `model` of its own (the AI SDK's do): it is a route only without `stream`.
+    const route: ModelRoute =
+      typeof m === 'object' && m !== null && !('stream' in m) && 'model' in m
+        ? m
+        : { model: m as string | ModelProvider };
     const model = typeof route.model === 'string' ? modelFromSpec(route.model) : route.model;
     if (!model || typeof model.stream !== 'function')
       throw new TypeError(`defineAgent(${init.name}): model ${i} is neither a spec nor a ModelProvider`);
@@ -146,7 +150,11 @@ export function defineAgent(init: AgentInit): AgentDefinition {
     ...(init.compactionThreshold !== undefined && { compactionThreshold: init.compactionThreshold }),
     spawns: [...new Set((init.spawns ?? []).filter((s) => s !== init.name))],
     closedForMs,
-    hash: definitionHash(init.instructions, tools, models.map((m) => m.model.id)),
+    hash: definitionHash(
+      init.instructions,
+      tools,
+      models.map((m) => m.model.id),
+    ),
   });
 }
 

@@ -53,7 +53,9 @@ export const DEFAULT_PRICES: PriceTable = {
 
 /** The price of `modelId`: `overrides` first, then {@link DEFAULT_PRICES}; exact id, else the longest prefix. */
 export function priceOf(modelId: string, overrides: PriceTable = {}): ModelPrice | undefined {
-  const id = modelId.replace(/^[a-z-]+:/, '');
+  // The provider prefix as a spec (`anthropic:`) or the AI SDK (`anthropic.messages:`, `openai.chat:`) writes it; a
+  // prefix with digits is part of a model id (Bedrock's `anthropic.claude-…-v1:0`), and stays.
+  const id = modelId.replace(/^[a-z]+(?:[.-][a-z]+)*:/, '');
   for (const table of [overrides, DEFAULT_PRICES]) {
     if (Object.hasOwn(table, id)) return table[id];
     let best: string | undefined;

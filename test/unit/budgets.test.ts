@@ -80,6 +80,11 @@ describe('price table', () => {
     expect(priceOf('gpt-4o-mini-2024-07-18')).toBe(DEFAULT_PRICES['gpt-4o-mini']);
     expect(priceOf('openai:gpt-4.1-mini')).toBe(DEFAULT_PRICES['gpt-4.1-mini']);
     expect(priceOf('anthropic:claude-sonnet-4-5-20250929')).toBe(DEFAULT_PRICES['claude-sonnet-4']);
+    // The ids the AI SDK's providers give (`aiSdkModel`: `<provider>:<modelId>`).
+    expect(priceOf('anthropic.messages:claude-sonnet-4-5')).toBe(DEFAULT_PRICES['claude-sonnet-4']);
+    expect(priceOf('openai.chat:gpt-4.1-mini')).toBe(DEFAULT_PRICES['gpt-4.1-mini']);
+    expect(priceOf('openai.responses:gpt-4o-2024-08-06')).toBe(DEFAULT_PRICES['gpt-4o']);
+    expect(priceOf('amazon-bedrock:anthropic.claude-x-v1:0')).toBeUndefined();
     expect(priceOf('o3-mini')).toBe(DEFAULT_PRICES['o3-mini']);
     expect(priceOf('o3')).toBe(DEFAULT_PRICES.o3);
     expect(priceOf('o30')).toBeUndefined();
