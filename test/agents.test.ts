@@ -25,7 +25,13 @@ function scripted(id: string, script: ScriptFn): ScriptedModel & ModelProvider {
 }
 
 const tool = (name: string) =>
-  defineTool({ name, description: `the ${name} tool`, parameters: { type: 'object' }, execute: () => `${name} ran` });
+  defineTool({
+    name,
+    description: `the ${name} tool`,
+    parameters: { type: 'object' },
+    sync: true,
+    execute: () => `${name} ran`,
+  });
 
 const self = (req: ModelRequest) => /Your current thread ID is `([^`]+)`/.exec(req.system)?.[1] ?? '';
 const lastText = (req: ModelRequest) => {
@@ -52,7 +58,8 @@ const coderModel = scripted('model-coder', (req) => {
       };
   }
   if (last.role === 'tool_result' && last.name === 'spawn_thread') return { text: `spawned: ${lastText(req)}` };
-  if (last.role === 'tool_result' && last.name === 'receive_event__injected') return { text: `noted: ${lastText(req)}` };
+  if (last.role === 'tool_result' && last.name === 'receive_event__injected')
+    return { text: `noted: ${lastText(req)}` };
   return { text: `coder: ${lastText(req)}` };
 });
 /** reviewer: reports once, then stays. */
@@ -129,7 +136,9 @@ describe.each(makers)('agents on one worker, %s store', (_name, makeStore) => {
     // Texts queued together may share a slice: each thread's model saw all of its own.
     const saw = (m: ScriptedModel, id: string) => of(m, id).flatMap((r) => r.messages.filter((x) => x.role === 'user'));
     expect(saw(triageModel, t).map((x) => (x as { text: string }).text)).toEqual(expect.arrayContaining(['a', 'b']));
-    expect(saw(coderModel, c).map((x) => (x as { text: string }).text)).toEqual(expect.arrayContaining(['one', 'a', 'b']));
+    expect(saw(coderModel, c).map((x) => (x as { text: string }).text)).toEqual(
+      expect.arrayContaining(['one', 'a', 'b']),
+    );
     expect(saw(defaultModel, d).map((x) => (x as { text: string }).text)).toEqual(expect.arrayContaining(['a', 'b']));
     // No thread's request reached another agent's model.
     expect(of(defaultModel, t).length + of(coderModel, t).length + of(triageModel, c).length).toBe(0);
@@ -149,7 +158,10 @@ describe.each(makers)('agents on one worker, %s store', (_name, makeStore) => {
       expect(toolNames(r)).toContain('default_tool');
       // The default agent spawns no other kind: `spawn_thread` is the original runtime's, word for word.
       const spawn = r.tools.find((x) => x.name === 'spawn_thread')!;
-      expect(Object.keys((spawn.parameters as { properties: object }).properties)).toEqual(['instructions', 'child_of']);
+      expect(Object.keys((spawn.parameters as { properties: object }).properties)).toEqual([
+        'instructions',
+        'child_of',
+      ]);
     }
 
     const slice = async (id: string, n: number) => (await sys.store.findSlice(id, `${id}/slice-${n}`))?.agent;
@@ -258,9 +270,9 @@ describe.each(makers)('agents on one worker, %s store', (_name, makeStore) => {
     const texts = history.filter((i) => i.kind === 'user').map((i) => (i as { text: string }).text);
     expect(texts.filter((x) => x === 'first')).toHaveLength(1);
     expect(texts.filter((x) => x === 'second')).toHaveLength(1);
-    expect((await sys.temporal.workflow.getHandle(g).describe()).typedSearchAttributes.get(searchAttributes.AgentName)).toBe(
-      'triage',
-    );
+    expect(
+      (await sys.temporal.workflow.getHandle(g).describe()).typedSearchAttributes.get(searchAttributes.AgentName),
+    ).toBe('triage');
   });
 
   it('forks keep the source agent unless told otherwise', async () => {

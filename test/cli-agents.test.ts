@@ -18,10 +18,9 @@ const store = join(inject('scratchDir'), `cli-agents-${randomUUID()}.sqlite`);
 let worker: ChildProcess;
 let ready = '';
 
-const runner = cliRunner(
-  () => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store],
-  { INFINITY_SIMULATED_DELAY_MS: '10' },
-);
+const runner = cliRunner(() => ['--address', inject('temporalAddress'), '--task-queue', taskQueue, '--store', store], {
+  INFINITY_SIMULATED_DELAY_MS: '10',
+});
 const cli = runner.run;
 
 beforeAll(async () => {

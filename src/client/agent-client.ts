@@ -412,8 +412,12 @@ export class AgentClient {
    * ```
    */
   async sendUserText(threadId: string, text: string, idOrOptions: string | SendUserTextOptions = {}): Promise<string> {
-    const { id = randomUUID(), priority, tenant, agent } =
-      typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;
+    const {
+      id = randomUUID(),
+      priority,
+      tenant,
+      agent,
+    } = typeof idOrOptions === 'string' ? { id: idOrOptions } : idOrOptions;
     if (agent !== undefined) this.starts.checkAgent(agent);
     const prepared = await prepareInput(userText(threadId, text, id), this.limits);
     try {

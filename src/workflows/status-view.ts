@@ -39,11 +39,11 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
           ? 'agent_unavailable'
           : st.overBudget
             ? 'over_budget'
-          : st.failed
-            ? 'failed'
-            : st.prep.pendingCall
-              ? 'waiting_tool'
-              : 'idle';
+            : st.failed
+              ? 'failed'
+              : st.prep.pendingCall
+                ? 'waiting_tool'
+                : 'idle';
 
   const snapshot = (): ThreadStatus => {
     const s: ThreadStatus = {
