@@ -4,7 +4,7 @@
  * a child of another kind; a definition changed between two slices; unknown agents at start, fork and spawn; a thread
  * whose agent is gone waits with its queue and goes on once moved.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { defineAgent, type AgentDefinition } from '../src/activities/agents';
 import { InvalidInputError } from '../src/inbox/errors';
 import type { ModelProvider, ModelRequest } from '../src/model/provider';
@@ -14,7 +14,8 @@ import { PostgresConversationStore } from '../src/store/postgres';
 import type { ConversationStore } from '../src/store/conversation-store';
 import { defineTool } from '../src/tools/tool';
 import { searchAttributes } from '../src/workflows/definitions';
-import { eventually, startTestSystem, type TestSystem, uid } from './helpers';
+import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from './helpers';
+import { inputSignal, THREAD_WORKFLOW_TYPE } from '../src/workflows/definitions';
 import { createTestDatabase } from './postgres';
 
 /** A scripted model under an id of its own (each agent's requests are told apart by the model that got them). */
@@ -102,7 +103,11 @@ const makers: [string, () => Promise<ConversationStore | undefined>][] = [
   ['PostgreSQL', async () => new PostgresConversationStore({ connectionString: await createTestDatabase('agents') })],
 ];
 
-describe.each(makers)('agents on one worker, %s store', (_name, makeStore) => {
+describe.each(makers)('agents on one worker, %s store', (storeName, makeStore) => {
+  /** Replays the thread's history on this build (and records it with RECORD_HISTORIES): once, with SQLite. */
+  const replayed = async (threadId: string, name: string) => {
+    if (storeName === 'SQLite') await checkReplay(sys.client.thread(threadId), name);
+  };
   let sys: TestSystem;
   beforeAll(async () => {
     const store = await makeStore();
@@ -174,6 +179,7 @@ describe.each(makers)('agents on one worker, %s store', (_name, makeStore) => {
     const described = await sys.temporal.workflow.getHandle(c).describe();
     expect(described.typedSearchAttributes.get(searchAttributes.AgentName)).toBe('coder');
     expect(described.memo?.agent).toBe('coder');
+    await replayed(c, 'agents-named-thread');
     const listed = await eventually(async () => {
       const found: string[] = [];
       for await (const s of sys.client.listThreads({ agent: 'triage' })) found.push(s.threadId);
@@ -212,6 +218,8 @@ describe.each(makers)('agents on one worker, %s store', (_name, makeStore) => {
     expect(coderModel.requests.some((r) => self(r) === child)).toBe(false);
     expect((await sys.client.thread(child).status()).agent).toBe('reviewer');
     expect((await sys.store.findSlice(child, `${child}/slice-0`))?.agent?.name).toBe('reviewer');
+    await replayed(c, 'agents-spawn-other-kind');
+    await replayed(child, 'agents-child-of-other-kind');
   });
 
   it('answers a spawn of an agent the parent may not spawn with an error result, starting nothing', async () => {
@@ -273,6 +281,37 @@ describe.each(makers)('agents on one worker, %s store', (_name, makeStore) => {
     expect(
       (await sys.temporal.workflow.getHandle(g).describe()).typedSearchAttributes.get(searchAttributes.AgentName),
     ).toBe('triage');
+    await replayed(g, 'agents-missing-then-moved');
+  });
+
+  it('drops a hand-made set_agent or start agent that names no valid agent, and runs on', async () => {
+    const t = uid('hostile');
+    await sys.client.sendUserText(t, 'hi', { agent: 'triage' });
+    await sys.client.thread(t).waitForIdle();
+    const handle = sys.temporal.workflow.getHandle(t);
+    await handle.signal(inputSignal, {
+      id: 'bad-set',
+      threadId: t,
+      content: { type: 'text', text: '' },
+      synthetic: { type: 'set_agent', agent: '../../etc' },
+    });
+    await sys.client.sendUserText(t, 'still there?');
+    const s = await sys.client.thread(t).waitForIdle();
+    expect(s.agent).toBe('triage');
+    expect(s.dropped.malformed).toBe(1);
+    // A raw start whose agent is no name: left out (the default agent runs), counted as a malformed drop.
+    const raw = uid('raw');
+    await sys.temporal.workflow.start(THREAD_WORKFLOW_TYPE, {
+      workflowId: raw,
+      taskQueue: sys.taskQueue,
+      args: [{ threadId: raw, kind: 'root', agent: { evil: true } }],
+    });
+    await sys.client.sendUserText(raw, 'hello');
+    const r = await sys.client.thread(raw).waitForIdle();
+    expect(r.agent).toBeUndefined();
+    expect(r.dropped.malformed).toBe(1);
+    expect(defaultModel.requests.some((q) => self(q) === raw)).toBe(true);
+    await replayed(t, 'agents-hostile-set-agent');
   });
 
   it('forks keep the source agent unless told otherwise', async () => {
@@ -309,5 +348,42 @@ describe('agent names a client refuses', () => {
     await expect(sys.client.forkThread(t, { at: 'now', agent: 'nope' })).rejects.toThrow(InvalidInputError);
     await expect(sys.client.setAgent(t, 'nope')).rejects.toThrow(/unknown agent 'nope'/);
     expect((await sys.client.thread(t).status()).agent).toBe('triage');
+  });
+});
+
+describe('a worker of agents alone', () => {
+  let sys: TestSystem;
+  beforeAll(async () => {
+    // No `model`: threads that name no agent run `defaultAgent`.
+    const { createAgentWorker } = await import('../src/worker/create-worker');
+    sys = await startTestSystem({ model: defaultModel, noWorker: true });
+    const worker = await createAgentWorker({
+      connection: sys.connection,
+      taskQueue: sys.taskQueue,
+      store: sys.store,
+      agents: [triage, coder],
+      defaultAgent: 'coder',
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+    });
+    void worker.run();
+    stopWorker = () => worker.shutdown();
+  });
+  let stopWorker: () => Promise<void> = async () => {};
+  afterAll(async () => {
+    await stopWorker();
+    await sys?.shutdown();
+  });
+
+  it('runs threads that name none on defaultAgent, recorded as the agent that ran', async () => {
+    const d = uid('noname');
+    await sys.client.sendUserText(d, 'hi');
+    await sys.client.thread(d).waitForIdle();
+    const r = coderModel.requests.find((q) => self(q) === d)!;
+    expect(r.system.startsWith('You are CODER.')).toBe(true);
+    expect((await sys.store.findSlice(d, `${d}/slice-0`))?.agent).toEqual({
+      name: 'coder',
+      model: 'model-coder',
+      hash: coder.hash,
+    });
   });
 });
