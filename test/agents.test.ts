@@ -14,6 +14,7 @@ import { PostgresConversationStore } from '../src/store/postgres';
 import type { ConversationStore } from '../src/store/conversation-store';
 import { defineTool } from '../src/tools/tool';
 import { searchAttributes } from '../src/workflows/definitions';
+import { createAgentWorker } from '../src/worker/create-worker';
 import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from './helpers';
 import { inputSignal, THREAD_WORKFLOW_TYPE } from '../src/workflows/definitions';
 import { createTestDatabase } from './postgres';
@@ -355,7 +356,6 @@ describe('a worker of agents alone', () => {
   let sys: TestSystem;
   beforeAll(async () => {
     // No `model`: threads that name no agent run `defaultAgent`.
-    const { createAgentWorker } = await import('../src/worker/create-worker');
     sys = await startTestSystem({ model: defaultModel, noWorker: true });
     const worker = await createAgentWorker({
       connection: sys.connection,

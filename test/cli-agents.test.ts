@@ -74,6 +74,9 @@ describe('agents from the CLI', () => {
       return s.status === 'agent_unavailable' ? s : undefined;
     });
     expect(waiting.agentUnavailable?.agent).toBe('ghost');
+    const plain = await cli('status', g);
+    expect(plain.stdout).toContain('agent ghost');
+    expect(plain.stdout).toContain('waiting for agent ghost: no worker defines it');
     const set = await cli('agent', 'set', g, 'coder');
     expect(set).toMatchObject({ code: 0, stdout: `${g}: agent coder from its next slice\n` });
     expect((await idle(g)).agent).toBe('coder');

@@ -122,6 +122,14 @@ export function statusLines(s: ThreadStatus): string[] {
     `${colour.bold(s.threadId)} ${s.kind} ${colour.cyan(s.status)}`,
     `items ${s.historyLength} · slices ${s.slices} · runs ${s.runs} · queued ${s.queued} · deferred ${s.deferred}`,
   ];
+  if (s.agent) lines.push(`agent ${s.agent}`);
+  if (s.agentUnavailable)
+    lines.push(
+      colour.yellow(
+        `waiting for agent ${s.agentUnavailable.agent}: no worker defines it (${s.agentUnavailable.checks} checks;` +
+          ` known: ${s.agentUnavailable.known?.join(', ') || 'none'}); move it with \`agent set\``,
+      ),
+    );
   if (s.parentThreadId) lines.push(`parent ${s.parentThreadId}`);
   if (s.forkedFrom) lines.push(`forked from ${s.forkedFrom.threadId} at item ${s.forkedFrom.at}`);
   // A closed thread's last call (close_thread) is pending for good: it waits for nothing.
