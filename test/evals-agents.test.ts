@@ -3,7 +3,7 @@
  * worker (dev server, SQLite store), are each rebuilt with the definition of the agent they recorded — the request
  * the candidate gets equals the one the slice sent; a candidate `agent` or `model` changes what is rebuilt or who
  * answers; a definition changed since the slice ran is reported; slices recorded before agents (no `agent`) are the
- * default agent's; the CLI's `--agents`/`--agent`/`--model`; and `experiment run` with a candidate agent.
+ * default agent's; the CLI's `--tools` agents, `--agent` and `--model`; and `experiment run` with a candidate agent.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -272,16 +272,19 @@ describe('a definition changed since the slice ran', () => {
 describe('CLI', () => {
   const dir = mkdtempSync(join(tmpdir(), 'evals-agents-cli-'));
   const cli = (...args: string[]) => cliRunner(() => ['--store', sys.storePath], {}).run(...args);
-  const agentsModule = join(dir, 'agents.js');
-  // What defineAgent takes (the loader defines them), on the simulated model.
+  const agentsModule = join(dir, 'tools.ts');
+  // A worker's --tools module: no tools of the default agent, two agents on the simulated model.
   writeFileSync(
     agentsModule,
-    `const params = { type: 'object', properties: {} };
-exports.agents = [
-  { name: 'coder', instructions: 'You are the coder. Fix what fails.', model: 'simulated', spawns: ['reviewer'],
-    tools: [{ name: 'run_tests', description: 'run the test suite (sync)', parameters: params, sync: true, execute: () => '' }] },
-  { name: 'reviewer', instructions: 'You are the reviewer. Be brief.', model: 'simulated',
-    tools: [{ name: 'read_diff', description: 'read the diff of a file (sync)', parameters: params, sync: true, execute: () => '' }] },
+    `import { defineAgent } from ${JSON.stringify(join(__dirname, '..', 'src', 'activities', 'agents'))};
+const params = { type: 'object' as const, properties: {} };
+const tool = (name: string, description: string) => ({ name, description, parameters: params, sync: true as const, execute: () => '' });
+export const tools = [];
+export const agents = [
+  defineAgent({ name: 'coder', instructions: 'You are the coder. Fix what fails.', model: 'simulated', spawns: ['reviewer'],
+    tools: [tool('run_tests', 'run the test suite (sync)')] }),
+  defineAgent({ name: 'reviewer', instructions: 'You are the reviewer. Be brief.', model: 'simulated',
+    tools: [tool('read_diff', 'read the diff of a file (sync)')] }),
 ];\n`,
   );
   const scorersModule = join(dir, 'scorers.js');
@@ -295,12 +298,12 @@ exports.agents = [
       .filter((n) => n.startsWith('asked:'))
       .sort();
 
-  it('eval --agents: each slice with its agent; --agent and --model name a candidate; bad input exits 2', async () => {
+  it("eval --tools with the worker's agents: each slice with its agent; --agent and --model name a candidate", async () => {
     const own = await cli(
       'eval',
       '--threads',
       `${A},${B}`,
-      '--agents',
+      '--tools',
       agentsModule,
       '--scorers',
       scorersModule,
@@ -317,7 +320,7 @@ exports.agents = [
       'eval',
       '--threads',
       A,
-      '--agents',
+      '--tools',
       agentsModule,
       '--agent',
       'reviewer',
@@ -330,16 +333,16 @@ exports.agents = [
     expect(scoreNames(r2)).toEqual(['asked:You are the reviewer|read_diff']);
     expect([r2.agent, r2.threads[0]!.slices[0]!.agent.name]).toEqual(['reviewer', 'reviewer']);
 
-    const md = await cli('eval', '--threads', A, '--agents', agentsModule, '--model', 'simulated', '--from-slice', '1');
+    const md = await cli('eval', '--threads', A, '--tools', agentsModule, '--model', 'simulated', '--from-slice', '1');
     expect(md.code).toBe(0);
     expect(md.stdout).toContain('# Eval: simulated\n');
     expect(md.stdout).toContain('## Changed agent definitions');
 
     for (const [args, message] of [
-      [['eval', '--threads', A], /name the candidate: --model, or --agents/],
+      [['eval', '--threads', A], /name the candidate: --model, or a --tools module with `agents`/],
       [['eval', '--threads', A, '--model', 'simulated'], /ran agent 'coder', which `agents` does not define/],
-      [['eval', '--threads', A, '--agents', agentsModule, '--agent', 'nobody'], /no agent named 'nobody'/],
-      [['eval', '--threads', A, '--agents', scorersModule], /must export `agents`/],
+      [['eval', '--threads', A, '--tools', agentsModule, '--agent', 'nobody'], /no agent named 'nobody'/],
+      [['eval', '--threads', A, '--tools', scorersModule], /must export `tools`/],
     ] as const) {
       const r = await cli(...args);
       expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(message)]);
@@ -369,10 +372,11 @@ describe('experiments with a candidate agent', () => {
     const dir = mkdtempSync(join(tmpdir(), 'experiment-agents-'));
     const file = join(dir, 'ping.json');
     writeFileSync(file, JSON.stringify(PING_FILE));
-    const mod = join(dir, 'agents.js');
+    const mod = join(dir, 'agents.ts');
     writeFileSync(
       mod,
-      `exports.agents = [{ name: 'pinger', instructions: 'You are the pinger.', model: 'simulated' }];\n`,
+      `import { defineAgent } from ${JSON.stringify(join(__dirname, '..', 'src', 'activities', 'agents'))};\n` +
+        `export const agents = [defineAgent({ name: 'pinger', instructions: 'You are the pinger.', model: 'simulated' })];\n`,
     );
     const cli = cliRunner(() => ['--address', inject('temporalAddress'), '--data-dir', dir], {});
     const res = await cli.run('experiment', 'run', file, '--agents', mod, '--agent', 'pinger', '--json');

@@ -7,7 +7,6 @@
 import {
   type AgentCatalog,
   type AgentDefinition,
-  type AgentInit,
   agentCatalog,
   defineAgent,
   definitionHash,
@@ -68,32 +67,6 @@ export function recordedAgent(x: unknown): SliceAgent | undefined {
   return { name: name as string, model, hash };
 }
 
-/**
- * The agents a user's module exports (`eval --agents`, `experiment run --agents`): `agents` (or a default export), an
- * array of definitions from `defineAgent`, or of what `defineAgent` takes (defined here).
- * @throws EvalOptionError naming the module and the fault
- */
-export function agentsOfModule(mod: Record<string, unknown>, where: string): AgentDefinition[] {
-  const list = mod.agents ?? mod.default;
-  if (!Array.isArray(list) || list.length === 0)
-    throw new EvalOptionError(`${where} must export \`agents\`: a non-empty array of agents (defineAgent)`);
-  const defined = list.map((a: unknown, i) => {
-    if (typeof a !== 'object' || a === null) throw new EvalOptionError(`${where}: agents[${i}] is not an agent`);
-    if (typeof (a as { hash?: unknown }).hash === 'string') return a as AgentDefinition;
-    try {
-      return defineAgent(a as AgentInit);
-    } catch (e) {
-      throw new EvalOptionError(`${where}: agents[${i}]: ${(e as Error).message}`);
-    }
-  });
-  try {
-    agentCatalog({ agents: defined }); // duplicate names, a hand-made definition
-  } catch (e) {
-    throw new EvalOptionError(`${where}: ${(e as Error).message}`);
-  }
-  return defined;
-}
-
 /** Resolves the definitions of recorded slices, once per agent name, and plans each slice's rebuild. */
 export class EvalAgents {
   private readonly catalog: AgentCatalog | undefined;
@@ -102,8 +75,12 @@ export class EvalAgents {
 
   constructor(private readonly opts: EvalAgentOptions) {
     const { agents } = opts;
-    this.catalog =
-      agents === undefined ? undefined : Array.isArray(agents) ? agentCatalog({ agents }) : (agents as AgentCatalog);
+    try {
+      this.catalog =
+        agents === undefined ? undefined : Array.isArray(agents) ? agentCatalog({ agents }) : (agents as AgentCatalog);
+    } catch (e) {
+      throw new EvalOptionError((e as Error).message); // two agents of one name, one not from defineAgent
+    }
     if (opts.agent !== undefined) {
       const problem = agentNameProblem(opts.agent);
       if (problem) throw new EvalOptionError(`agent: ${problem}`);

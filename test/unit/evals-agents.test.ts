@@ -1,11 +1,11 @@
 /**
  * How evals pick a slice's agent (issue 40, src/evals/agents.ts): the recorded one or the candidate, its model or the
- * candidate model, the default agent of `system`/`tools`, a changed hash; what an `--agents` module may export; agents
- * re-tooled for an experiment.
+ * candidate model, the default agent of `system`/`tools`, a changed hash; bad `agents`; agents re-tooled for an
+ * experiment.
  */
 import { describe, expect, it } from 'vitest';
 import { defineAgent } from '../../src/activities/agents';
-import { agentsOfModule, EvalAgents, recordedAgent, retooledAgents } from '../../src/evals/agents';
+import { EvalAgents, recordedAgent, retooledAgents } from '../../src/evals/agents';
 import { EvalOptionError } from '../../src/evals/errors';
 import { ScriptedModel } from '../../src/model/scripted';
 import type { ThreadRecord } from '../../src/store/conversation-store';
@@ -90,25 +90,10 @@ describe('EvalAgents.plan', () => {
   });
 });
 
-describe('agentsOfModule', () => {
-  it('takes definitions and what defineAgent takes; refuses anything else, naming the module', () => {
-    const agents = agentsOfModule(
-      { agents: [coder, { name: 'plain', instructions: 'Hi.', model: 'simulated' }] },
-      'a.js',
-    );
-    expect(agents.map((a) => [a.name, a.instructions, a.models[0]!.model.id])).toEqual([
-      ['coder', 'Code.', 'scripted'],
-      ['plain', 'Hi.', 'simulated'],
-    ]);
-    expect(agentsOfModule({ default: [coder] }, 'b.js')).toEqual([coder]);
-    expect(() => agentsOfModule({ tools: [] }, 'c.js')).toThrow('c.js must export `agents`');
-    expect(() => agentsOfModule({ agents: [{ name: 'x' }] }, 'd.js')).toThrow(
-      'd.js: agents[0]: defineAgent(x): model is required',
-    );
-    expect(() => agentsOfModule({ agents: [coder, coder] }, 'e.js')).toThrow(
-      "e.js: agents: two agents are named 'coder'",
-    );
-    expect(() => agentsOfModule({ agents: [7] }, 'f.js')).toThrow(EvalOptionError);
+describe('agents', () => {
+  it('two of one name, or one not from defineAgent, are refused as an EvalOptionError', () => {
+    expect(() => new EvalAgents({ agents: [coder, coder] })).toThrow("agents: two agents are named 'coder'");
+    expect(() => new EvalAgents({ agents: [{ ...coder, hash: undefined } as never] })).toThrow(EvalOptionError);
   });
 });
 

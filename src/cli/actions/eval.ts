@@ -20,20 +20,18 @@ import {
   scores,
   type ThreadExport,
 } from '../../evals';
-import { agentsOfModule } from '../../evals/agents';
 import type { ConversationStore } from '../../store/conversation-store';
 import type { OutcomeScore } from '../../store/eval-records';
 import type { Out } from '../format';
 import { modelRegistry } from '../lazy';
 import { readJsonFile, writePrivateFile } from '../json-file';
-import { loadTools, loadUserModule } from '../load-tools';
+import { loadAgents, loadTools, loadUserModule } from '../load-tools';
 import { withCommandStore } from '../store-of';
 import { CliError } from '../errors';
 
 export interface EvalFlags {
   threads: string;
   model?: string;
-  agents?: string;
   agent?: string;
   system?: string;
   systemFile?: string;
@@ -87,10 +85,11 @@ function evalOptions(flags: EvalFlags, threads: string[]): EvalOptions {
   const fromSlice = wholeNumber('--from-slice', flags.fromSlice, 0);
   const concurrency = wholeNumber('--concurrency', flags.concurrency, 1);
   const user = userScorers(flags.scorers);
+  // The `--tools` module as `worker --tools` takes it: its `tools` are the default agent's, its `agents` the others.
   const tools = loadTools(flags.tools);
-  if (flags.model === undefined && flags.agents === undefined)
-    throw new CliError("name the candidate: --model, or --agents (each slice answered by its agent's model)");
-  const agents = flags.agents === undefined ? undefined : agentsOfModule(loadUserModule(flags.agents), flags.agents);
+  const agents = loadAgents(flags.tools);
+  if (flags.model === undefined && !agents)
+    throw new CliError("name the candidate: --model, or a --tools module with `agents` (each slice's agent's model)");
   const system = flags.systemFile !== undefined ? readFileSync(flags.systemFile, 'utf8') : flags.system;
   const onDivergence = on ?? user.onDivergence;
   return {

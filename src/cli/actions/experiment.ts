@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { DevServer } from '../../devserver/server';
-import { agentsOfModule, retooledAgents } from '../../evals/agents';
+import { retooledAgents } from '../../evals/agents';
 import {
   ExperimentFileError,
   experimentMarkdown,
@@ -21,7 +21,7 @@ import {
 import { startLocalSystem } from '../../local-system';
 import { colour, type Out } from '../format';
 import { readJsonFile } from '../json-file';
-import { loadUserModule } from '../load-tools';
+import { loadAgents } from '../load-tools';
 import { modelRegistry } from '../lazy';
 import { CliError } from '../errors';
 import { type TargetFlags } from '../target';
@@ -69,10 +69,9 @@ export async function runExperimentCommand(
     throw new CliError('name the candidate: --model, or --agents and --agent');
   const given = flags.model === undefined ? undefined : modelRegistry().modelFromSpec(flags.model);
   // The candidate agent and every agent it may spawn offer the experiment's tools (none runs).
-  const agents =
-    flags.agents === undefined
-      ? undefined
-      : retooledAgents(agentsOfModule(loadUserModule(flags.agents), flags.agents), experimentTools(exp), given);
+  const own = loadAgents(flags.agents);
+  if (flags.agents !== undefined && !own) throw new CliError(`${flags.agents} must export \`agents\` (defineAgent)`);
+  const agents = own && retooledAgents(own, experimentTools(exp), given);
   const candidate = flags.agent === undefined ? undefined : agents!.find((a) => a.name === flags.agent);
   if (flags.agent !== undefined && !candidate)
     throw new CliError(

@@ -1,5 +1,5 @@
 /**
- * `eval --threads <ids|files> [--agents <module>] [--agent <name>] [--model <spec>]`: re-run recorded threads against a
+ * `eval --threads <ids|files> [--tools <module>] [--agent <name>] [--model <spec>]`: re-run recorded threads against a
  * candidate, offline (docs/evals.md).
  */
 import type { Command } from 'commander';
@@ -20,16 +20,15 @@ export function registerEval(program: Command, out: Out): void {
       "the candidate model, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, simulated (default: each slice's agent's)",
     )
     .option(
-      '--agents <module>',
-      "a module exporting the worker's `agents` (defineAgent): each slice is rebuilt with the agent it recorded",
-    )
-    .option(
       '--agent <name>',
       'a candidate agent: every slice is rebuilt as if it had run it (its instructions, tools, model)',
     )
     .option('--system <text>', "the default agent's system prompt, or one to try (default: the runtime's)")
     .option('--system-file <file>', 'the same, from a file')
-    .option('--tools <module>', "a module exporting the default agent's `tools` (their specs are offered; none runs)")
+    .option(
+      '--tools <module>',
+      "the worker's --tools module: the default agent's `tools` and the `agents` (each slice rebuilt with its own)",
+    )
     .option('--scorers <module>', 'a module exporting `scorers` (functions) and optionally `onDivergence`')
     .option('--from-slice <n>', 'the first slice the candidate answers; earlier ones are not called (default 0)')
     .option('--on-divergence <what>', 'stop that thread, or continue with the recorded result (default continue)')

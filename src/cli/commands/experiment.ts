@@ -22,7 +22,10 @@ export function registerExperiment(program: Command, out: Out): void {
       '--model <spec>',
       "the model, e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1, simulated (with --agent: in place of the agent's)",
     )
-    .option('--agents <module>', "a module exporting `agents` (defineAgent); they offer the experiment's tools")
+    .option(
+      '--agents <module>',
+      "a module exporting `agents` (defineAgent), e.g. the worker's --tools module; they offer the experiment's tools",
+    )
     .option('--agent <name>', 'the candidate agent of --agents: its instructions and models run every variant')
     .option('--repeat <n>', 'runs of each variant (default 1)')
     .option('--concurrency <n>', 'variant runs at once (default 4)')
