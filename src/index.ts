@@ -96,7 +96,9 @@ export {
 
 export { DEFAULT_COMPLETION_POLICY, type CompletionPolicy } from './activities/completion';
 export {
+  agentCatalog,
   defineAgent,
+  type AgentCatalog,
   type AgentDefinition,
   type AgentInit,
   type AgentResolver,
