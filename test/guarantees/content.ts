@@ -79,6 +79,11 @@ export function scriptStep(firstUser: string, last: { role: string; text?: strin
     if (m) return { kind: 'call', name: m[1]!, args: JSON.parse(m[2]!) as Record<string, unknown> };
     return { kind: 'text', text: `read ${Buffer.byteLength(last.text ?? '')} bytes`, slow };
   }
+  // A spawned child's first request ends with its seed (`spawn_thread`'s result in the child, which quotes the
+  // instructions): instructions that are a `callText` make the child call that tool.
+  const seeded =
+    last.role === 'tool_result' && /follow these instructions: call (\S+) (\{.*\})\n\./.exec(last.text ?? '');
+  if (seeded) return { kind: 'call', name: seeded[1]!, args: JSON.parse(seeded[2]!) as Record<string, unknown> };
   return { kind: 'text', text: `answered ${last.role}${last.name ? ` ${last.name}` : ''}`, slow };
 }
 

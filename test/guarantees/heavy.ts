@@ -11,6 +11,7 @@ import { startWorkerProcess } from '../crash-worker';
 import { SLOW_TEXT } from '../fixtures/crash-constants';
 import { eventually, uid } from '../helpers';
 import { updateTrail } from '../update-trail';
+import { agentOf } from './agents';
 import type { MatrixCell } from './matrix';
 import type { GuaranteeSystem } from './systems';
 
@@ -19,7 +20,7 @@ export async function floodScenario(sys: GuaranteeSystem, cell: MatrixCell) {
   const threadId = uid('flood');
   if (cell.slicePath === 'retry') sys.failOnce.add(threadId);
   const client = sys.client(cell.slicePath, { maxRunEvents: 200 });
-  await client.startThread({ threadId });
+  await client.startThread({ threadId, ...agentOf(cell) });
   const senders = 20;
   const each = 150;
   await Promise.all(

@@ -24,6 +24,7 @@ const VALUES = {
     'followed mid-run',
     'over budget',
     'migrated with a call pending',
+    'child of another agent, moved',
   ],
   signalNames: ['input', 'by-kind'],
   store: ['memory', 'sqlite', 'postgres'],
@@ -32,6 +33,18 @@ const VALUES = {
   defaults: ['startLocalSystem', 'dev', 'worker+client'],
   /** `throttled`: the worker has provider limits (issue 27 §2), and their key is closed when the scenario starts. */
   limits: ['none', 'throttled'],
+  /**
+   * Agents (issue 40). `one`: the system hosts only its default agent (the model and tools it was given), as every
+   * system did before agents. `several`: it also hosts `planner` and `helper` (agents.ts: the guarantee tools, the
+   * suite's model, instructions of their own), and every thread a scenario starts names `planner` (`startThread`,
+   * the `sendUserText` that creates a thread, the flood's start), so its slices, and its children's (a child without
+   * `agent` is of its parent's), resolve a named agent through the worker's catalog. Naming the agent at start, rather
+   * than making a named agent the worker's default (`createAgentWorker({ agents, defaultAgent })` without `model`),
+   * takes the same path under every value of `defaults`: `startLocalSystem` always has a model (so always a default
+   * agent of its own), and `dev` always has `--model`; its `--tools` module (dev-agents.ts) exports the `agents`.
+   * run-cells.ts checks that every model request of such a cell carried an agent's instructions.
+   */
+  agents: ['one', 'several'],
 } as const;
 
 /** Each dimension's values (a subset of them in a tier, e.g. the light scenarios). */
@@ -65,8 +78,10 @@ export function allowed(c: Partial<MatrixCell>): boolean {
       c.scenario?.startsWith('worker'))
   )
     return false;
-  // The killed worker is a process of its own, with no provider limits.
-  if (c.scenario === 'worker killed mid-slice' && c.limits === 'throttled') return false;
+  // The killed worker is a process of its own, with no provider limits and no agents but its default one.
+  if (c.scenario === 'worker killed mid-slice' && (c.limits === 'throttled' || c.agents === 'several')) return false;
+  // A child of another agent needs the other agents: a system of its default agent alone has none.
+  if (c.scenario === 'child of another agent, moved' && c.agents === 'one') return false;
   // Thousands of inputs by spawned processes would measure process start-up, not the runtime.
   if (c.scenario === 'flood 3000' && (c.delivery === 'cli' || c.delivery === 'temporal-cli')) return false;
   // The killed worker is a process of its own (the README's createAgentWorker) on a store both processes open.
@@ -88,16 +103,20 @@ function withMust(cells: MatrixCell[], scenarios: readonly Scenario[]): MatrixCe
         (c) => c.scenario === scenario && c.defaults === defaults && c.signalNames === 'by-kind',
       );
       if (have) continue;
-      const must: MatrixCell = {
-        scenario,
-        signalNames: 'by-kind',
-        store: 'sqlite',
-        slicePath: 'local',
-        delivery: 'signal',
-        defaults,
-        limits: 'none',
-      };
-      if (allowed(must)) out.set(byName(must), must);
+      // The shipped defaults host one agent; a scenario that needs several gets them.
+      const must = (['one', 'several'] as const)
+        .map((agents): MatrixCell => ({
+          scenario,
+          signalNames: 'by-kind',
+          store: 'sqlite',
+          slicePath: 'local',
+          delivery: 'signal',
+          defaults,
+          limits: 'none',
+          agents,
+        }))
+        .find(allowed);
+      if (must) out.set(byName(must), must);
     }
   return [...out.values()];
 }
@@ -106,15 +125,19 @@ const light = DIMENSIONS.scenario.filter((s) => !HEAVY.includes(s));
 
 /**
  * Cells of `cells` that, together, show every value of every dimension at least once (greedy: the cell that adds the
- * most values not yet shown first, ties in the given order).
+ * most values not yet shown first; of those, one on a system already chosen, as each system costs a start; then
+ * the given order).
  */
 function eachValueOnce(cells: MatrixCell[]): MatrixCell[] {
   const key = (d: string, v: string) => `${d}=${v}`;
   const missing = new Set(cells.flatMap((c) => Object.entries(c).map(([d, v]) => key(d, v))));
   const chosen: MatrixCell[] = [];
+  const systems = new Set<string>();
   while (missing.size > 0) {
-    const gain = (c: MatrixCell) => Object.entries(c).filter(([d, v]) => missing.has(key(d, v))).length;
+    const gain = (c: MatrixCell) =>
+      2 * Object.entries(c).filter(([d, v]) => missing.has(key(d, v))).length + (systems.has(systemKey(c)) ? 1 : 0);
     const best = cells.reduce((a, b) => (gain(b) > gain(a) ? b : a));
+    systems.add(systemKey(best));
     chosen.push(best);
     for (const [d, v] of Object.entries(best)) missing.delete(key(d, v));
   }
@@ -147,8 +170,8 @@ export function soakCells(full = false): MatrixCell[] {
 
 /** The test name: the scenario and its configuration values. */
 export const cellName = (c: MatrixCell) =>
-  `${c.scenario} · signals ${c.signalNames} · store ${c.store} · slice ${c.slicePath} · delivery ${c.delivery} · ${c.defaults}${c.limits === 'throttled' ? ' · limits throttled' : ''}`;
+  `${c.scenario} · signals ${c.signalNames} · store ${c.store} · slice ${c.slicePath} · delivery ${c.delivery} · ${c.defaults}${c.limits === 'throttled' ? ' · limits throttled' : ''}${c.agents === 'several' ? ' · agents several' : ''}`;
 
-/** Cells that share a running system (the same defaults, store, signal names and limits), in a stable order. */
+/** Cells that share a running system (the same defaults, store, signal names, limits and agents), in a stable order. */
 export const systemKey = (c: MatrixCell) =>
-  `${c.defaults} · ${c.store} · ${c.signalNames}${c.limits === 'throttled' ? ' · limits' : ''}`;
+  `${c.defaults} · ${c.store} · ${c.signalNames}${c.limits === 'throttled' ? ' · limits' : ''}${c.agents === 'several' ? ' · agents' : ''}`;

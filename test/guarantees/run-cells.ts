@@ -3,6 +3,7 @@
  * names share it), one test per cell, named by its scenario and configuration values so a failure names both.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HELPER, PLANNER } from './agents';
 import { cellName, type MatrixCell, systemKey } from './matrix';
 import { SCENARIOS } from './scenarios';
 import { startSystem, type GuaranteeSystem, THROTTLE_MS } from './systems';
@@ -25,8 +26,20 @@ export function runCells(cells: readonly MatrixCell[], timeoutMs = 60_000): void
           async () => {
             const t0 = Date.now();
             const calledBefore = sys!.modelCalls().length;
+            const sentBefore = sys!.modelSystems().length;
             await sys!.throttle();
             await scenario(sys!, cell);
+            if (cell.agents === 'several') {
+              // Every request of the cell was a named agent's: the planner's, or the helper's where a scenario asks.
+              const systems = sys!.modelSystems().slice(sentBefore);
+              const named = cell.scenario === 'child of another agent, moved' ? [PLANNER, HELPER] : [PLANNER];
+              expect(systems.length, 'the scenario called the model').toBeGreaterThan(0);
+              for (const s of systems)
+                expect(
+                  named.some((n) => s.startsWith(n)),
+                  `a request of agent ${named.join(' or ')}: ${s.slice(0, 80)}`,
+                ).toBe(true);
+            }
             if (cell.limits === 'throttled') {
               // The key was closed: no model call in the meantime, and the scenario's calls came after.
               const calls = sys!.modelCalls().slice(calledBefore);

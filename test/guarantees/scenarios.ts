@@ -8,11 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import type { ThreadHandle } from '../../src/client/thread-handle';
 import type { HistoryItem, InputMessage, ToolResultContent } from '../../src/core/types';
+import { childSpawned, reportFromChild } from '../../src/core/builtins/threads';
 import { subscriptionEvent, toolResult, userText } from '../../src/tools/messages';
 import type { Followed } from '../../src/client/follow';
 import { checkReplay, eventually, uid } from '../helpers';
 import { itemLine, transcript } from '../transcript';
 import { bodyText, callText, contentBytes, SLOW_MARK, toolContent } from './content';
+import { agentOf, HELPER, PLANNER } from './agents';
 import type { MatrixCell } from './matrix';
 import { floodScenario, workerKilledScenario } from './heavy';
 import type { GuaranteeSystem } from './systems';
@@ -60,12 +62,15 @@ async function settledHistory(thread: ThreadHandle, length: number): Promise<His
   return thread.history();
 }
 
-/** Starts the cell's thread on the cell's client (retry: its commit of the result fails once). */
-async function startThread(sys: GuaranteeSystem, cell: MatrixCell, prefix: string) {
+/**
+ * Starts the cell's thread on the cell's client (retry: its commit of the result fails once), of the cell's agent
+ * (`planner` with `agents: several`) unless `agent` names another.
+ */
+async function startThread(sys: GuaranteeSystem, cell: MatrixCell, prefix: string, agent = agentOf(cell)) {
   const threadId = uid(prefix);
   if (cell.slicePath === 'retry') sys.failOnce.add(threadId);
   const client = sys.client(cell.slicePath);
-  const thread = await client.startThread({ threadId });
+  const thread = await client.startThread({ threadId, ...agent });
   return { thread, threadId, client };
 }
 
@@ -185,7 +190,7 @@ export async function continueAsNewScenario(sys: GuaranteeSystem, cell: MatrixCe
   const texts = Array.from({ length: 6 }, (_, i) => `text ${i} ${bodyText(129 * KiB)}`);
   // Every answer streams slowly, so the texts queue up behind the running slice.
   const first = `first ${SLOW_MARK}`;
-  await client.sendUserText(threadId, first);
+  await client.sendUserText(threadId, first, agentOf(cell));
   for (const t of texts) {
     if (cell.delivery === 'signal') await client.sendUserText(threadId, t);
     else await sys.deliver(cell.delivery, userText(threadId, t));
@@ -366,7 +371,7 @@ export async function overBudgetScenario(sys: GuaranteeSystem, cell: MatrixCell)
   if (cell.slicePath === 'retry') sys.failOnce.add(threadId);
   const client = sys.client(cell.slicePath);
   // One completion spends more than one token: the first slice runs, the next finds the limit reached.
-  const thread = await client.startThread({ threadId, budget: { totalTokens: 1 } });
+  const thread = await client.startThread({ threadId, budget: { totalTokens: 1 }, ...agentOf(cell) });
   const byTool = cell.delivery === 'signal';
   const content = toolContent(256);
   const text = callText(byTool ? 'emit' : 'wait', { bytes: 256, ...slowArg(cell) });
@@ -456,6 +461,87 @@ export async function migratedScenario(sys: GuaranteeSystem, cell: MatrixCell) {
   });
 }
 
+/** The thread a model request was made for (its system prompt ends with the thread's id). */
+const threadOf = (system: string) => /Your current thread ID is `([^`]+)`/.exec(system)?.[1];
+
+/**
+ * Many agents (issue 40): a `planner` thread spawns a child of another agent, `helper`, which runs the helper's
+ * instructions over the planner's prefix and reports once; then, while the planner waits on a call, `setAgent` moves
+ * it to `helper`, and the call's result, by the cell's delivery, is answered by a request with the helper's
+ * instructions. The root's history is exactly what was sent, its requests until the move carried the planner's
+ * instructions, and nothing was dropped.
+ */
+export async function childOfAnotherAgentScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  const { thread, threadId, client } = await startThread(sys, cell, 'agents', { agent: 'planner' });
+  // The child's instructions make it report at once (the suite's model rule reads them in the child's seed).
+  const instructions = callText('report_to_parent', { report: 'helped' });
+  const spawnArgs = { instructions, child_of: [threadId], agent: 'helper', ...slowArg(cell) };
+  const spawnText = callText('spawn_thread', spawnArgs);
+  await thread.sendUserText(spawnText);
+  const child = await eventually(async () => (await thread.status()).children[0], 60_000, 'the child');
+  const reported = async () =>
+    (await thread.history()).some((h) => h.kind === 'subscription_event' && h.childThreadId === child);
+  await eventually(reported, 60_000, "the child's report");
+  await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
+  const childThread = client.thread(child);
+  const childStatus = await childThread.waitForIdle({ timeoutMs: 60_000 });
+  expect(childStatus.agent, "the child's agent").toBe('helper');
+  expect(childStatus.dropped, 'no input dropped in the child').toEqual({});
+
+  const waitText = callText('wait', { bytes: 1 });
+  await thread.sendUserText(waitText);
+  const pending = (await thread.waitForIdle({ timeoutMs: 60_000 })).pendingCall!;
+  const movedAt = sys.modelSystems().length;
+  await client.setAgent(threadId, 'helper');
+  const content = toolContent(1024);
+  await sys.deliver(cell.delivery, toolResult({ threadId, toolCallId: pending.id }, content));
+
+  const history = await settledHistory(thread, 10);
+  const spawn = history[1] as Extract<HistoryItem, { kind: 'tool_call' }>;
+  // The child may report before the planner answered its spawn: then one answer for both (docs/semantics.md §2).
+  const answeredSpawn =
+    history[3]?.kind === 'assistant' ? [{ kind: 'assistant', text: 'answered tool_result spawn_thread' }] : [];
+  const event = history[3 + answeredSpawn.length] as Extract<HistoryItem, { kind: 'subscription_event' }>;
+  const call = history.at(-3) as Extract<HistoryItem, { kind: 'tool_call' }>;
+  expect(history).toEqual([
+    { kind: 'user', text: spawnText },
+    { kind: 'tool_call', id: spawn.id, name: 'spawn_thread', args: spawnArgs },
+    { kind: 'tool_result', id: spawn.id, content: [{ type: 'text', text: childSpawned(child) }] },
+    ...answeredSpawn,
+    {
+      kind: 'subscription_event',
+      toolCallId: spawn.id,
+      childThreadId: child,
+      invocation: { id: event.invocation.id, name: 'receive_event__injected', args: event.invocation.args },
+      result: { id: event.invocation.id, content: [{ type: 'text', text: reportFromChild('helped') }] },
+    },
+    { kind: 'assistant', text: 'answered tool_result receive_event__injected' },
+    { kind: 'user', text: waitText },
+    { kind: 'tool_call', id: pending.id, name: 'wait', args: { bytes: 1 } },
+    { kind: 'tool_result', id: call.id, content },
+    { kind: 'assistant', text: 'answered tool_result wait' },
+  ]);
+  expect(sys.modelSaw(content), 'the model was shown the result after the move').toBe(true);
+  const reports = (await childThread.history()).filter((h) => h.kind === 'tool_call' && h.name === 'report_to_parent');
+  expect(reports, 'the child reported once').toHaveLength(1);
+
+  // Each thread's requests carried its agent's instructions: the child's the helper's, the root's the planner's until
+  // the move and the helper's after it (the one that answered the result).
+  const systems = sys.modelSystems();
+  const of = (id: string, from = 0, to = systems.length) => systems.slice(from, to).filter((s) => threadOf(s) === id);
+  expect(of(child).length, "the child's requests").toBeGreaterThanOrEqual(2);
+  for (const s of of(child)) expect(s.startsWith(HELPER), `a request of the child: ${s.slice(0, 60)}`).toBe(true);
+  expect(of(threadId, 0, movedAt).length, "the root's requests before the move").toBeGreaterThanOrEqual(3);
+  for (const s of of(threadId, 0, movedAt))
+    expect(s.startsWith(PLANNER), `a request of the root before the move: ${s.slice(0, 60)}`).toBe(true);
+  // The answer's request (twice if its slice was retried), and nothing else of the root, came after the move.
+  const after = of(threadId, movedAt);
+  expect(after.length, "the root's requests after the move").toBeGreaterThanOrEqual(1);
+  for (const s of after) expect(s.startsWith(HELPER), 'the answer came from the helper').toBe(true);
+  expect((await thread.status()).agent, "the root's agent").toBe('helper');
+  await expectPath(thread, cell.slicePath);
+}
+
 export const SCENARIOS: Partial<
   Record<MatrixCell['scenario'], (sys: GuaranteeSystem, cell: MatrixCell) => Promise<void>>
 > = {
@@ -475,4 +561,5 @@ export const SCENARIOS: Partial<
   'followed mid-run': followedScenario,
   'over budget': overBudgetScenario,
   'migrated with a call pending': migratedScenario,
+  'child of another agent, moved': childOfAnotherAgentScenario,
 };

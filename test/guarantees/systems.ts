@@ -4,6 +4,7 @@
  * - `dev`: the CLI's `infinity-temporal dev` process with its own dev server and SQLite store, the scenarios' tools
  *   (`--tools dev-tools.ts`) and an OpenAI-compatible model on loopback that records what it was sent;
  * - `worker+client`: the README's `createAgentWorker` and `AgentClient` on the suite's dev server.
+ * With `agents: several`, each also hosts `planner` and `helper` (agents.ts; `dev` through `--tools dev-agents.ts`).
  * The test talks to each through an `AgentClient` of its own where it must (the `dev` process is another process),
  * and delivers by every path of the matrix.
  */
@@ -32,12 +33,14 @@ import { PostgresConversationStore } from '../../src/store/postgres';
 import { SqliteConversationStore } from '../../src/store/sqlite';
 import type { ThreadOptions } from '../../src/workflows/contract';
 import { createAgentWorker } from '../../src/worker/create-worker';
+import { firstText } from '../../src/model/projection';
 import { cliRunner, lines } from '../cli-process';
 import { createTestDatabase } from '../postgres';
+import { AGENT_LIMITS_ENV, guaranteeAgents } from './agents';
 import { SLOW, scriptStep } from './content';
 import type { MatrixCell } from './matrix';
 import { guaranteeTools } from './tools';
-import { startWireModel, type WireModel } from './wire-model';
+import { startWireModel, textOf, type WireModel } from './wire-model';
 
 const run = promisify(execFile);
 
@@ -70,6 +73,8 @@ export interface GuaranteeSystem {
   throttle(): Promise<void>;
   /** When the model was called (ms since the epoch), in order. */
   modelCalls(): number[];
+  /** What the model was sent, in order: each request's system prompt (instructions, then the thread's id). */
+  modelSystems(): string[];
   shutdown(): Promise<void>;
 }
 
@@ -95,7 +100,9 @@ export function scriptedModel(calls: number[] = []): ScriptedModel {
       firstUser?.role === 'user' ? firstUser.text : '',
       last.role === 'user'
         ? { role: 'user', text: last.text }
-        : { role: last.role, ...('name' in last && { name: last.name }) },
+        : last.role === 'tool_result'
+          ? { role: last.role, name: last.name, text: firstText(last.content) }
+          : { role: last.role, ...('name' in last && { name: last.name }) },
     );
     return step.kind === 'call'
       ? { toolCall: { name: step.name, args: step.args } }
@@ -245,6 +252,8 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
     const store = failingOnce(opened.store, failOnce);
     const calls: number[] = [];
     const model = scriptedModel(calls);
+    // `several`: the guarantee agents on the suite's model, with the cell's provider limits of their own.
+    const agents = cell.agents === 'several' ? { agents: guaranteeAgents(model, limits.limits) } : {};
     let base: {
       client: AgentClient;
       temporal: Client;
@@ -264,6 +273,7 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
         store,
         devServer: { ui: false },
         ...limits,
+        ...agents,
         // Its default is `by-kind` (its own dev server): `input` is the one value a user must ask for.
         ...(cell.signalNames === 'input' && { signalNames: 'input' as const }),
       });
@@ -295,6 +305,7 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
         workflowBundle: { codePath: inject('workflowBundlePath') },
         ...signalNames,
         ...limits,
+        ...agents,
         eventsEndpoint: {}, // the README's worker serves live events to clients in other processes
       });
       const running = worker.run();
@@ -350,6 +361,7 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
       deliver: deliveries(view, cell.signalNames, gateway, dir),
       throttle: throttler(cell, opened.store),
       modelCalls: () => calls,
+      modelSystems: () => model.requests.map((r) => r.system),
       shutdown,
     };
   } catch (e) {
@@ -373,6 +385,9 @@ async function startDev(
   const cli = cliRunner(() => [], {
     INFINITY_BASE_URL: wire.baseUrl,
     INFINITY_MODEL_IMAGES: '1',
+    // The module's agents carry the limits `--limits` gives the command's own model (their models are their own).
+    ...(cell.agents === 'several' &&
+      cell.limits === 'throttled' && { [AGENT_LIMITS_ENV]: JSON.stringify(GUARANTEE_LIMITS) }),
   });
   const limitsFile = join(dir, 'limits.json');
   if (cell.limits === 'throttled') writeFileSync(limitsFile, JSON.stringify(GUARANTEE_LIMITS));
@@ -383,7 +398,8 @@ async function startDev(
     '--model',
     'openai-compatible:scripted',
     '--tools',
-    join(__dirname, 'dev-tools.ts'),
+    // `several`: the module also exports the guarantee agents.
+    join(__dirname, cell.agents === 'several' ? 'dev-agents.ts' : 'dev-tools.ts'),
     ...(cell.limits === 'throttled' ? ['--limits', limitsFile] : []),
   ]);
   cleanups.push(async () => {
@@ -445,6 +461,8 @@ async function startDev(
     deliver: deliveries(view, 'by-kind', gateway, dir),
     throttle: throttler(cell, store),
     modelCalls: () => wire.times,
+    modelSystems: () =>
+      wire.requests.map((messages) => (messages[0]?.role === 'system' ? textOf(messages[0].content) : '')),
     shutdown,
   };
 }

@@ -28,7 +28,8 @@ export interface WireModel {
   close(): Promise<void>;
 }
 
-const textOf = (content: unknown): string =>
+/** The text of a wire message's content (a string, or text parts joined). */
+export const textOf = (content: unknown): string =>
   typeof content === 'string'
     ? content
     : Array.isArray(content)
@@ -55,7 +56,7 @@ export async function startWireModel(): Promise<WireModel> {
       const step = scriptStep(
         firstUser,
         last.role === 'tool'
-          ? { role: 'tool_result', name: callName(last.tool_call_id) }
+          ? { role: 'tool_result', name: callName(last.tool_call_id), text: textOf(last.content) }
           : // Consecutive user texts (one after a rewind's note) arrive merged as parts: the last one is the newest.
             {
               role: last.role,
