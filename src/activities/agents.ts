@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { AGENT_NAME_PATTERN, agentNameProblem, DEFAULT_AGENT } from '../core/agents';
 import { BUILTIN_TOOL_NAMES, type SpawnableAgent } from '../core/builtins';
 import { limitsProblem, type ProviderLimits } from '../core/capacity';
+import { type Budget, BUDGET_FIELDS } from '../core/budget';
 import type { ModelProvider } from '../model/provider';
 import { modelFromSpec } from '../model/registry';
 import type { Tool, ToolSource } from '../tools/tool';
@@ -44,6 +45,13 @@ export interface AgentInit {
   limits?: ProviderLimits;
   /** Model retries and timeouts of its slices (docs/semantics.md §17). @default DEFAULT_COMPLETION_POLICY */
   completionPolicy?: Partial<CompletionPolicy>;
+  /**
+   * The budget of each of its threads that has none of its own (docs/budgets.md): a cheap agent's threads stop at
+   * their cap unless `setBudget` gives one another. Trees and tenants keep their own budgets.
+   * @default none
+   * @example { usd: 0.5 }
+   */
+  budget?: Budget;
   /** Fraction of the model's context window above which a thread compacts itself (0: never). @default 0.75 */
   compactionThreshold?: number;
   /**
@@ -65,6 +73,7 @@ export interface AgentDefinition {
   readonly tools: readonly Tool[];
   readonly toolSources: readonly ToolSource[];
   readonly completionPolicy?: Partial<CompletionPolicy>;
+  readonly budget?: Budget;
   readonly compactionThreshold?: number;
   readonly spawns: readonly string[];
   /** How long a closed limits key is waited for before the next model serves. */
@@ -147,6 +156,7 @@ export function defineAgent(init: AgentInit): AgentDefinition {
     tools,
     toolSources: init.toolSources ?? [],
     ...(init.completionPolicy && { completionPolicy: init.completionPolicy }),
+    ...(init.budget && { budget: checkedBudget(init.name, init.budget) }),
     ...(init.compactionThreshold !== undefined && { compactionThreshold: init.compactionThreshold }),
     spawns: [...new Set((init.spawns ?? []).filter((s) => s !== init.name))],
     closedForMs,
@@ -156,6 +166,15 @@ export function defineAgent(init: AgentInit): AgentDefinition {
       models.map((m) => m.model.id),
     ),
   });
+}
+
+function checkedBudget(name: string, budget: Budget): Budget {
+  for (const [k, v] of Object.entries(budget))
+    if (!(BUDGET_FIELDS as readonly string[]).includes(k) || typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+      throw new TypeError(
+        `defineAgent(${name}): budget.${k} must be one of ${BUDGET_FIELDS.join(', ')}, a number >= 0`,
+      );
+  return budget;
 }
 
 /** 12 hex digits of sha-256 over what shapes a model request: instructions, tool specs, model ids. */

@@ -8,6 +8,8 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import {
+  type Budget,
+  type BudgetState,
   type BudgetExceeded,
   type BudgetRef,
   type BudgetScope,
@@ -31,23 +33,32 @@ export async function checkBudget(
   rootThreadId: string,
   emit: (e: ThreadEvent) => void,
   refused?: (scope: BudgetScope) => void,
+  /** The thread's agent's default budget (issue 40): its limit where the thread has none of its own. */
+  threadDefault?: Budget,
 ): Promise<BudgetRef[]> {
   const refs = budgetRefs(input.threadId, rootThreadId, input.tenant);
   for (const u of input.budgetUpdates ?? []) {
     const ref = refs.find((r) => r.scope === u.scope)!;
     await store.setBudget(ref, u.budget);
   }
-  if (!firstExceeded(await store.budgets(refs))) return refs;
+  const states = async () => withDefault(await store.budgets(refs), threadDefault);
+  if (!firstExceeded(await states())) return refs;
   await store.waitForBudget(input.threadId, refs);
   // Read again after recording the wait: a raise that came in between either sees this thread among the waiters (and
   // wakes it) or is seen here, so no raise is missed.
-  const over = firstExceeded(await store.budgets(refs));
+  const over = firstExceeded(await states());
   if (!over) return refs;
   emit({ threadId: input.threadId, type: 'budget_exceeded', ...over });
   // What a live view shows until the budget is raised (the workflow's status query says the same).
   emit({ threadId: input.threadId, type: 'status', status: 'over_budget' });
   refused?.(over.scope);
   throw overBudgetFailure(over);
+}
+
+/** The thread scope's limit: its own, else the agent's default. */
+function withDefault(states: BudgetState[], threadDefault: Budget | undefined): BudgetState[] {
+  if (!threadDefault) return states;
+  return states.map((s) => (s.ref.scope === 'thread' && !s.limit ? { ...s, limit: threadDefault } : s));
 }
 
 export function overBudgetFailure(over: BudgetExceeded): ApplicationFailure {

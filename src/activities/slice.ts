@@ -123,8 +123,22 @@ function optionsAgent(deps: SliceDependencies): AgentDefinition {
   });
 }
 
+/**
+ * The worker's `limits` hold for its own model wherever an agent uses it: a model entry without limits of its own, of
+ * the same id as the worker's model, takes them (one provider key, one limiter, whatever the agent).
+ */
+function withWorkerLimits(agent: AgentDefinition, deps: SliceDependencies): AgentDefinition {
+  const limits = deps.limits;
+  if (!limits || !agent.models.some((m) => !m.limits && m.model.id === deps.model.id)) return agent;
+  return {
+    ...agent,
+    models: agent.models.map((m) => (!m.limits && m.model.id === deps.model.id ? { ...m, limits } : m)),
+  };
+}
+
 /** What every attempt of an agent's slices shares, derived once per definition. */
-function agentRuntime(deps: SliceDependencies, agent: AgentDefinition, emit: SliceRuntime['emit']): SliceRuntime {
+function agentRuntime(deps: SliceDependencies, given: AgentDefinition, emit: SliceRuntime['emit']): SliceRuntime {
+  const agent = withWorkerLimits(given, deps);
   const first = agent.models[0]!;
   const agentDeps: SliceDependencies = {
     ...deps,

@@ -5,7 +5,6 @@
  * `planner`; `planner` may spawn `helper`.
  */
 import { type AgentDefinition, defineAgent } from '../../src/activities/agents';
-import type { ProviderLimits } from '../../src/core/capacity';
 import type { ModelProvider } from '../../src/model/provider';
 import type { MatrixCell } from './matrix';
 import { guaranteeTools } from './tools';
@@ -14,11 +13,11 @@ export const PLANNER = 'You are PLANNER, of the guarantee suite.';
 export const HELPER = 'You are HELPER, of the guarantee suite.';
 
 /**
- * `planner` and `helper` on `model`. With `limits` (a `throttled` cell), each carries the worker's provider limits
- * itself: a worker's `limits` are its default agent's, and an agent's model has only the limits its definition gives.
+ * `planner` and `helper` on `model`, with no provider limits of their own: on the worker's model, the worker's
+ * `limits` hold for them (a `throttled` cell checks their first call waited for the closed key).
  */
-export function guaranteeAgents(model: ModelProvider, limits?: ProviderLimits): AgentDefinition[] {
-  const own = { model, tools: guaranteeTools(), ...(limits && { limits }) };
+export function guaranteeAgents(model: ModelProvider): AgentDefinition[] {
+  const own = { model, tools: guaranteeTools() };
   return [
     defineAgent({ name: 'planner', description: 'Plans the work', instructions: PLANNER, spawns: ['helper'], ...own }),
     defineAgent({ name: 'helper', description: 'Helps with one part of it', instructions: HELPER, ...own }),
@@ -29,5 +28,3 @@ export function guaranteeAgents(model: ModelProvider, limits?: ProviderLimits): 
 export const agentOf = (cell: MatrixCell): { agent?: string } =>
   cell.agents === 'several' ? { agent: 'planner' } : {};
 
-/** The environment variable that hands a `throttled` cell's limits to the `dev` process's agents module. */
-export const AGENT_LIMITS_ENV = 'GUARANTEE_AGENT_LIMITS';

@@ -36,7 +36,7 @@ import { createAgentWorker } from '../../src/worker/create-worker';
 import { firstText } from '../../src/model/projection';
 import { cliRunner, lines } from '../cli-process';
 import { createTestDatabase } from '../postgres';
-import { AGENT_LIMITS_ENV, guaranteeAgents } from './agents';
+import { guaranteeAgents } from './agents';
 import { SLOW, scriptStep } from './content';
 import type { MatrixCell } from './matrix';
 import { guaranteeTools } from './tools';
@@ -252,8 +252,8 @@ export async function startSystem(cell: MatrixCell): Promise<GuaranteeSystem> {
     const store = failingOnce(opened.store, failOnce);
     const calls: number[] = [];
     const model = scriptedModel(calls);
-    // `several`: the guarantee agents on the suite's model, with the cell's provider limits of their own.
-    const agents = cell.agents === 'several' ? { agents: guaranteeAgents(model, limits.limits) } : {};
+    // `several`: the guarantee agents on the suite's model; the worker's limits hold for them (the same model).
+    const agents = cell.agents === 'several' ? { agents: guaranteeAgents(model) } : {};
     let base: {
       client: AgentClient;
       temporal: Client;
@@ -385,9 +385,6 @@ async function startDev(
   const cli = cliRunner(() => [], {
     INFINITY_BASE_URL: wire.baseUrl,
     INFINITY_MODEL_IMAGES: '1',
-    // The module's agents carry the limits `--limits` gives the command's own model (their models are their own).
-    ...(cell.agents === 'several' &&
-      cell.limits === 'throttled' && { [AGENT_LIMITS_ENV]: JSON.stringify(GUARANTEE_LIMITS) }),
   });
   const limitsFile = join(dir, 'limits.json');
   if (cell.limits === 'throttled') writeFileSync(limitsFile, JSON.stringify(GUARANTEE_LIMITS));
