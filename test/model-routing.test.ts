@@ -213,6 +213,17 @@ describe('model routing', () => {
     const spend = await spendOf(t.threadId);
     expect(spend).toMatchObject({ inputTokens: 80, outputTokens: 10, slices: 1 });
     expect(spend.usd).toBeCloseTo((30 * 100 + 6 * 1_000 + 50 * 1 + 4 * 10) / 1e6, 12);
+    // Split by model (`usage --by-model`): each model its own rounds' tokens and money; the slice counts for both.
+    const byModel = await store.spendByModel({ scope: 'thread', key: t.threadId });
+    expect(byModel.map((m) => [m.model, m.inputTokens, m.outputTokens, m.slices])).toEqual(
+      [
+        [modelA.id, 30, 6, 1],
+        [modelB.id, 50, 4, 1],
+      ].sort((a, b) => (a[0]! < b[0]! ? -1 : 1)),
+    );
+    const usd = Object.fromEntries(byModel.map((m) => [m.model, m.usd]));
+    expect(usd[modelA.id]).toBeCloseTo((30 * 100 + 6 * 1_000) / 1e6, 12);
+    expect(usd[modelB.id]).toBeCloseTo((50 * 1 + 4 * 10) / 1e6, 12);
   });
 
   it('does not route a bad request: the slice ends with its error, as without routing', async () => {

@@ -17,7 +17,7 @@
  * after part of the round arrived (the model was serving: that failure is the round's, with its partial output, as
  * without routing). Such failures end the slice with its error reply, as today.
  */
-import type { SpendAmount } from '../core/budget';
+import { mergeModelAmounts, type ModelSpendAmount, type SpendAmount } from '../core/budget';
 import type { TokenUsage } from '../core/types';
 import { ModelStreamEndedError } from '../model/provider';
 import type { PriceTable } from '../model/prices';
@@ -50,6 +50,22 @@ export function unavailableReason(failure: unknown, received: boolean): string |
 
 /** Usage of a slice's rounds per model, in the order the models served (one entry unless routing moved the slice). */
 export type UsageByModel = { model: string; usage: TokenUsage }[];
+
+/**
+ * What a slice spent per model (issue 40: `usage --by-model`): {@link routedSpend}'s parts, one per model that served
+ * rounds of it, each priced with its own prices (their sum is `routedSpend`'s). A slice without usage (it failed before
+ * any round finished) is one entry, for the model that served it, with no tokens.
+ */
+export function routedSpendByModel(
+  out: { model: string; usage?: TokenUsage; usageByModel: UsageByModel },
+  prices?: PriceTable,
+): ModelSpendAmount[] {
+  if (out.usageByModel.length <= 1)
+    return [{ model: out.usageByModel[0]?.model ?? out.model, amount: routedSpend(out, prices) }];
+  return mergeModelAmounts(
+    out.usageByModel.map(({ model, usage }) => ({ model, amount: sliceSpend(model, usage, prices) })),
+  );
+}
 
 /**
  * What a slice spent: its usage priced with the model that served each round. One model (the common case) is exactly

@@ -4,7 +4,7 @@
  * may run again on a retry, and a retry that finds the slice committed only dispatches its async call again (replay.ts).
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { BudgetRef, SpendAmount } from '../core/budget';
+import type { BudgetRef, ModelSpendAmount, SpendAmount } from '../core/budget';
 import type { BuiltinCallContext, SpawnableAgent } from '../core/builtins';
 import type { AgentDefinition } from './agents';
 import { DEFAULT_PRIORITY_KEYS } from '../core/priority';
@@ -19,7 +19,7 @@ import { capacityGate } from './capacity-gate';
 import { type CompletionOutput, type CompletionPolicy, runCompletion } from './completion';
 import type { SliceDispatch, TreeTools } from './dispatch';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
-import { routedSpend } from './model-routing';
+import { routedSpend, routedSpendByModel } from './model-routing';
 import { replayCommitted } from './replay';
 import type { SliceDependencies } from './slice-dependencies';
 import type { SliceControl } from './slice-jobs';
@@ -101,7 +101,10 @@ export async function sliceAttempt(
   // uncommitted (decision 67).
   await control.commitGate?.();
   const spend = routedSpend(out, rt.deps.prices);
-  if ((await commitSlice(rt, input, built, loaded.staged, { refs: budgetRefs, amount: spend })) === 'duplicate') {
+  const byModel = routedSpendByModel(out, rt.deps.prices);
+  if (
+    (await commitSlice(rt, input, built, loaded.staged, { refs: budgetRefs, amount: spend, byModel })) === 'duplicate'
+  ) {
     // A zombie attempt of this slice committed first: its result is the one that counts.
     return replay(rt, input, (await rt.deps.store.findSlice(input.threadId, input.sliceId))!);
   }
@@ -260,7 +263,7 @@ function commitSlice(
   input: SliceInput,
   { items, result, summary }: BuiltSlice,
   staged: ResolvedInputs,
-  spend: { refs: BudgetRef[]; amount: SpendAmount },
+  spend: { refs: BudgetRef[]; amount: SpendAmount; byModel: ModelSpendAmount[] },
 ): Promise<'committed' | 'duplicate'> {
   return rt.deps.store.commit({
     threadId: input.threadId,

@@ -3,7 +3,7 @@
  * spend are shown.
  */
 import type { Command } from 'commander';
-import { type Budget, type BudgetState, BUDGET_FIELDS } from '../core/budget';
+import { type Budget, type BudgetState, BUDGET_FIELDS, type ModelSpend } from '../core/budget';
 import type { BudgetTarget } from '../client/budgets';
 import type { Out } from './format';
 import { budgetsClient } from './lazy';
@@ -48,17 +48,32 @@ export function budgetLine(s: BudgetState): string {
   );
 }
 
+/** `  claude-sonnet-4: 900 tokens (600 in, 300 out), $0.0030, 4 slices` (under its scope's line). */
+export function modelLine(m: ModelSpend): string {
+  const unpriced = m.unpricedSlices > 0 ? ' (unpriced)' : '';
+  return (
+    `  ${m.model}: ${m.totalTokens} tokens (${m.inputTokens} in, ${m.outputTokens} out), ` +
+    `$${m.usd.toFixed(4)}, ${m.slices} slices${unpriced}`
+  );
+}
+
 /**
- * The action of `budget show` and `usage`: each named scope's limits and spend, one line (or JSON object) each. Both
- * are in the store alone, so no Temporal server is needed; the store is found as every command finds it (`--store`,
- * `INFINITY_STORE`, a running `dev`).
+ * The action of `budget show` and `usage`: each named scope's limits and spend, one line (or JSON object) each; with
+ * `usage --by-model`, its spend per model too, a line each under it (`byModel` in the JSON). Both are in the store
+ * alone, so no Temporal server is needed; the store is found as every command finds it (`--store`, `INFINITY_STORE`, a
+ * running `dev`).
  */
 export const showBudgets =
   (out: Out) =>
-  async (flags: ScopeFlags & { json?: boolean }, cmd: Command): Promise<void> => {
+  async (flags: ScopeFlags & { json?: boolean; byModel?: boolean }, cmd: Command): Promise<void> => {
     const targets = targetsOf(flags);
     await withCommandStore(cmd, async (store) => {
-      for (const s of await budgetsClient().budgetStates(store, targets))
-        out(flags.json ? JSON.stringify(s) : budgetLine(s));
+      for (const s of await budgetsClient().budgetStates(store, targets, { byModel: flags.byModel === true })) {
+        if (flags.json) out(JSON.stringify(s));
+        else {
+          out(budgetLine(s));
+          for (const m of s.byModel ?? []) out(modelLine(m));
+        }
+      }
     });
   };

@@ -261,6 +261,14 @@ export class AgentClient {
     return budgetStates(this.requireStore('budgets'), targets);
   }
 
+  /**
+   * As {@link budgets}, each with its spend per model that served its slices (`byModel`, sorted by model; a slice
+   * routed to a second model adds to both). Needs `store`.
+   */
+  budgetsByModel(...targets: BudgetTarget[]): Promise<BudgetState[]> {
+    return budgetStates(this.requireStore('budgetsByModel'), targets, { byModel: true });
+  }
+
   private requireStore(what: string): ConversationStore {
     if (!this.options.store) throw new Error(`${what}() needs the conversation store: pass \`store\` to AgentClient`);
     return this.options.store;

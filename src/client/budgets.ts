@@ -51,7 +51,13 @@ export async function setBudget(
   return { ref, woken };
 }
 
-/** Limits (if set) and spend of `targets`, in order. */
-export function budgetStates(store: ConversationStore, targets: readonly BudgetTarget[]): Promise<BudgetState[]> {
-  return store.budgets(targets.map(refOf));
+/** Limits (if set) and spend of `targets`, in order; `byModel`: each with its spend per model too (sorted by model). */
+export async function budgetStates(
+  store: ConversationStore,
+  targets: readonly BudgetTarget[],
+  options: { byModel?: boolean } = {},
+): Promise<BudgetState[]> {
+  const states = await store.budgets(targets.map(refOf));
+  if (!options.byModel) return states;
+  return Promise.all(states.map(async (s) => ({ ...s, byModel: await store.spendByModel(s.ref) })));
 }

@@ -57,11 +57,54 @@ export const ZERO_SPEND: Spend = {
   unpricedSlices: 0,
 };
 
-/** A scope's limit (if one is set) and spend. */
+/**
+ * What one committed slice adds to its scopes' spend per model (issue 40): one entry per model that served rounds of
+ * it (two after routing moved it), each priced with that model's own prices.
+ */
+export interface ModelSpendAmount {
+  model: string;
+  amount: SpendAmount;
+}
+
+/**
+ * A scope's spend on one model: the tokens and money of its rounds on that model; `slices` counts the slices that had
+ * rounds on it (a routed slice counts for each of its models, so these may sum to more than the scope's slices).
+ */
+export interface ModelSpend extends Spend {
+  model: string;
+}
+
+/** `byModel` with one entry per model (a model named twice has its amounts summed), in first-seen order. */
+export function mergeModelAmounts(byModel: readonly ModelSpendAmount[]): ModelSpendAmount[] {
+  const merged = new Map<string, SpendAmount>();
+  for (const { model, amount: a } of byModel) {
+    const m = merged.get(model);
+    merged.set(
+      model,
+      m
+        ? {
+            inputTokens: m.inputTokens + a.inputTokens,
+            outputTokens: m.outputTokens + a.outputTokens,
+            totalTokens: m.totalTokens + a.totalTokens,
+            usd: m.usd + a.usd,
+            unpriced: m.unpriced || a.unpriced,
+          }
+        : { ...a },
+    );
+  }
+  return [...merged].map(([model, amount]) => ({ model, amount }));
+}
+
+/** Orders {@link ModelSpend}s by model id (code units: the same in every store, whatever a database's collation). */
+export const byModelOrder = (a: { model: string }, b: { model: string }): number =>
+  a.model < b.model ? -1 : a.model > b.model ? 1 : 0;
+
+/** A scope's limit (if one is set) and spend; `byModel` (sorted by model) when asked for (`usage --by-model`). */
 export interface BudgetState {
   ref: BudgetRef;
   limit?: Budget;
   spend: Spend;
+  byModel?: ModelSpend[];
 }
 
 /** The first limit of a scope that its spend has reached. */

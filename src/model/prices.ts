@@ -57,6 +57,8 @@ export function priceOf(modelId: string, overrides: PriceTable = {}): ModelPrice
   // prefix with digits is part of a model id (Bedrock's `anthropic.claude-…-v1:0`), and stays.
   const id = modelId.replace(/^[a-z]+(?:[.-][a-z]+)*:/, '');
   for (const table of [overrides, DEFAULT_PRICES]) {
+    // The id as the model gives it first: a table keyed by `model.id` itself (`anthropic.messages:claude-…`).
+    if (Object.hasOwn(table, modelId)) return table[modelId];
     if (Object.hasOwn(table, id)) return table[id];
     let best: string | undefined;
     for (const key of Object.keys(table))

@@ -3,7 +3,7 @@
  * Implementations: {@link InMemoryConversationStore} (tests), {@link SqliteConversationStore} (embedded default) and
  * {@link PostgresConversationStore} (workers on several machines).
  */
-import type { Budget, BudgetRef, BudgetState, SpendAmount } from '../core/budget';
+import type { Budget, BudgetRef, BudgetState, ModelSpend, ModelSpendAmount, SpendAmount } from '../core/budget';
 import type { CapacityGrant, CapacityRequest, ProviderAnswer, ProviderLimits } from '../core/capacity';
 import type { SliceResult } from '../core/slice-protocol';
 import type { HistoryItem, StagedRef, StoredItem, ThreadKind } from '../core/types';
@@ -70,8 +70,10 @@ export interface CommitRequest {
   /**
    * What the slice spent, added to each of `refs` (its thread, tree and tenant) in the same transaction: a duplicate
    * commit adds nothing, so a retried slice is billed once. Also ends the thread's wait for budget, if it waited.
+   * `byModel`: the same spend split by the models that served the slice, added to each of `refs` per model in the same
+   * transaction ({@link ConversationStore.spendByModel}).
    */
-  spend?: { refs: BudgetRef[]; amount: SpendAmount };
+  spend?: { refs: BudgetRef[]; amount: SpendAmount; byModel?: ModelSpendAmount[] };
   /**
    * A rewind (issue 28 §2): appended to the thread's archived ranges in the same transaction. A thread already holding
    * {@link MAX_ARCHIVED_RANGES} refuses it: the commit throws {@link ArchiveLimitError} and writes nothing.
@@ -206,6 +208,11 @@ export interface ConversationStore {
   waitForBudget(threadId: string, refs: readonly BudgetRef[]): Promise<void>;
   /** Threads stopped for budget under `ref` (they check again when woken). */
   budgetWaiters(ref: BudgetRef): Promise<string[]>;
+  /**
+   * The spend of `ref` per model that served its slices (commits' `spend.byModel`), sorted by model; none for an
+   * unknown scope (or one whose slices were committed without `byModel`).
+   */
+  spendByModel(ref: BudgetRef): Promise<ModelSpend[]>;
   /** Releases connections and files; the store is unusable afterwards. */
   /** Provider limits shared by every worker on this store (issue 27 §2); the memory store's hold within its process. */
   readonly capacity: CapacityLedger;

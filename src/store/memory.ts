@@ -1,4 +1,14 @@
-import { addSpend, type Budget, type BudgetRef, type BudgetState, type Spend, ZERO_SPEND } from '../core/budget';
+import {
+  addSpend,
+  type Budget,
+  type BudgetRef,
+  type BudgetState,
+  byModelOrder,
+  mergeModelAmounts,
+  type ModelSpend,
+  type Spend,
+  ZERO_SPEND,
+} from '../core/budget';
 import type { SliceResult } from '../core/slice-protocol';
 import { MemoryCapacity } from './memory-capacity';
 import { MemoryEvals } from './memory-evals';
@@ -30,6 +40,8 @@ export class InMemoryConversationStore implements ConversationStore {
   /** Budget ledger (issue 27 §1), keyed `scope\u0000key`. */
   private readonly limits = new Map<string, Budget>();
   private readonly spends = new Map<string, Spend>();
+  /** Scope key → model → that model's spend under the scope (issue 40). */
+  private readonly modelSpends = new Map<string, Map<string, Spend>>();
   /** Scope key → threads stopped for budget under it. */
   private readonly waiting = new Map<string, Set<string>>();
   /** Provider limits' ledger (issue 27 §2), in this process. */
@@ -86,6 +98,10 @@ export class InMemoryConversationStore implements ConversationStore {
       for (const ref of req.spend.refs) {
         const k = refKey(ref);
         this.spends.set(k, addSpend(this.spends.get(k) ?? ZERO_SPEND, req.spend.amount));
+        const models = this.modelSpends.get(k) ?? new Map<string, Spend>();
+        for (const { model, amount } of mergeModelAmounts(req.spend.byModel ?? []))
+          models.set(model, addSpend(models.get(model) ?? ZERO_SPEND, amount));
+        if (models.size > 0) this.modelSpends.set(k, models);
       }
       for (const threads of this.waiting.values()) threads.delete(req.threadId);
     }
@@ -162,6 +178,12 @@ export class InMemoryConversationStore implements ConversationStore {
 
   async budgetWaiters(ref: BudgetRef): Promise<string[]> {
     return [...(this.waiting.get(refKey(ref)) ?? [])];
+  }
+
+  async spendByModel(ref: BudgetRef): Promise<ModelSpend[]> {
+    return [...(this.modelSpends.get(refKey(ref)) ?? [])]
+      .map(([model, spend]) => ({ model, ...spend }))
+      .sort(byModelOrder);
   }
 
   async close(): Promise<void> {}

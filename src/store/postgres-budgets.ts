@@ -4,7 +4,17 @@
  * connection, so a duplicate commit (a retried slice, on any worker) adds none.
  */
 import type { Pool, PoolClient } from 'pg';
-import { type Budget, type BudgetRef, type BudgetState, type SpendAmount, ZERO_SPEND } from '../core/budget';
+import {
+  type Budget,
+  type BudgetRef,
+  type BudgetState,
+  byModelOrder,
+  mergeModelAmounts,
+  type ModelSpend,
+  type ModelSpendAmount,
+  type SpendAmount,
+  ZERO_SPEND,
+} from '../core/budget';
 import type { TableName } from './postgres-schema';
 
 /** Migration 2 (appended to `MIGRATIONS`). */
@@ -33,6 +43,25 @@ export const budgetMigration = (t: TableName): string => `
       PRIMARY KEY (scope, key, thread_id)
     );
     CREATE INDEX ON ${t('budget_waiting')} (thread_id);`;
+
+/**
+ * The migration after the archived ranges' (issue 40): spend per (scope, key, model), added by the same commits as
+ * `budget_spend`. Its own table rather than rows of `budget_spend` under an extra scope: the model is a column, not a
+ * suffix of a key that a tenant key could imitate, and budgets and their reads stay as they were.
+ */
+export const modelSpendMigration = (t: TableName): string => `
+    CREATE TABLE ${t('budget_model_spend')} (
+      scope text NOT NULL,
+      key text NOT NULL,
+      model text NOT NULL,
+      input_tokens bigint NOT NULL,
+      output_tokens bigint NOT NULL,
+      total_tokens bigint NOT NULL,
+      usd double precision NOT NULL,
+      slices bigint NOT NULL,
+      unpriced_slices bigint NOT NULL,
+      PRIMARY KEY (scope, key, model)
+    );`;
 
 interface Row {
   scope: string;
@@ -96,7 +125,13 @@ export class PostgresBudgets {
   }
 
   /** On the commit's connection, inside its transaction. */
-  async add(c: PoolClient, threadId: string, refs: readonly BudgetRef[], a: SpendAmount): Promise<void> {
+  async add(
+    c: PoolClient,
+    threadId: string,
+    refs: readonly BudgetRef[],
+    a: SpendAmount,
+    byModel?: readonly ModelSpendAmount[],
+  ): Promise<void> {
     if (refs.length > 0)
       await c.query(
         `INSERT INTO ${this.t('budget_spend')} AS b (scope, key, input_tokens, output_tokens, total_tokens, usd, slices, unpriced_slices)
@@ -114,7 +149,48 @@ export class PostgresBudgets {
           a.unpriced ? 1 : 0,
         ],
       );
+    // Each scope times each model (merged first: one statement may not update a row twice).
+    const models = mergeModelAmounts(byModel ?? []);
+    if (refs.length > 0 && models.length > 0)
+      await c.query(
+        `INSERT INTO ${this.t('budget_model_spend')} AS b (scope, key, model, input_tokens, output_tokens, total_tokens, usd, slices, unpriced_slices)
+         SELECT r.scope, r.key, m.model, m.i, m.o, m.t, m.usd, 1, m.unpriced
+         FROM unnest($1::text[], $2::text[]) AS r(scope, key)
+         CROSS JOIN unnest($3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::float8[], $8::bigint[])
+           AS m(model, i, o, t, usd, unpriced)
+         ON CONFLICT (scope, key, model) DO UPDATE SET input_tokens = b.input_tokens + excluded.input_tokens,
+           output_tokens = b.output_tokens + excluded.output_tokens, total_tokens = b.total_tokens + excluded.total_tokens,
+           usd = b.usd + excluded.usd, slices = b.slices + 1, unpriced_slices = b.unpriced_slices + excluded.unpriced_slices`,
+        [
+          refs.map((r) => r.scope),
+          refs.map((r) => r.key),
+          models.map((m) => m.model),
+          models.map((m) => m.amount.inputTokens),
+          models.map((m) => m.amount.outputTokens),
+          models.map((m) => m.amount.totalTokens),
+          models.map((m) => m.amount.usd),
+          models.map((m) => (m.amount.unpriced ? 1 : 0)),
+        ],
+      );
     await c.query(`DELETE FROM ${this.t('budget_waiting')} WHERE thread_id = $1`, [threadId]);
+  }
+
+  async byModel(ref: BudgetRef): Promise<ModelSpend[]> {
+    const { rows } = await this.pool.query<Omit<Row, 'limits'> & { model: string }>(
+      `SELECT * FROM ${this.t('budget_model_spend')} WHERE scope = $1 AND key = $2`,
+      [ref.scope, ref.key],
+    );
+    return rows
+      .map((r) => ({
+        model: r.model,
+        inputTokens: Number(r.input_tokens),
+        outputTokens: Number(r.output_tokens),
+        totalTokens: Number(r.total_tokens),
+        usd: r.usd ?? 0,
+        slices: Number(r.slices),
+        unpricedSlices: Number(r.unpriced_slices),
+      }))
+      .sort(byModelOrder);
   }
 
   async wait(threadId: string, refs: readonly BudgetRef[]): Promise<void> {

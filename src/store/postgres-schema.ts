@@ -3,7 +3,7 @@
  * database-wide advisory lock, so that workers starting at once against one database never race.
  */
 import type { Pool } from 'pg';
-import { budgetMigration } from './postgres-budgets';
+import { budgetMigration, modelSpendMigration } from './postgres-budgets';
 import { capacityMigration } from './postgres-capacity';
 import { scoresMigration } from './postgres-evals';
 import { inTransaction } from './postgres-tx';
@@ -91,6 +91,7 @@ export const MIGRATIONS: readonly ((t: TableName) => string)[] = [
   capacityMigration,
   scoresMigration,
   archivedMigration,
+  modelSpendMigration,
 ];
 
 /**

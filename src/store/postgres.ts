@@ -26,7 +26,7 @@ import { ItemPrefixCache } from './item-cache';
 import { migrateSchema, SCHEMA_NAME, type TableName, tablesIn } from './postgres-schema';
 import { PostgresStagedInputs } from './postgres-staged';
 import { PostgresBudgets } from './postgres-budgets';
-import type { Budget, BudgetRef, BudgetState } from '../core/budget';
+import type { Budget, BudgetRef, BudgetState, ModelSpend } from '../core/budget';
 import { inTransaction } from './postgres-tx';
 
 /** Threads shorter than this are not kept in the item cache (as in the SQLite store). */
@@ -283,7 +283,7 @@ export class PostgresConversationStore implements ConversationStore {
         ]);
       }
       if (req.consumedStaged) await this.staged.remove(req.consumedStaged, c);
-      if (req.spend) await this.ledger.add(c, req.threadId, req.spend.refs, req.spend.amount);
+      if (req.spend) await this.ledger.add(c, req.threadId, req.spend.refs, req.spend.amount, req.spend.byModel);
       return 'committed';
     });
   }
@@ -378,6 +378,11 @@ export class PostgresConversationStore implements ConversationStore {
   async budgetWaiters(ref: BudgetRef): Promise<string[]> {
     await this.migrate();
     return this.ledger.waiters(ref);
+  }
+
+  async spendByModel(ref: BudgetRef): Promise<ModelSpend[]> {
+    await this.migrate();
+    return this.ledger.byModel(ref);
   }
 
   /** Ends the pool (waiting for queries in flight). Closing twice is harmless. */

@@ -3,7 +3,17 @@
  * budget. A commit adds its slice's spend in its own transaction, so a duplicate commit (a retried slice) adds none.
  */
 import type Database from 'better-sqlite3';
-import { type Budget, type BudgetRef, type BudgetState, type SpendAmount, ZERO_SPEND } from '../core/budget';
+import {
+  type Budget,
+  type BudgetRef,
+  type BudgetState,
+  byModelOrder,
+  mergeModelAmounts,
+  type ModelSpend,
+  type ModelSpendAmount,
+  type SpendAmount,
+  ZERO_SPEND,
+} from '../core/budget';
 
 /** Migration 5. Spend columns are totals; `usd` is a float sum (a budget needs no cent-exact ledger). */
 export const BUDGET_MIGRATION = `CREATE TABLE budget_limits (
@@ -30,6 +40,24 @@ export const BUDGET_MIGRATION = `CREATE TABLE budget_limits (
      PRIMARY KEY (scope, key, thread_id)
    ) WITHOUT ROWID;
    CREATE INDEX budget_waiting_thread ON budget_waiting(thread_id);`;
+
+/**
+ * Migration 10 (issue 40): spend per (scope, key, model), added by the same commits as `budget_spend`. Its own table
+ * rather than rows of `budget_spend` under an extra scope: the model is a column, not a suffix of a key that a tenant
+ * key could imitate, and budgets and their reads stay as they were.
+ */
+export const MODEL_SPEND_MIGRATION = `CREATE TABLE budget_model_spend (
+     scope TEXT NOT NULL,
+     key TEXT NOT NULL,
+     model TEXT NOT NULL,
+     input_tokens INTEGER NOT NULL,
+     output_tokens INTEGER NOT NULL,
+     total_tokens INTEGER NOT NULL,
+     usd REAL NOT NULL,
+     slices INTEGER NOT NULL,
+     unpriced_slices INTEGER NOT NULL,
+     PRIMARY KEY (scope, key, model)
+   ) WITHOUT ROWID;`;
 
 interface SpendRow {
   input_tokens: number;
@@ -78,6 +106,32 @@ export class SqliteBudgets {
     return (this.stmts ??= this.prepare());
   }
 
+  // Apart from the others: a read-only store may sit on a file from before migration 10 (it then has no rows to show).
+  private modelStmts?: ReturnType<SqliteBudgets['prepareModels']>;
+
+  private prepareModels() {
+    return {
+      spend: this.db.prepare<[string, string], SpendRow & { model: string }>(
+        'SELECT * FROM budget_model_spend WHERE scope = ? AND key = ?',
+      ),
+      add: this.db.prepare(
+        `INSERT INTO budget_model_spend (scope, key, model, input_tokens, output_tokens, total_tokens, usd, slices, unpriced_slices)
+         VALUES (@scope, @key, @model, @inputTokens, @outputTokens, @totalTokens, @usd, 1, @unpriced)
+         ON CONFLICT (scope, key, model) DO UPDATE SET input_tokens = input_tokens + excluded.input_tokens,
+           output_tokens = output_tokens + excluded.output_tokens, total_tokens = total_tokens + excluded.total_tokens,
+           usd = usd + excluded.usd, slices = slices + 1, unpriced_slices = unpriced_slices + excluded.unpriced_slices`,
+      ),
+    };
+  }
+
+  private get m() {
+    if (this.modelStmts) return this.modelStmts;
+    const exists = this.db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'budget_model_spend'")
+      .get();
+    return exists ? (this.modelStmts = this.prepareModels()) : undefined;
+  }
+
   set(ref: BudgetRef, budget: Budget | null): void {
     if (budget) this.s.setLimit.run(ref.scope, ref.key, JSON.stringify(budget));
     else this.s.removeLimit.run(ref.scope, ref.key);
@@ -87,24 +141,26 @@ export class SqliteBudgets {
     return refs.map((ref) => {
       const l = this.s.limit.get(ref.scope, ref.key);
       const r = this.s.spend.get(ref.scope, ref.key);
-      const spend = r
-        ? {
-            inputTokens: r.input_tokens,
-            outputTokens: r.output_tokens,
-            totalTokens: r.total_tokens,
-            usd: r.usd,
-            slices: r.slices,
-            unpricedSlices: r.unpriced_slices,
-          }
-        : { ...ZERO_SPEND };
+      const spend = r ? spendOf(r) : { ...ZERO_SPEND };
       return l ? { ref: { ...ref }, limit: JSON.parse(l.limits) as Budget, spend } : { ref: { ...ref }, spend };
     });
   }
 
   /** Inside the commit's transaction. */
-  add(threadId: string, refs: readonly BudgetRef[], amount: SpendAmount): void {
+  add(threadId: string, refs: readonly BudgetRef[], amount: SpendAmount, byModel?: readonly ModelSpendAmount[]): void {
     for (const ref of refs) this.s.addSpend.run({ ...ref, ...amount, unpriced: amount.unpriced ? 1 : 0 });
+    const models = mergeModelAmounts(byModel ?? []);
+    if (models.length > 0) {
+      const add = this.m!.add;
+      for (const ref of refs)
+        for (const { model, amount: a } of models) add.run({ ...ref, model, ...a, unpriced: a.unpriced ? 1 : 0 });
+    }
     this.s.forget.run(threadId);
+  }
+
+  byModel(ref: BudgetRef): ModelSpend[] {
+    const rows = this.m?.spend.all(ref.scope, ref.key) ?? [];
+    return rows.map((r) => ({ model: r.model, ...spendOf(r) })).sort(byModelOrder);
   }
 
   wait(threadId: string, refs: readonly BudgetRef[]): void {
@@ -117,3 +173,12 @@ export class SqliteBudgets {
     return this.s.waiters.all(ref.scope, ref.key).map((r) => r.thread_id);
   }
 }
+
+const spendOf = (r: SpendRow) => ({
+  inputTokens: r.input_tokens,
+  outputTokens: r.output_tokens,
+  totalTokens: r.total_tokens,
+  usd: r.usd,
+  slices: r.slices,
+  unpricedSlices: r.unpriced_slices,
+});

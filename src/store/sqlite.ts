@@ -6,11 +6,11 @@ import { createPrivateFile } from './file-modes';
 import { backupDatabase } from './sqlite-backup';
 import { ItemPrefixCache } from './item-cache';
 import { SqliteStagedInputs, STAGED_INPUTS_MIGRATION } from './sqlite-staged';
-import { BUDGET_MIGRATION, SqliteBudgets } from './sqlite-budgets';
+import { BUDGET_MIGRATION, MODEL_SPEND_MIGRATION, SqliteBudgets } from './sqlite-budgets';
 import { CAPACITY_MIGRATION, SqliteCapacity } from './sqlite-capacity';
 import { SCORES_MIGRATION, SqliteEvals } from './sqlite-evals';
 import type { EvalRecords } from './eval-records';
-import type { Budget, BudgetRef, BudgetState } from '../core/budget';
+import type { Budget, BudgetRef, BudgetState, ModelSpend } from '../core/budget';
 import { mergeRanges } from './archived-ranges';
 import {
   ArchiveLimitError,
@@ -91,6 +91,7 @@ const MIGRATIONS: readonly string[] = [
   CAPACITY_MIGRATION,
   SCORES_MIGRATION,
   ARCHIVED_MIGRATION,
+  MODEL_SPEND_MIGRATION,
 ];
 
 interface ThreadRow {
@@ -322,7 +323,7 @@ export class SqliteConversationStore implements ConversationStore {
             .run(JSON.stringify([...ranges, req.archive]), req.threadId);
         }
         if (req.consumedStaged) this.staged.remove(req.consumedStaged);
-        if (req.spend) this.ledger.add(req.threadId, req.spend.refs, req.spend.amount);
+        if (req.spend) this.ledger.add(req.threadId, req.spend.refs, req.spend.amount, req.spend.byModel);
         return 'committed';
       })
       .immediate();
@@ -394,6 +395,10 @@ export class SqliteConversationStore implements ConversationStore {
 
   async budgetWaiters(ref: BudgetRef): Promise<string[]> {
     return this.ledger.waiters(ref);
+  }
+
+  async spendByModel(ref: BudgetRef): Promise<ModelSpend[]> {
+    return this.ledger.byModel(ref);
   }
 
   async close(): Promise<void> {

@@ -85,6 +85,9 @@ describe('price table', () => {
     expect(priceOf('openai.chat:gpt-4.1-mini')).toBe(DEFAULT_PRICES['gpt-4.1-mini']);
     expect(priceOf('openai.responses:gpt-4o-2024-08-06')).toBe(DEFAULT_PRICES['gpt-4o']);
     expect(priceOf('amazon-bedrock:anthropic.claude-x-v1:0')).toBeUndefined();
+    // A table keyed by the model's id as it is, prefix and all, prices it too.
+    const own = { input: 1, output: 2 };
+    expect(priceOf('anthropic.messages:claude-test', { 'anthropic.messages:claude-test': own })).toBe(own);
     expect(priceOf('o3-mini')).toBe(DEFAULT_PRICES['o3-mini']);
     expect(priceOf('o3')).toBe(DEFAULT_PRICES.o3);
     expect(priceOf('o30')).toBeUndefined();

@@ -7,7 +7,7 @@ import { APICallError } from '@ai-sdk/provider';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { capacityGate, KeyClosed } from '../../src/activities/capacity-gate';
-import { routedSpend, unavailableReason } from '../../src/activities/model-routing';
+import { routedSpend, routedSpendByModel, unavailableReason } from '../../src/activities/model-routing';
 import { StreamTimeout } from '../../src/activities/retry';
 import { SLICE_REFUSED } from '../../src/core/slice-protocol';
 import type { ModelRequest } from '../../src/model/provider';
@@ -84,6 +84,28 @@ describe('routedSpend', () => {
     );
     expect(unpricedSecond.unpriced).toBe(true);
     expect(unpricedSecond.usd).toBeCloseTo((100 * 10 + 10 * 100) / 1e6, 12);
+  });
+
+  it('splits the spend by model (usage --by-model): the parts sum to the slice', () => {
+    const a = { inputTokens: 100, outputTokens: 10, totalTokens: 110 };
+    const b = { inputTokens: 300, outputTokens: 20, totalTokens: 320 };
+    const out = {
+      model: 'c:x',
+      usageByModel: [
+        { model: 'p:model-a', usage: a },
+        { model: 'c:x', usage: b },
+      ],
+    };
+    const parts = routedSpendByModel(out, prices);
+    expect(parts).toEqual([
+      { model: 'p:model-a', amount: { ...a, usd: (100 * 10 + 10 * 100) / 1e6, unpriced: false } },
+      { model: 'c:x', amount: { ...b, usd: 0, unpriced: true } },
+    ]);
+    expect(parts.reduce((n, p) => n + p.amount.totalTokens, 0)).toBe(routedSpend(out, prices).totalTokens);
+    // One model, or none that finished a round: the whole slice, under the model that served it.
+    expect(routedSpendByModel({ model: 'p:model-b', usageByModel: [] }, prices)).toEqual([
+      { model: 'p:model-b', amount: { inputTokens: 0, outputTokens: 0, totalTokens: 0, usd: 0, unpriced: false } },
+    ]);
   });
 });
 

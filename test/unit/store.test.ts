@@ -97,7 +97,7 @@ it('sqlite: upgrades a store written by an older schema without losing items', a
   expect((await s.load('t', 2)).map((x) => x.item)).toEqual([{ kind: 'user', text: 'after' }]);
   await s.close();
   const check = new Database(file, { readonly: true });
-  expect(check.pragma('user_version', { simple: true })).toBe(9);
+  expect(check.pragma('user_version', { simple: true })).toBe(10);
   expect(check.prepare("SELECT sql FROM sqlite_master WHERE name = 'items'").pluck().get()).not.toMatch(
     /WITHOUT ROWID/,
   );
@@ -105,6 +105,41 @@ it('sqlite: upgrades a store written by an older schema without losing items', a
     'staged_inputs',
   ); // migration 4
   check.close();
+});
+
+it('sqlite: a store from before spend per model (version 9) upgrades; a read-only reader of it shows none until then', async () => {
+  const file = join(dir, 'before-model-spend.sqlite');
+  const tree = { scope: 'tree', key: 'root' } as const;
+  const amount = { inputTokens: 3, outputTokens: 2, totalTokens: 5, usd: 0.5, unpriced: false };
+  const first = new SqliteConversationStore(file);
+  await first.commit({
+    threadId: 't',
+    sliceId: 's1',
+    expectedLength: 0,
+    items: [],
+    result: result('s1', 0),
+    spend: { refs: [tree], amount },
+  });
+  await first.close();
+  const old = new Database(file);
+  old.exec('DROP TABLE budget_model_spend; PRAGMA user_version = 9;');
+  old.close();
+  const reader = new SqliteConversationStore(file, { readonly: true });
+  expect(await reader.spendByModel(tree)).toEqual([]);
+  expect((await reader.budgets([tree]))[0]!.spend.totalTokens).toBe(5);
+  const writer = new SqliteConversationStore(file);
+  await writer.commit({
+    threadId: 't',
+    sliceId: 's2',
+    expectedLength: 0,
+    items: [],
+    result: result('s2', 0),
+    spend: { refs: [tree], amount, byModel: [{ model: 'p:m', amount }] },
+  });
+  expect((await reader.spendByModel(tree)).map((m) => [m.model, m.totalTokens, m.slices])).toEqual([['p:m', 5, 1]]);
+  expect((await reader.budgets([tree]))[0]!.spend.totalTokens).toBe(10);
+  await reader.close();
+  await writer.close();
 });
 
 describe('sqlite item cache', () => {
