@@ -93,6 +93,9 @@ const reviewer = defineAgent({
   tools: [tool('read_diff')],
 });
 
+/** An agent whose threads stop at 10 tokens unless given a budget of their own (a turn spends 20). */
+const capped = defineAgent({ name: 'capped', model: triageModel, budget: { totalTokens: 10 } });
+
 /** The resolver's own definition, which the test changes between two slices. */
 let resolved: AgentDefinition | undefined;
 const resolverModel = scripted('model-resolved', (req) => ({ text: `resolved: ${lastText(req)}` }));
@@ -115,7 +118,7 @@ describe.each(makers)('agents on one worker, %s store', (storeName, makeStore) =
     sys = await startTestSystem({
       model: defaultModel,
       tools: [tool('default_tool')],
-      agents: [triage, coder, reviewer],
+      agents: [triage, coder, reviewer, capped],
       resolveAgent: ({ agent }) => (agent === 'planner' ? resolved : undefined),
       ...(store && { store }),
     });
@@ -260,6 +263,11 @@ describe.each(makers)('agents on one worker, %s store', (storeName, makeStore) =
       return s.status === 'agent_unavailable' ? s : undefined;
     });
     expect(waiting.agentUnavailable?.agent).toBe('ghost');
+    const details = (
+      (await sys.client.thread(g).workflow.query('__temporal_workflow_metadata')) as { currentDetails?: string }
+    ).currentDetails;
+    expect(details).toContain('agent `ghost`');
+    expect(details).toContain(`waiting for agent \`ghost\`: no worker defines it`);
     expect(waiting.agentUnavailable?.known).toEqual(expect.arrayContaining(['triage', 'coder', 'default']));
     expect(sys.seen.slice(seen).some((e) => e.threadId === g && e.type === 'agent_unavailable')).toBe(true);
     // waitForIdle answers: the thread waits for its agent, like one over budget.
@@ -313,6 +321,23 @@ describe.each(makers)('agents on one worker, %s store', (storeName, makeStore) =
     expect(r.dropped.malformed).toBe(1);
     expect(defaultModel.requests.some((q) => self(q) === raw)).toBe(true);
     await replayed(t, 'agents-hostile-set-agent');
+  });
+
+  it("gives a thread without a budget of its own its agent's default budget", async () => {
+    const t = uid('capped');
+    await sys.client.sendUserText(t, 'one', { agent: 'capped' });
+    expect((await sys.client.thread(t).waitForIdle()).status).toBe('idle');
+    await sys.client.sendUserText(t, 'two');
+    const over = await sys.client.thread(t).waitForIdle();
+    expect(over.status).toBe('over_budget');
+    expect(over.overBudget).toMatchObject({ scope: 'thread', key: t, field: 'totalTokens', limit: 10 });
+    // A budget of its own replaces the agent's default.
+    await sys.client.setBudget({ thread: t }, { totalTokens: 1000 });
+    const done = await eventually(async () => {
+      const s = await sys.client.thread(t).status();
+      return s.status === 'idle' && s.slices === 2 ? s : undefined;
+    });
+    expect(done.overBudget).toBeUndefined();
   });
 
   it('forks keep the source agent unless told otherwise', async () => {

@@ -79,8 +79,13 @@ export async function sliceAttempt(
   if ('committed' in load) return load.committed;
   const { loaded } = load;
   // Before the model call: a slice that would start over budget calls nothing and commits nothing (issue 27 §1).
-  const budgetRefs = await checkBudget(rt.deps.store, input, loaded.record.rootThreadId, rt.emit, (scope) =>
-    rt.deps.metrics?.overBudget?.(scope),
+  const budgetRefs = await checkBudget(
+    rt.deps.store,
+    input,
+    loaded.record.rootThreadId,
+    rt.emit,
+    (scope) => rt.deps.metrics?.overBudget?.(scope),
+    rt.agent.budget,
   );
   const out = await complete(rt, input, control, loaded);
   const built = buildSliceResult({

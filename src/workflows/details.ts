@@ -46,6 +46,11 @@ export function currentDetails(threadId: string, st: ThreadState, status: AgentS
   return [
     `**${status}** · ${st.length} items · ${st.slices} slices`,
     forkedFrom ? `forked from \`${forkedFrom.threadId}\` at item ${forkedFrom.at}` : '',
+    // Release 0.13 (issue 40): only threads that name an agent show one.
+    st.agent !== undefined ? `agent \`${st.agent}\`` : '',
+    st.agentMissing
+      ? `waiting for agent \`${st.agentMissing.agent}\`: no worker defines it (move the thread: \`infinity-temporal agent set ${threadId} <agent>\`)`
+      : '',
     pending ? `waiting for \`${pending.name}\` (call ${pending.id})` : '',
     ...st.prompts.map((p) => promptLine(threadId, p)),
     st.lastCalls && st.lastCalls.length > 0

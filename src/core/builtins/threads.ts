@@ -72,7 +72,8 @@ export const validateThreadTool: BuiltinValidator = async (name, args, callId, c
       const spawnable = ctx.spawnable ?? [];
       if (spawnable.length > 0 && args.agent !== undefined) {
         const agent = str(args.agent);
-        if (agent === undefined || !spawnable.some((a) => a.name === agent)) return { result: unknownAgent(args.agent, spawnable) };
+        if (agent === undefined || !spawnable.some((a) => a.name === agent))
+          return { result: unknownAgent(args.agent, spawnable) };
         return { action: { type: 'spawn', callId, instructions, agent } };
       }
       return { action: { type: 'spawn', callId, instructions } };
