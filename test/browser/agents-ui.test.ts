@@ -11,7 +11,7 @@ import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { coder, reviewer, TASK } from '../../examples/agents';
 import { type LocalSystem, startLocalSystem } from '../../src/local-system';
-import { launchChromium } from './chromium';
+import { launchChromium, until } from './chromium';
 
 const DOCS = join(__dirname, '..', '..', 'docs');
 let system: LocalSystem;
@@ -31,16 +31,6 @@ afterAll(async () => {
   await system?.shutdown();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
-
-/** Polls until `check` returns something. */
-async function until<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const v = await check();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const shot = async (page: Page, name: string) => {
   if (process.env.RECORD_SCREENSHOT === '1') await page.screenshot({ path: join(DOCS, name) });

@@ -22,3 +22,13 @@ export async function launchChromium(): Promise<Browser> {
     ],
   });
 }
+
+/** Polls until `check` returns something (the thread's next steps run on the worker meanwhile), for up to 30 s. */
+export async function until<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {
+  for (let i = 0; i < 300; i++) {
+    const v = await check();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}

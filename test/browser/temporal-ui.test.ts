@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
-import { launchChromium } from './chromium';
+import { launchChromium, until } from './chromium';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalSystem, startLocalSystem } from '../../src/local-system';
 import { buildStatusDemoTool } from '../../src/tools/demo';
@@ -37,16 +37,6 @@ afterAll(async () => {
   await system?.shutdown();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
-
-/** Polls until `check` returns something (the thread's next steps run on the worker meanwhile). */
-async function until<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const v = await check();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** The page's text and its frames' (the UI renders summaries and details, markdown, in sandboxed iframes). */
 async function allText(page: Page): Promise<string> {
