@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { GROUPS, type ScalingResults } from './phases/scaling';
+import type { AgentsWavesResults } from './probes/agents-waves';
 import type { Results } from './results';
 
 /**
@@ -23,15 +24,19 @@ import type { Results } from './results';
  * promises.
  */
 async function runBench(profile: string, timeoutMs: number): Promise<string> {
-  const out = mkdtempSync(join(tmpdir(), `bench-${profile}-`));
+  return runInto(`bench-${profile}`, (out) => ['run.ts', '--profile', profile, '--out', out], timeoutMs);
+}
+
+/** Runs `bench/<args(out)>` (a script and its arguments) with `out`, a new directory; returns the directory. */
+async function runInto(name: string, args: (out: string) => string[], timeoutMs: number): Promise<string> {
+  const out = mkdtempSync(join(tmpdir(), `${name}-`));
   const logFile = `${out}.log`;
   const log = openSync(logFile, 'w');
+  const [script, ...rest] = args(out);
   try {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(__dirname, 'run.ts'), '--profile', profile, '--out', out],
-      { stdio: ['ignore', log, log] },
-    );
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, script!), ...rest], {
+      stdio: ['ignore', log, log],
+    });
     // 'exit', not 'close': a process the bench left behind may hold the log open, and must not hold up the test.
     const ended = await new Promise<number | NodeJS.Signals | null>((resolve, reject) => {
       const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
@@ -46,7 +51,7 @@ async function runBench(profile: string, timeoutMs: number): Promise<string> {
     });
     if (ended !== 0) {
       const tail = (await readFile(logFile, 'utf8')).split('\n').slice(-40).join('\n');
-      throw new Error(`bench --profile ${profile} ended with ${ended}; the last lines of ${logFile}:\n${tail}`);
+      throw new Error(`bench ${args(out).join(' ')} ended with ${ended}; the last lines of ${logFile}:\n${tail}`);
     }
   } finally {
     closeSync(log);
@@ -191,4 +196,22 @@ it('runs the scaling matrix: every server × store × worker count, each cell co
     '| worker processes | dev server · SQLite | dev server · PostgreSQL | cluster · SQLite | cluster · PostgreSQL |',
   );
   expect(md.match(/\| \*\*(server|workers|postgres|driver)\*\* \|$/gm)).toHaveLength(cells.length);
+});
+
+it('runs the agents-waves probe: one-agent and two-agent waves, each two-agent wave on both agents', async () => {
+  const out = await runInto('agents-waves', (o) => ['probes/agents-waves.ts', '4', '1', '1', '--out', o], 180_000);
+  const files = await readdir(out);
+  expect(files).toHaveLength(1);
+  const r = JSON.parse(await readFile(join(out, files[0]!), 'utf8')) as AgentsWavesResults;
+  expect(r.errors).toEqual([]);
+  // A warm-up wave of each arm, then one measured pair.
+  expect(r.waves.map((w) => `${w.arm}${w.wave}`)).toEqual(['one0', 'two0', 'one1', 'two2']);
+  for (const w of r.waves) {
+    // 4 threads × 1 turn × 2 completions, and a latency for every tool result.
+    expect(w.completions).toBe(8);
+    expect(w.latencyN).toBe(4);
+    expect(w.slicesByAgent).toEqual(w.arm === 'one' ? { alpha: 8 } : { alpha: 4, beta: 4 });
+  }
+  for (const table of [r.medians.one, r.medians.two, r.ratio, r.pairRatio])
+    for (const [k, v] of Object.entries(table)) expect(Number.isFinite(v) && v > 0, k).toBe(true);
 });

@@ -17,6 +17,7 @@ import { defineTool } from '../src/tools/tool';
 import { createAgentWorker } from '../src/worker/create-worker';
 import { maxWorkflowSlotsFor } from '../src/worker/workflow-slots';
 import type { BaselineActivities, BenchSinks } from './baselines/workflows';
+import { benchAgents } from './lib/bench-agents';
 import { type BareStart, type Design, startBareAgent } from './lib/fleet';
 import { runMain } from './lib/main';
 import type { DriverToWorker, WorkerToDriver } from './lib/worker-messages';
@@ -79,12 +80,15 @@ async function main() {
         send({ k: 'tool', id: ctx.threadId, call: ctx.toolCallId });
       },
     });
+    // `AGENTS`: the worker hosts the benchmark's two agents (issue 40) instead of defining its own `default`.
+    const own = env.AGENTS
+      ? { agents: benchAgents(model, (ctx) => send({ k: 'tool', id: ctx.threadId, call: ctx.toolCallId })) }
+      : { model, tools: [tool] };
     const agent = await createAgentWorker({
       connection,
       taskQueue: env.TASK_QUEUE!,
       store,
-      model,
-      tools: [tool],
+      ...own,
       maxCachedWorkflows: maxCached,
       workflowBundle: env.BUNDLE_PATH ? { codePath: env.BUNDLE_PATH } : undefined,
       workerOptions: {

@@ -74,6 +74,11 @@ export interface FleetOptions {
    * @default 'driver'
    */
   startIn?: 'driver' | 'worker';
+  /**
+   * `ours` only: the worker hosts the benchmark's two agents (`bench/lib/bench-agents.ts`, issue 40), and each agent's
+   * texts name the agent this returns for its id (undefined: none, the worker's default).
+   */
+  agentOf?: (id: string) => string | undefined;
 }
 
 /**
@@ -129,6 +134,7 @@ export class Fleet {
     this.taskQueue = `bench-${opts.design}-${Date.now()}`;
     if ((opts.workers ?? 1) !== 1 && opts.design !== 'ours')
       throw new Error(`only ours runs several worker processes, not ${opts.design}`);
+    if (opts.agentOf && opts.design !== 'ours') throw new Error(`only ours hosts agents, not ${opts.design}`);
     if (opts.startIn === 'worker' && opts.design !== 'ours' && opts.design !== 'bare')
       throw new Error(`only ours and bare start their agents in the worker process, not ${opts.design}`);
     this.processes = new WorkerProcesses(opts.design, (m) => this.onMessage(m));
@@ -166,6 +172,7 @@ export class Fleet {
       ...(this.opts.startIn === 'worker' && { START_IN_WORKER: '1' }),
       ...(this.opts.threadOptions && { THREAD_OPTIONS: JSON.stringify(this.opts.threadOptions) }),
       ...(this.opts.bare && { BARE_START: JSON.stringify(this.opts.bare) }),
+      ...(this.opts.agentOf && { AGENTS: '1' }),
     });
   }
 
@@ -221,9 +228,11 @@ export class Fleet {
         });
         if (error !== undefined) throw new Error(error);
       } else if (this.opts.design === 'ours') {
+        const agent = this.opts.agentOf?.(a.id);
         await this.agentClient.sendUserText(a.id, text, {
           id: `${a.id}-u${a.turn}`,
           ...(a.priority && { priority: a.priority }),
+          ...(agent !== undefined && { agent }),
         });
       } else if (this.opts.design === 'bare') {
         await this.startBare(a, text);
