@@ -27,4 +27,3 @@ export function guaranteeAgents(model: ModelProvider): AgentDefinition[] {
 /** What the scenarios' threads name at start: `planner` in a `several` cell, nothing (the default agent) else. */
 export const agentOf = (cell: MatrixCell): { agent?: string } =>
   cell.agents === 'several' ? { agent: 'planner' } : {};
-
