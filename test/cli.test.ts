@@ -290,7 +290,7 @@ describe('infinity-temporal CLI', () => {
       [['start', '--fairness-weight', 'heavy'], "--fairness-weight must be a number, got 'heavy'"],
       [
         ['threads', '--status', 'bogus'],
-        "--status must be one of idle, running, waiting_tool, failed, closed, over_budget; got 'bogus'",
+        "--status must be one of idle, running, waiting_tool, failed, closed, over_budget, agent_unavailable; got 'bogus'",
       ],
       [['threads', '--kind', 'nope'], '--kind must be one of root, child, event, compaction'],
       [['tail', threadId, '--after', 'garbage'], "--after takes a live event's eventId"],

@@ -231,14 +231,15 @@ describe('databases made before forks', () => {
     await commit(fresh, 'old', [user('before forks')]);
     await fresh.close();
     // Back to the schema before forks (migration 6): no base columns, nor what the migrations after it made (the
-    // provider limits' tables of 7, the scores of 8, the archived ranges of 9).
+    // provider limits' tables of 7, the scores of 8, the archived ranges of 9, the spend per model of 10).
     const db = new Database(file);
     const version = db.pragma('user_version', { simple: true }) as number;
-    expect(version).toBe(9);
+    expect(version).toBe(10);
     db.exec('ALTER TABLE threads DROP COLUMN base_thread_id; ALTER TABLE threads DROP COLUMN base_up_to');
     db.exec('DROP TABLE capacity_keys; DROP TABLE capacity_leases; DROP TABLE scores');
     db.exec('ALTER TABLE threads DROP COLUMN archived');
-    db.pragma(`user_version = ${version - 4}`);
+    db.exec('DROP TABLE budget_model_spend');
+    db.pragma(`user_version = ${version - 5}`);
     db.close();
 
     const store = new SqliteConversationStore(file);
@@ -253,8 +254,9 @@ describe('databases made before forks', () => {
     const url = await createTestDatabase('forkmigrate');
     const pool = new pg.Pool({ connectionString: url, max: 1 });
     try {
-      // The schema before forks (migration 3) and the migrations after it (provider limits, scores, archived ranges).
-      expect(MIGRATIONS).toHaveLength(6);
+      // The schema before forks (migration 3) and the migrations after it (provider limits, scores, archived ranges,
+      // spend per model).
+      expect(MIGRATIONS).toHaveLength(7);
       expect(await migrateSchema(pool, 'before', MIGRATIONS.slice(0, 2))).toBe(2);
       await pool.query(
         `INSERT INTO "before"."threads" (thread_id, kind, root_thread_id) VALUES ('old', 'root', 'old')`,

@@ -136,6 +136,8 @@ it('reports a thread failing after a bad deploy, lists it as stuck, and recovers
       threadId: parked.threadId,
       running: true,
       kind: 'root',
+      // The client found AgentName registered on the suite's dev server: a thread that names none is `default`.
+      agent: 'default',
       status: 'failed',
       problems: ['category=WorkflowTaskFailed', 'cause=WorkflowTaskFailedCauseNonDeterministicError'],
     },
