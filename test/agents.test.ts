@@ -222,6 +222,11 @@ describe.each(makers)('agents on one worker, %s store', (storeName, makeStore) =
     expect(coderModel.requests.some((r) => self(r) === child)).toBe(false);
     expect((await sys.client.thread(child).status()).agent).toBe('reviewer');
     expect((await sys.store.findSlice(child, `${child}/slice-0`))?.agent?.name).toBe('reviewer');
+    // The UI's event history says which agent ran each slice (the activity's summary).
+    const summaries = ((await sys.client.thread(child).workflow.fetchHistory()).events ?? []).flatMap((e) =>
+      e.userMetadata?.summary?.data ? [Buffer.from(e.userMetadata.summary.data).toString()] : [],
+    );
+    expect(summaries.some((x) => x.includes('slice 1 (reviewer):'))).toBe(true);
     await replayed(c, 'agents-spawn-other-kind');
     await replayed(child, 'agents-child-of-other-kind');
   });

@@ -91,7 +91,13 @@ export function runBatch(
   const summary = sliceSummary(
     st.slices + 1,
     append,
-    { toolName: loop.toolName, callLine: loop.callLine, ...(replyBefore !== undefined && { replyBefore }) },
+    {
+      toolName: loop.toolName,
+      callLine: loop.callLine,
+      ...(replyBefore !== undefined && { replyBefore }),
+      // Activity summaries are user metadata, not compared on replay (test/ui-replay.test.ts): no patch.
+      ...(st.agent !== undefined && { agent: st.agent }),
+    },
     loop.retrying,
   );
   return ctx.slices.run(input, summary, local);

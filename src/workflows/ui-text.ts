@@ -15,6 +15,8 @@ export interface SummaryContext {
   callLine(callId: string): string | undefined;
   /** The previous slice's reply, when it ended the turn without a call. */
   replyBefore?: string;
+  /** The thread's agent, when it names one (issue 40): the UI's event history says which agent ran each slice. */
+  agent?: string;
 }
 
 /**
@@ -82,7 +84,8 @@ export function sliceSummary(n: number, append: readonly StoredItem[], ctx: Summ
     ctx.replyBefore !== undefined && append[0]?.item.kind === 'user'
       ? ` — after reply ${quoted(firstLine(ctx.replyBefore), 50)}`
       : '';
-  return short(`slice ${n}: ${retry ? 'retry of ' : ''}${what}${after}`, 200);
+  const agent = ctx.agent !== undefined ? ` (${ctx.agent})` : '';
+  return short(`slice ${n}${agent}: ${retry ? 'retry of ' : ''}${what}${after}`, 200);
 }
 
 /** One line of the `transcript` query for an item the thread handed to a slice. */
