@@ -25,6 +25,7 @@ const VALUES = {
     'over budget',
     'migrated with a call pending',
     'child of another agent, moved',
+    'agent missing, moved',
   ],
   signalNames: ['input', 'by-kind'],
   store: ['memory', 'sqlite', 'postgres'],
@@ -82,6 +83,10 @@ export function allowed(c: Partial<MatrixCell>): boolean {
   if (c.scenario === 'worker killed mid-slice' && (c.limits === 'throttled' || c.agents === 'several')) return false;
   // A child of another agent needs the other agents: a system of its default agent alone has none.
   if (c.scenario === 'child of another agent, moved' && c.agents === 'one') return false;
+  // The thread is moved to `planner`; its inputs are user texts (no RAP callback), and a refused slice commits
+  // nothing, so no commit can fail once to force the regular-activity retry.
+  if (c.scenario === 'agent missing, moved' && (c.agents === 'one' || c.delivery === 'rap' || c.slicePath === 'retry'))
+    return false;
   // Thousands of inputs by spawned processes would measure process start-up, not the runtime.
   if (c.scenario === 'flood 3000' && (c.delivery === 'cli' || c.delivery === 'temporal-cli')) return false;
   // The killed worker is a process of its own (the README's createAgentWorker) on a store both processes open.

@@ -542,6 +542,60 @@ export async function childOfAnotherAgentScenario(sys: GuaranteeSystem, cell: Ma
   await expectPath(thread, cell.slicePath);
 }
 
+/**
+ * Many agents (issue 40 §5): a thread started with an agent no worker defines waits with its queue (status
+ * `agent_unavailable`, no workflow task failing, no model call), takes a second text by the cell's delivery into its
+ * queue meanwhile, and once moved to `planner` answers both, in order, each once, with the planner's instructions.
+ */
+export async function missingAgentScenario(sys: GuaranteeSystem, cell: MatrixCell) {
+  // A client that does not list the workers' agents (one in another process; the agent was since removed from the
+  // workers): the system's own client refuses a name its worker lacks. Any thread option makes such a client.
+  const threadId = uid('ghost');
+  const client = sys.client(cell.slicePath, { dedupWindow: 4096 });
+  const thread = await client.startThread({ threadId, agent: 'ghost' });
+  const first = cell.slicePath === 'adopted' ? `anyone there? ${SLOW_MARK}` : 'anyone there?';
+  await thread.sendUserText(first);
+  await eventually(
+    async () => (await thread.status()).status === 'agent_unavailable' || undefined,
+    60_000,
+    'the wait for the agent',
+  );
+  const second = 'still waiting';
+  // An acknowledged delivery answers once the thread takes the input into a batch: after the move, so not awaited here.
+  const delivering =
+    cell.delivery === 'signal'
+      ? client.sendUserText(threadId, second)
+      : sys.deliver(cell.delivery, userText(threadId, second));
+  const waiting = await eventually(
+    async () => {
+      const s = await thread.status();
+      return s.queued >= 1 ? s : undefined;
+    },
+    60_000,
+    'the second text queued',
+  );
+  expect(waiting.status, 'still waiting for its agent').toBe('agent_unavailable');
+  expect(waiting.agentUnavailable?.agent).toBe('ghost');
+  expect(
+    sys.modelSystems().filter((s) => threadOf(s) === threadId),
+    'no model call while waiting',
+  ).toEqual([]);
+  await client.setAgent(threadId, 'planner');
+  await delivering;
+  const history = await settledHistory(thread, 4);
+  expect(history).toEqual([
+    { kind: 'user', text: first },
+    { kind: 'assistant', text: `read ${Buffer.byteLength(first)} bytes` },
+    { kind: 'user', text: second },
+    { kind: 'assistant', text: `read ${Buffer.byteLength(second)} bytes` },
+  ]);
+  const mine = sys.modelSystems().filter((s) => threadOf(s) === threadId);
+  expect(mine.length).toBeGreaterThanOrEqual(2);
+  for (const s of mine) expect(s.startsWith(PLANNER), 'answered by the planner').toBe(true);
+  expect((await thread.status()).agent).toBe('planner');
+  await expectPath(thread, cell.slicePath);
+}
+
 export const SCENARIOS: Partial<
   Record<MatrixCell['scenario'], (sys: GuaranteeSystem, cell: MatrixCell) => Promise<void>>
 > = {
@@ -562,4 +616,5 @@ export const SCENARIOS: Partial<
   'over budget': overBudgetScenario,
   'migrated with a call pending': migratedScenario,
   'child of another agent, moved': childOfAnotherAgentScenario,
+  'agent missing, moved': missingAgentScenario,
 };

@@ -207,7 +207,8 @@ describe('a slice that hangs on every attempt sets its batch aside', () => {
       expect.objectContaining({ threadId: thread.threadId, status: 'failed', kind: 'root', running: true }),
     );
     const plain = await cli.run('threads', '--status', 'failed');
-    expect(plain.stdout.split('\n')).toContain(`${thread.threadId}\troot\tfailed`);
+    // Its agent's column: `default` (the dev server has `AgentName`).
+    expect(plain.stdout.split('\n')).toContain(`${thread.threadId}\troot\tfailed\tdefault`);
 
     // One live info event per failed attempt, naming the slice, on the hub and through thread.events().
     const told = (events: ThreadEvent[]) =>
