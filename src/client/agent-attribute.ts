@@ -1,9 +1,13 @@
 /**
  * The `AgentName` search attribute at a thread's start (issue 40). A server without it registered refuses a start
- * that sets it, so the client tries with it and, refused for that reason, starts without it and remembers: one extra
- * request per client on such a server, none after. A thread started with it proves the server has it, which is what
- * lets the thread write it later (a `set_agent`, its children).
+ * that sets it, so the client asks the server once which attributes it has (`ListSearchAttributes`) and sets it only
+ * where registered; a server that cannot say (no operator service, no permission) gets none. A start refused for it
+ * all the same is made again without it, and the client remembers. Asking first, rather than trying: a refused start
+ * must leave nothing behind, and Temporal's time-skipping test server does (its next signal-with-start fails). A
+ * thread started with it proves the server has it, which is what lets the thread write it later (a `set_agent`, its
+ * children).
  */
+import type { Client } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
 import { DEFAULT_AGENT } from '../core/agents';
 import { searchAttributes } from '../workflows/definitions';
@@ -19,8 +23,22 @@ export function refusedAttribute(e: unknown, name: string): boolean {
 }
 
 export class AgentNameAttribute {
-  /** Undefined until a start said; false once the server refused it. */
-  private registered: boolean | undefined;
+  /** Whether the server has `AgentName`: asked at the first start, false once a start was refused for it. */
+  private registered: Promise<boolean> | undefined;
+
+  constructor(private readonly temporal: Client) {}
+
+  private hasIt(): Promise<boolean> {
+    this.registered ??= Promise.resolve()
+      .then(() =>
+        this.temporal.connection.operatorService.listSearchAttributes({ namespace: this.temporal.options.namespace }),
+      )
+      .then(
+        (r) => Object.hasOwn(r.customAttributes ?? {}, 'AgentName'),
+        () => false,
+      );
+    return this.registered;
+  }
 
   /**
    * Runs `start` with `AgentName` added to `attributes` (the agent, or `default`), unless the server is known not to
@@ -31,14 +49,12 @@ export class AgentNameAttribute {
     agent: string | undefined,
     start: (attributes: SearchAttributePair[]) => Promise<T>,
   ): Promise<T> {
-    if (this.registered === false) return await start([...attributes]);
+    if (!(await this.hasIt())) return await start([...attributes]);
     try {
-      const started = await start([...attributes, { key: searchAttributes.AgentName, value: agent ?? DEFAULT_AGENT }]);
-      this.registered = true;
-      return started;
+      return await start([...attributes, { key: searchAttributes.AgentName, value: agent ?? DEFAULT_AGENT }]);
     } catch (e) {
       if (!refusedAttribute(e, 'AgentName')) throw e;
-      this.registered = false;
+      this.registered = Promise.resolve(false);
       return await start([...attributes]);
     }
   }

@@ -37,10 +37,11 @@ export type RootStart = ReturnType<ThreadStarts['options']>;
 export class ThreadStarts {
   /** Threads known to exist (eager start only): a text to one of them is signalled without trying a start. */
   private readonly known = new Set<string>();
-  /** Whether the server has `AgentName` (issue 40), learnt from the first start. */
-  readonly agentName = new AgentNameAttribute();
+  /** Whether the server has `AgentName` (issue 40), asked at the first start. */
+  readonly agentName: AgentNameAttribute;
 
   constructor(private readonly config: ThreadStartConfig) {
+    this.agentName = new AgentNameAttribute(config.client);
     const connection = config.client.connection as {
       [InternalConnectionLikeSymbol]?: { supportsEagerStart?: boolean };
     };
