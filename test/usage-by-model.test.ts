@@ -95,6 +95,9 @@ describe.each(makers)('usage by model, %s store', (_name, makeStore) => {
     ]);
     // Without the flag, as before: one line per scope.
     expect((await cli.run('usage', '--tenant', tenant)).stdout.trim().split('\n')).toHaveLength(1);
+    // `budget show` takes it too: the same lines.
+    const shown = await cli.run('budget', 'show', '--tenant', tenant, '--thread', d, '--by-model');
+    expect(shown.stdout).toBe(usage.stdout);
 
     const json = await cli.run('usage', '--tenant', tenant, '--by-model', '--json');
     const [state] = json.stdout

@@ -65,6 +65,7 @@ export function registerBudget(program: Command, out: Out): void {
     });
 
   withScopes(budget.command('show').description('limits and spend so far'))
-    .option('--json', 'one JSON object per scope')
+    .option('--by-model', 'and per model that served its slices, a line each under the scope')
+    .option('--json', 'one JSON object per scope (with --by-model: its byModel list)')
     .action(showBudgets(out));
 }
