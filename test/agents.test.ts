@@ -98,6 +98,8 @@ const capped = defineAgent({ name: 'capped', model: triageModel, budget: { total
 
 /** The resolver's own definition, which the test changes between two slices. */
 let resolved: AgentDefinition | undefined;
+/** While set, the resolver fails for the agent `flaky` (its definitions' source is down). */
+let resolverDown = false;
 const resolverModel = scripted('model-resolved', (req) => ({ text: `resolved: ${lastText(req)}` }));
 const resolvedAs = (instructions: string) =>
   defineAgent({ name: 'planner', instructions, model: resolverModel, tools: [tool('plan')] });
@@ -119,7 +121,10 @@ describe.each(makers)('agents on one worker, %s store', (storeName, makeStore) =
       model: defaultModel,
       tools: [tool('default_tool')],
       agents: [triage, coder, reviewer, capped],
-      resolveAgent: ({ agent }) => (agent === 'planner' ? resolved : undefined),
+      resolveAgent: ({ agent }) => {
+        if (agent === 'flaky' && resolverDown) throw new Error('definitions database unreachable');
+        return agent === 'planner' || agent === 'flaky' ? resolved : undefined;
+      },
       ...(store && { store }),
     });
   });
@@ -296,6 +301,30 @@ describe.each(makers)('agents on one worker, %s store', (storeName, makeStore) =
       (await sys.temporal.workflow.getHandle(g).describe()).typedSearchAttributes.get(searchAttributes.AgentName),
     ).toBe('triage');
     await replayed(g, 'agents-missing-then-moved');
+  });
+
+  it('waits, keeping its inputs, while the resolver fails, and goes on at the next input once it answers', async () => {
+    const f = uid('flaky');
+    resolved = resolvedAs('You are PLANNER, resolved.');
+    resolverDown = true;
+    await sys.client.sendUserText(f, 'first', { agent: 'flaky' });
+    const waiting = await eventually(async () => {
+      const s = await sys.client.thread(f).status();
+      return s.status === 'agent_unavailable' ? s : undefined;
+    });
+    expect(waiting.agentUnavailable?.reason).toBe('resolveAgent failed: definitions database unreachable');
+    expect(waiting.setAside).toBeUndefined();
+    resolverDown = false;
+    await sys.client.sendUserText(f, 'second');
+    const done = await eventually(async () => {
+      const s = await sys.client.thread(f).status();
+      return s.status === 'idle' && s.queued === 0 && s.slices >= 2 ? s : undefined;
+    });
+    expect(done.agentUnavailable).toBeUndefined();
+    const texts = (await sys.client.thread(f).history())
+      .filter((i) => i.kind === 'user')
+      .map((i) => (i as { text: string }).text);
+    expect(texts).toEqual(['first', 'second']);
   });
 
   it('drops a hand-made set_agent or start agent that names no valid agent, and runs on', async () => {

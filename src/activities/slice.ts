@@ -44,20 +44,35 @@ export function createSliceActivities(deps: SliceDependencies) {
   /** The runtime of the slice's agent, or a refusal the thread waits on (never a failing workflow task). */
   const runtimeFor = async (input: SliceInput): Promise<SliceRuntime> => {
     const name = input.agent ?? DEFAULT_AGENT;
-    const agent = await catalog.resolve({
-      threadId: input.threadId,
-      agent: name,
-      ...(input.tenant !== undefined && { tenant: input.tenant }),
-      ...(input.userId !== undefined && { userId: input.userId }),
-    });
+    let agent: AgentDefinition | undefined;
+    let reason: string | undefined;
+    try {
+      agent = await catalog.resolve({
+        threadId: input.threadId,
+        agent: name,
+        ...(input.tenant !== undefined && { tenant: input.tenant }),
+        ...(input.userId !== undefined && { userId: input.userId }),
+      });
+    } catch (e) {
+      // The definitions' source is down (a database, a tenant service): the thread's inputs are not at fault, so it
+      // waits for its agent as for a missing one, instead of its batch being set aside after the attempts.
+      reason = `resolveAgent failed: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500);
+    }
     if (!agent) {
-      const details: AgentUnavailable = { agent: name, known: catalog.names.slice(0, 20) };
+      const details: AgentUnavailable = {
+        agent: name,
+        known: catalog.names.slice(0, 20),
+        ...(reason !== undefined && { reason }),
+      };
       emit({ threadId: input.threadId, type: 'agent_unavailable', ...details });
       emit({ threadId: input.threadId, type: 'status', status: 'agent_unavailable' });
       throw ApplicationFailure.create({
         type: SLICE_REFUSED.agentUnavailable,
         nonRetryable: true,
-        message: `no agent named '${name}' is defined on this worker (it defines: ${catalog.names.join(', ') || 'none'}); the thread waits until it is, or until it is moved with setAgent`,
+        message:
+          reason !== undefined
+            ? `agent '${name}' could not be resolved (${reason}); the thread waits and asks again`
+            : `no agent named '${name}' is defined on this worker (it defines: ${catalog.names.join(', ') || 'none'}); the thread waits until it is, or until it is moved with setAgent`,
         details: [details],
       });
     }

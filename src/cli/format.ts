@@ -126,7 +126,7 @@ export function statusLines(s: ThreadStatus): string[] {
   if (s.agentUnavailable)
     lines.push(
       colour.yellow(
-        `waiting for agent ${s.agentUnavailable.agent}: no worker defines it (${s.agentUnavailable.checks} checks;` +
+        `waiting for agent ${s.agentUnavailable.agent}: ${s.agentUnavailable.reason ?? 'no worker defines it'} (${s.agentUnavailable.checks} checks;` +
           ` known: ${s.agentUnavailable.known?.join(', ') || 'none'}); move it with \`agent set\``,
       ),
     );

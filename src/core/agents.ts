@@ -19,6 +19,8 @@ export interface AgentUnavailable {
   agent: string;
   /** What the worker knows instead, for the message and `status`. */
   known?: string[];
+  /** Why, when it is not that nothing defines the agent: the worker's `resolveAgent` failed (its message). */
+  reason?: string;
 }
 
 /** The name of the agent a worker's own options define (`model`, `systemPrompt`, `tools`, ...). */

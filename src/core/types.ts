@@ -260,7 +260,7 @@ export interface ThreadStatus {
   /** The thread's agent (issue 40); absent: the worker's default agent. */
   agent?: string;
   /** While no worker defines the thread's agent (status `agent_unavailable`): which, and since how many checks. */
-  agentUnavailable?: { agent: string; checks: number; known?: string[] };
+  agentUnavailable?: { agent: string; checks: number; known?: string[]; reason?: string };
   /**
    * The run was due to continue as new but its state would be `bytes` long, over `limit`: it goes on in the same run
    * until its queue shrinks (docs/limits.md). Absent otherwise.
@@ -305,5 +305,5 @@ export type ThreadEvent = { threadId: string } & (
   /** A slice did not start: the thread's, its tree's or its tenant's budget is reached (status `over_budget`). */
   | ({ type: 'budget_exceeded' } & BudgetExceeded)
   /** A slice did not start: the worker has no definition of the thread's agent (status `agent_unavailable`). */
-  | { type: 'agent_unavailable'; agent: string; known?: string[] }
+  | { type: 'agent_unavailable'; agent: string; known?: string[]; reason?: string }
 );

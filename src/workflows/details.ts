@@ -49,7 +49,7 @@ export function currentDetails(threadId: string, st: ThreadState, status: AgentS
     // Release 0.13 (issue 40): only threads that name an agent show one.
     st.agent !== undefined ? `agent \`${st.agent}\`` : '',
     st.agentMissing
-      ? `waiting for agent \`${st.agentMissing.agent}\`: no worker defines it (move the thread: \`infinity-temporal agent set ${threadId} <agent>\`)`
+      ? `waiting for agent \`${st.agentMissing.agent}\`: ${st.agentMissing.reason !== undefined ? clipped(st.agentMissing.reason) : 'no worker defines it'} (move the thread: \`infinity-temporal agent set ${threadId} <agent>\`)`
       : '',
     pending ? `waiting for \`${pending.name}\` (call ${pending.id})` : '',
     ...st.prompts.map((p) => promptLine(threadId, p)),

@@ -144,11 +144,13 @@ function waitForAgent(ctx: SliceContext, outcome: { failed: string; details?: un
   const d = outcome.details as Partial<AgentUnavailable> | undefined;
   const agent = typeof d?.agent === 'string' ? d.agent.slice(0, 100) : (ctx.st.agent ?? 'default');
   const known = Array.isArray(d?.known) ? d.known.filter((k) => typeof k === 'string').slice(0, 20) : undefined;
+  const reason = typeof d?.reason === 'string' ? d.reason.slice(0, 500) : undefined;
   ctx.st.agentChecks += 1;
   ctx.st.agentMissing = {
     agent,
     checks: ctx.st.agentChecks,
     ...(known && { known: known.map((k) => k.slice(0, 100)) }),
+    ...(reason !== undefined && { reason }),
   };
 }
 
