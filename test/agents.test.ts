@@ -288,6 +288,16 @@ describe.each(makers)('agents on one worker, %s store', (storeName, makeStore) =
       return d.typedSearchAttributes.get(searchAttributes.AgentStatus) === 'agent_unavailable' ? true : undefined;
     });
     expect(triageModel.requests.some((r) => self(r) === g)).toBe(false);
+    // The second text made the thread check again (a second refused slice), and `AgentStatus` stayed put meanwhile:
+    // written once, never back to idle between the checks.
+    await eventually(
+      async () => ((await sys.client.thread(g).status()).agentUnavailable?.checks ?? 0) >= 2 || undefined,
+    );
+    const upserted = ((await sys.temporal.workflow.getHandle(g).fetchHistory()).events ?? []).flatMap((e) => {
+      const field = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.AgentStatus;
+      return field?.data ? [JSON.parse(Buffer.from(field.data).toString()) as string] : [];
+    });
+    expect(upserted).toEqual(['agent_unavailable']);
 
     await sys.client.setAgent(g, 'triage');
     const done = await sys.client.thread(g).waitForIdle();

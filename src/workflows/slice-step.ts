@@ -148,7 +148,6 @@ function waitForAgent(ctx: SliceContext, outcome: { failed: string; details?: un
   ctx.st.agentChecks += 1;
   ctx.st.agentMissing = {
     agent,
-    checks: ctx.st.agentChecks,
     ...(known && { known: known.map((k) => k.slice(0, 100)) }),
     ...(reason !== undefined && { reason }),
   };

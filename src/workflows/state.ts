@@ -166,8 +166,11 @@ export interface ThreadState {
    * The last slice found no definition of the thread's agent (release 0.13): the thread waits, with its batch and
    * queue, until a `set_agent` or its next check (doubling from 30 s to 10 min); this run only.
    */
-  agentMissing?: { agent: string; checks: number; known?: string[]; reason?: string };
-  /** Checks in a row that found the agent missing (the wait doubles with each); this run only. */
+  agentMissing?: { agent: string; known?: string[]; reason?: string };
+  /**
+   * Checks in a row that found the agent missing (the wait doubles with each; 0 once a slice commits or the thread is
+   * moved); this run only.
+   */
   agentChecks: number;
 }
 

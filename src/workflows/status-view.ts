@@ -70,7 +70,7 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
     if (st.setAside.length > 0) s.setAside = [...st.setAside];
     if (st.overBudget) s.overBudget = { ...st.overBudget };
     if (st.agent !== undefined) s.agent = st.agent;
-    if (st.agentMissing) s.agentUnavailable = { ...st.agentMissing };
+    if (st.agentMissing) s.agentUnavailable = { ...st.agentMissing, checks: st.agentChecks };
     if (st.carryOverBytes !== undefined) s.oversizedState = { bytes: st.carryOverBytes, limit: CARRIED_MAX_BYTES };
     return withinStatusBound(s);
   };
@@ -81,7 +81,16 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
    */
   const publish = () => {
     const s = status();
-    const settled: AgentStatus = s === 'running' ? (st.prep.pendingCall ? 'waiting_tool' : 'idle') : s;
+    // A slice that checks again for a missing agent (0.13: `agentChecks` is 0 on every other path) leaves the attribute
+    // at `agent_unavailable`, not flapping to idle and back at each check.
+    const settled: AgentStatus =
+      s === 'running'
+        ? st.agentChecks > 0
+          ? 'agent_unavailable'
+          : st.prep.pendingCall
+            ? 'waiting_tool'
+            : 'idle'
+        : s;
     const updates: SearchAttributeUpdatePair[] = [];
     if (kindMissing) {
       kindMissing = false;
