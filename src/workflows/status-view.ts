@@ -84,13 +84,7 @@ export function statusView(args: ThreadWorkflowArgs, st: ThreadState, sliceRunni
     // A slice that checks again for a missing agent (0.13: `agentChecks` is 0 on every other path) leaves the attribute
     // at `agent_unavailable`, not flapping to idle and back at each check.
     const settled: AgentStatus =
-      s === 'running'
-        ? st.agentChecks > 0
-          ? 'agent_unavailable'
-          : st.prep.pendingCall
-            ? 'waiting_tool'
-            : 'idle'
-        : s;
+      s === 'running' ? (st.agentChecks > 0 ? 'agent_unavailable' : st.prep.pendingCall ? 'waiting_tool' : 'idle') : s;
     const updates: SearchAttributeUpdatePair[] = [];
     if (kindMissing) {
       kindMissing = false;
