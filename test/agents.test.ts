@@ -122,7 +122,8 @@ describe.each(makers)('agents on one worker, %s store', (storeName, makeStore) =
       tools: [tool('default_tool')],
       agents: [triage, coder, reviewer, capped],
       resolveAgent: ({ agent }) => {
-        if (agent === 'flaky' && resolverDown) throw new Error('definitions database unreachable');
+        if (agent === 'flaky' && resolverDown)
+          throw new Error('definitions database unreachable: postgres://agents:s3cret@db.internal/defs');
         return agent === 'planner' || agent === 'flaky' ? resolved : undefined;
       },
       ...(store && { store }),
@@ -322,7 +323,9 @@ describe.each(makers)('agents on one worker, %s store', (storeName, makeStore) =
       const s = await sys.client.thread(f).status();
       return s.status === 'agent_unavailable' ? s : undefined;
     });
-    expect(waiting.agentUnavailable?.reason).toBe('resolveAgent failed: definitions database unreachable');
+    expect(waiting.agentUnavailable?.reason).toBe(
+      'resolveAgent failed: definitions database unreachable: postgres://agents:***@db.internal/defs',
+    );
     expect(waiting.setAside).toBeUndefined();
     resolverDown = false;
     await sys.client.sendUserText(f, 'second');

@@ -14,6 +14,7 @@ import { sliceEntryPoints } from './slice-entry';
 import { type SliceControl, SliceJobs } from './slice-jobs';
 import type { ToolCallKind } from './slice-metrics';
 import { createRewind } from './rewind';
+import { redactSecrets } from '../store/redact';
 import { ApplicationFailure } from '@temporalio/activity';
 import { type AgentUnavailable, DEFAULT_AGENT } from '../core/agents';
 import { SLICE_REFUSED } from '../core/slice-protocol';
@@ -56,7 +57,8 @@ export function createSliceActivities(deps: SliceDependencies) {
     } catch (e) {
       // The definitions' source is down (a database, a tenant service): the thread's inputs are not at fault, so it
       // waits for its agent as for a missing one, instead of its batch being set aside after the attempts.
-      reason = `resolveAgent failed: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500);
+      // Its message goes to history, status and the UI: a database URL quoted in it loses its password first.
+      reason = redactSecrets(`resolveAgent failed: ${e instanceof Error ? e.message : String(e)}`).slice(0, 500);
     }
     if (!agent) {
       const details: AgentUnavailable = {
