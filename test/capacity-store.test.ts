@@ -130,6 +130,29 @@ for (const [name, pair] of Object.entries(pairs)) {
       expect(more).toEqual([true, false, false, false]);
     });
 
+    it("keeps a refused thread on the key's wake-up list: one worker's dispatch holds a grant for it, its claim takes it", async () => {
+      const [a, b] = await open();
+      const limits = { concurrency: 1, reserve: 0 };
+      const running = ask(limits, { foreground: false });
+      expect((await a.capacity.acquire(running)).granted).toBe(true);
+      const thread = ask(limits, { foreground: false, waiter: 'thread-1' });
+      const refused = await a.capacity.acquire(thread);
+      expect(refused).toMatchObject({ granted: false, reason: 'concurrency' });
+      expect(refused.granted === false && refused.fallbackMs).toBeGreaterThan(0);
+      // Nothing frees yet: nobody to wake; only a lease's end can free concurrency, so no time to come back either.
+      expect(await b.capacity.dispatch(thread.key, limits)).toEqual({ woken: [], waiting: 1 });
+      await a.capacity.release(running.key, running.leaseId, limits, 100);
+      // Two workers dispatch at once: the thread is woken once.
+      const both = await Promise.all([a.capacity.dispatch(thread.key, limits), b.capacity.dispatch(thread.key, limits)]);
+      expect(both.flatMap((d) => d.woken)).toEqual(['thread-1']);
+      // The grant is held: another request finds the key full, the woken thread's claim takes it (through either).
+      expect((await b.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(false);
+      expect(await b.capacity.acquire(thread)).toMatchObject({ granted: true });
+      // The claim replaced the hold's lease with the thread's own: releasing that frees the key.
+      await b.capacity.release(thread.key, thread.leaseId, limits, 100);
+      expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(true);
+    });
+
     it('charges a call what it used beyond its estimate', async () => {
       const [a, b] = await open();
       const limits = { tpm: 1_000, reserve: 0 };

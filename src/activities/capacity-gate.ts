@@ -7,6 +7,9 @@
  * activity slot held, no retry attempt spent, not a failing slice. Later requests of a slice (after an inline tool
  * answer) wait inside it instead, so the rounds already streamed are kept.
  *
+ * A thread's first request refused for capacity joins the key's wake-up list (issue 41, capacity-wakeups.ts): its
+ * `Throttled` failure says `queued`, and the thread is signalled when a grant is held for it, its timer only a fallback.
+ *
  * Model routing (model-routing.ts): when the agent has a next model, a gate asked with `routeAfterMs` (the agent's
  * `closedForMs`) throws {@link KeyClosed} instead — for any round — once the key's wait exceeds it: the wait the key names
  * (a backoff's rest, a window's refill, a 429's `Retry-After`) plus what the round already waited in the slice. A key
@@ -22,6 +25,7 @@ import type { TokenUsage } from '../core/types';
 import type { ModelRequest } from '../model/provider';
 import { reportFromFailure } from '../model/rate-limit-headers';
 import type { ConversationStore } from '../store/conversation-store';
+import type { CapacityWakeups } from './capacity-wakeups';
 
 /** A lease ends this long after its last renewal if its worker dies. */
 export const LEASE_MS = 30_000;
@@ -73,9 +77,16 @@ export class KeyClosed extends Error {
   }
 }
 
+/** How a refused thread is woken: its workflow id, and the worker's dispatcher. */
+export interface CapacityWaiting {
+  waiter: string;
+  wakeups: CapacityWakeups;
+}
+
 /**
  * The gate of a worker with `limits` on `modelId`, or none without limits. `share`: the thread's fair share of the key
- * (its Temporal fairness key and weight).
+ * (its Temporal fairness key and weight); `waiting`: how the thread is woken (without it, a refused thread comes back
+ * on its timer).
  */
 export function capacityGate(
   store: ConversationStore,
@@ -83,6 +94,7 @@ export function capacityGate(
   modelId: string,
   foreground: boolean,
   share: CapacityRequest['share'],
+  waiting?: CapacityWaiting,
 ): CapacityGate | undefined {
   if (!limits) return undefined;
   const key = limits.key ?? modelId;
@@ -92,6 +104,9 @@ export function capacityGate(
       const leaseId = randomUUID();
       let ticket: CapacityTicket | undefined;
       let waited = 0;
+      // Only a first round that would not route joins the wake-up list: a later round waits in the slice, and a thread
+      // that may move to its next model would leave a grant held for nobody.
+      const waiter = round === 0 && routeAfterMs === undefined ? waiting?.waiter : undefined;
       for (;;) {
         const grant = await store.capacity.acquire({
           key,
@@ -101,6 +116,7 @@ export function capacityGate(
           leaseMs: LEASE_MS,
           leaseId,
           ...(share && { share }),
+          ...(waiter !== undefined && { waiter }),
         });
         if (grant.granted) {
           ticket = grant.ticket;
@@ -108,6 +124,10 @@ export function capacityGate(
         }
         if (routeAfterMs !== undefined && waited + grant.retryAfterMs > routeAfterMs)
           throw new KeyClosed(key, grant.reason, waited + grant.retryAfterMs);
+        if (grant.fallbackMs !== undefined) {
+          waiting?.wakeups.waiting(key, limits);
+          throw throttledFailure({ key, reason: grant.reason, retryAfterMs: grant.fallbackMs, queued: true });
+        }
         if (round === 0) throw throttledFailure({ key, reason: grant.reason, retryAfterMs: grant.retryAfterMs });
         const pause = Math.min(grant.retryAfterMs, MAX_IN_SLICE_WAIT_MS);
         await sleep(pause, undefined, { signal });
@@ -127,6 +147,7 @@ export function capacityGate(
             ...(ticket && { ticket }),
             ...(rateLimits && { report: rateLimits }),
           });
+          waiting?.wakeups.freed(key, limits);
         },
       };
     },
@@ -151,7 +172,9 @@ export function estimateTokens(request: ModelRequest): number {
 export function throttledFailure(t: ThrottledSlice): ApplicationFailure {
   return ApplicationFailure.create({
     type: SLICE_REFUSED.throttled,
-    message: `waiting for provider capacity: ${t.key} (${t.reason}), ${Math.ceil(t.retryAfterMs)} ms`,
+    message: t.queued
+      ? `waiting for provider capacity: ${t.key} (${t.reason}), woken when a grant is held for it`
+      : `waiting for provider capacity: ${t.key} (${t.reason}), ${Math.ceil(t.retryAfterMs)} ms`,
     nonRetryable: true,
     details: [t],
     // Expected, not a fault: the worker logs it at DEBUG and counts no failed activity for it.

@@ -196,6 +196,8 @@ async function complete(
   for (const e of eventsForAppended(threadId, append)) emit(e);
   emit({ threadId, type: 'completion_started', sliceId, at: loaded.committedLength });
   const foreground = foregroundOf(input);
+  // The thread id is its workflow id: the wake for a refused slice is a signal to it.
+  const waiting = deps.wakeups && { waiter: threadId, wakeups: deps.wakeups };
   const share = {
     key: input.share?.key ?? record.rootThreadId,
     ...(input.share?.weight !== undefined && { weight: input.share.weight }),
@@ -213,11 +215,11 @@ async function complete(
     emit,
     toolContext: rt.io.toolContext(threadId, record.rootThreadId, loaded.ancestors, input.userId),
     runtime: { ...runtimeContext(deps.store, input, loaded), ...(rt.spawnable && { spawnable: rt.spawnable }) },
-    capacity: capacityGate(deps.store, deps.limits, deps.model.id, foreground, share),
+    capacity: capacityGate(deps.store, deps.limits, deps.model.id, foreground, share, waiting),
     // The agent's next models (issue 40 §4), each through the gate of its own limits key (model-routing.ts).
     fallbacks: rt.agent.models.slice(1).map(({ model, limits }) => ({
       model,
-      capacity: capacityGate(deps.store, limits, model.id, foreground, share),
+      capacity: capacityGate(deps.store, limits, model.id, foreground, share, waiting),
     })),
     closedForMs: rt.agent.closedForMs,
   });

@@ -14,6 +14,7 @@ import type { CompletionPolicy } from './completion';
 import type { SliceJobs } from './slice-jobs';
 import type { SliceMetrics } from './slice-metrics';
 import type { SliceTracing } from './slice-tracing';
+import type { CapacityWakeups } from './capacity-wakeups';
 
 export interface SliceDependencies {
   store: ConversationStore;
@@ -59,6 +60,11 @@ export interface SliceDependencies {
    * @default none (every slice calls its provider at once)
    */
   limits?: ProviderLimits;
+  /**
+   * Wakes threads refused for provider capacity when a grant is held for them (issue 41): without it, a refused thread
+   * comes back on its timer. `createAgentWorker` passes one that signals through its client.
+   */
+  wakeups?: CapacityWakeups;
   /**
    * Where each slice finds its thread's agent (issue 40): without it, every thread runs `default`, the agent these
    * options define (`model`, `tools`, `systemPrompt`, ...).

@@ -9,7 +9,13 @@
  *   when the local path fails or the adopting worker is gone.
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import { type LocalSliceOutcome, type SliceInput, type SliceResult, SLICE_REFUSED } from '../core/slice-protocol';
+import {
+  type LocalSliceOutcome,
+  type SliceInput,
+  type SliceRefusal,
+  type SliceResult,
+  SLICE_REFUSED,
+} from '../core/slice-protocol';
 import type { ThreadEvent } from '../core/types';
 import { assertOwnThread } from './own-thread';
 import { type SliceControl, SliceJobs } from './slice-jobs';
@@ -96,6 +102,11 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
     try {
       // The slice's first attempt: its failure is reported like any attempt's.
       return await reported(input, local);
+    } catch (e) {
+      // A refusal is no failed attempt: a workflow that can read it as the outcome gets it so (0.13).
+      const refusal = input.refusals === 'outcome' ? refusalOf(e) : undefined;
+      if (refusal) return { refused: refusal };
+      throw e;
     } finally {
       clearTimeout(timer);
     }
@@ -122,4 +133,17 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
   }
 
   return { runSlice, runSliceLocal, adoptSlice };
+}
+
+const REFUSALS: ReadonlySet<string> = new Set(Object.values(SLICE_REFUSED));
+
+/** The refusal a slice's failure stands for (a non-retryable {@link SLICE_REFUSED} type), if it is one. */
+function refusalOf(e: unknown): SliceRefusal | undefined {
+  if (!(e instanceof ApplicationFailure) || !e.nonRetryable || !REFUSALS.has(e.type ?? '')) return undefined;
+  const details: unknown = e.details?.[0];
+  return {
+    type: e.type as SliceRefusal['type'],
+    message: e.message,
+    ...(details !== undefined && { details }),
+  };
 }

@@ -10,8 +10,12 @@
  *   grants), which lower the key's allowance below the configured one while another application uses the same API key;
  * - a rate factor, cut once per 429 episode (a 429 answering a request granted before the last cut is the same
  *   episode) and recovering linearly to 1 within {@link RECOVERY_MS} of clean time.
- * Concurrency counts unexpired leases. A refused request is told when capacity frees for it: requests refused for rate
- * are spaced one interval apart, so a crowd of waiting threads comes back one at a time rather than all at once. Pure:
+ * Concurrency counts unexpired leases. A refused background request that names its thread (`waiter`) joins the key's
+ * wake-up list: {@link dispatchCapacity} — run by any worker when capacity frees (a lease ends, the log or bucket has
+ * room again) — takes the waiters in weighted fair order, holds a grant for each (a lease and the log's count, for
+ * {@link HOLD_MS}) and names the threads to wake; a woken thread's next request claims its hold. So a waiting thread
+ * asks once per grant, not on a timer, and capacity goes to tenants by weight. A refused request without a waiter is
+ * told when capacity frees for it, and those refused for rate are spaced apart, so a crowd comes back spread out. Pure:
  * the stores run {@link decideCapacity} inside a transaction over the key's row and its leases, so every worker reads
  * one state.
  */
@@ -75,6 +79,10 @@ export interface CapacityState {
   learned?: { rpm?: number; tpm?: number; at: number };
   /** Requests refused for rate are told to come back from here on, one interval apart (a virtual queue). */
   queueAt?: number;
+  /** The wake-up list, oldest first (issue 41). */
+  waiters?: CapacityWaiter[];
+  /** Grants held for woken threads, by workflow id. */
+  held?: Record<string, HeldGrant>;
 }
 
 /** What a grant says about the key at that moment: handed back after the call with the provider's answer. */
@@ -127,6 +135,11 @@ export interface CapacityRequest {
    * @default '' with weight 1 and priority 3
    */
   share?: { key: string; weight?: number; priority?: number };
+  /**
+   * The thread asking (its workflow id), when it can be woken (issue 41): a background request refused joins the key's
+   * wake-up list, and a request of a thread that capacity is held for claims the hold.
+   */
+  waiter?: string;
 }
 
 /** `share`: capacity is free, but shares behind this one in the weighted order are waiting for it. */
@@ -137,10 +150,49 @@ export interface ThrottledSlice {
   key: string;
   reason: CapacityRefusal | 'rate_limited';
   retryAfterMs: number;
+  /**
+   * The thread is on the key's wake-up list (0.13, issue 41): a `capacity` signal wakes it when a grant is held for it;
+   * `retryAfterMs` is then its fallback timer.
+   */
+  queued?: boolean;
 }
 
 export type CapacityGrant =
-  { granted: true; ticket?: CapacityTicket } | { granted: false; reason: CapacityRefusal; retryAfterMs: number };
+  | { granted: true; ticket?: CapacityTicket }
+  | {
+      granted: false;
+      reason: CapacityRefusal;
+      /** How long the key asks the request to wait (its refill, a backoff's rest, a lease's likely end). */
+      retryAfterMs: number;
+      /**
+       * On the key's wake-up list: the thread is woken (signalled) when capacity is held for it, and comes back after
+       * this long on its own only if no wake came (twice its estimated wait, within bounds).
+       */
+      fallbackMs?: number;
+    };
+
+/** A thread on a key's wake-up list. */
+export interface CapacityWaiter {
+  /** The thread's workflow id. */
+  id: string;
+  /** Its fair share's key. */
+  t: string;
+  /** Its request's token estimate. */
+  tok: number;
+  /** When it joined the list (its place within its share). */
+  at: number;
+  /** When it is dropped if it never asks again (past its fallback timer). */
+  until: number;
+}
+
+/** A grant held for a woken thread until its request claims it. */
+export interface HeldGrant {
+  /** The lease that counts it meanwhile (it expires with the hold). */
+  lease: string;
+  until: number;
+  tok: number;
+  ticket: CapacityTicket;
+}
 
 /** How long a refused request waits when only a lease's end can free capacity. */
 export const CONCURRENCY_RETRY_MS = 500;
@@ -172,6 +224,8 @@ export const REPORT_TTL_MS = 60_000;
 const DEFAULT_RESERVE = 0.1;
 /** A waiting tenant counts as waiting this long past the retry it was given, so it is back before it is forgotten. */
 export const SHARE_GRACE_MS = 2_000;
+/** A share granted or refused this recently keeps its place (it is not levelled to the key's virtual time). */
+export const SHARE_ACTIVE_MS = 5_000;
 /** A share that has not asked for this long is dropped from the key's state (it starts level when it comes back). */
 export const SHARE_FORGET_MS = 60_000;
 /** A request's priority key when its thread has none (Temporal's default). */
@@ -180,6 +234,17 @@ const DEFAULT_SHARE_PRIORITY = 3;
 export const MAX_SHARES = 512;
 /** A tenant refused for its share comes back after at most this many request intervals. */
 const MAX_SHARE_WAIT_STEPS = 20;
+/** A grant held for a woken thread lapses this long after the wake if its request never claims it. */
+export const HOLD_MS = 20_000;
+/** The wake-up list holds at most this many threads; past it, refused threads come back on their timers. */
+export const MAX_WAITERS = 2_000;
+/** A queued thread's fallback timer: twice its estimated wait, within these bounds (the wake normally comes first). */
+export const WAITER_FALLBACK_MIN_MS = 30_000;
+export const WAITER_FALLBACK_MAX_MS = 5 * 60_000;
+/** A waiter is dropped this long after its fallback timer, if it never asked again. */
+const WAITER_GRACE_MS = 10_000;
+/** One dispatch holds grants for at most this many threads (the next dispatch goes on). */
+export const MAX_WAKES_PER_DISPATCH = 64;
 
 /** A key nobody has used yet: full buckets, an empty log. */
 export function freshCapacity(limits: ProviderLimits, now: number): CapacityState {
@@ -263,24 +328,54 @@ function reserveOf(keep: number, perMinute: number, unit: number): number {
  * logged and debited when granted, and the request's tenant marked as waiting when refused). A request larger than
  * the bucket goes once the bucket is full, and one larger than the minute's tokens once the log holds none, else it
  * could never go. Capacity that is free goes to the tenant furthest behind its weighted share among those waiting
- * (user-facing slices excepted: they go first).
+ * (user-facing slices excepted: they go first). A thread that capacity is held for claims it (`endLease`: the hold's
+ * lease, which the store ends); a background thread refused with a `waiter` joins the wake-up list (`queued`).
  */
 export function decideCapacity(
   state: CapacityState | undefined,
   req: CapacityRequest,
   activeLeases: number,
   now: number,
-): { state: CapacityState; grant: CapacityGrant } {
+): { state: CapacityState; grant: CapacityGrant; endLease?: string } {
   const { limits } = req;
   const refilled = withShares(refill(state ?? freshCapacity(limits, now), limits, now), now);
-  const s: CapacityState = { ...refilled, win: liveLog(refilled.win, now) };
+  const s = liveWaiting({ ...refilled, win: liveLog(refilled.win, now) }, now);
+  const held = req.waiter === undefined ? undefined : s.held?.[req.waiter];
+  if (!held) return decideNow(s, req, activeLeases, now);
+  // Capacity held for this thread since its wake: it is counted in the log and the buckets already.
+  const rest = { ...s, held: without(s.held, req.waiter!) };
+  if (now >= s.backoffUntil)
+    return {
+      state: { ...rest, waiters: (rest.waiters ?? []).filter((w) => w.id !== req.waiter) },
+      grant: { granted: true, ticket: held.ticket },
+      endLease: held.lease,
+    };
+  // A 429 closed the key since the wake: the hold is given up, and the thread waits like any other.
+  return { ...decideNow(rest, req, Math.max(0, activeLeases - 1), now), endLease: held.lease };
+}
+
+function decideNow(
+  s: CapacityState,
+  req: CapacityRequest,
+  activeLeases: number,
+  now: number,
+): { state: CapacityState; grant: CapacityGrant } {
+  const { limits } = req;
   const win = s.win!;
   const tenant = req.share?.key ?? '';
   const weight = req.share?.weight ?? 1;
   const priority = req.share?.priority ?? DEFAULT_SHARE_PRIORITY;
   const mine = { ...levelShare(s, tenant, now), w: weight, p: priority };
   const eff = effectiveLimits(s, limits, now);
+  const queueing = req.waiter !== undefined && !req.foreground;
   const refuse = (reason: CapacityRefusal, retryAfterMs: number) => {
+    if (queueing) {
+      const queued = enqueue(s, req, tenant, mine, retryAfterMs, eff.rpm, now);
+      if (queued) {
+        const grant = { granted: false as const, reason, retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)) };
+        return { state: queued.state, grant: { ...grant, fallbackMs: queued.fallbackMs } };
+      }
+    }
     let wait = Math.max(1, Math.ceil(retryAfterMs));
     let queueAt = s.queueAt;
     // Background refused for rate: come back after those refused before, one request interval apart (user-facing
@@ -301,6 +396,13 @@ export function decideCapacity(
     };
   };
   if (now < s.backoffUntil) return refuse('backoff', s.backoffUntil - now);
+  // A thread on the wake-up list does not pass its own share's threads that joined it earlier (they are woken first).
+  const listed = s.waiters?.find((w) => w.id === req.waiter);
+  if (queueing && (listed || (s.waiters?.length ?? 0) < MAX_WAITERS)) {
+    const since = listed?.at ?? now;
+    const before = s.waiters?.find((w) => w.t === tenant && w.id !== req.waiter && w.at <= since);
+    if (before) return refuse('share', perRequestMs(eff.rpm, limits));
+  }
   // Background work leaves the reserve to user-facing slices.
   const keep = req.foreground ? 0 : Math.min(1, Math.max(0, limits.reserve ?? DEFAULT_RESERVE));
   if (limits.concurrency !== undefined) {
@@ -321,7 +423,7 @@ export function decideCapacity(
     const wait = logWait(win, 2, req.tokens, eff.tpm - reserve, now);
     if (wait > 0) return refuse('tokens', wait);
   }
-  const ahead = aheadOfShare(s.shares, tenant, mine, limits, now);
+  const ahead = aheadOfShare(s, tenant, mine, limits, now);
   if (ahead !== undefined) return refuse('share', ahead);
   const logged = logGrant(win, now, 1, req.tokens);
   return {
@@ -332,6 +434,7 @@ export function decideCapacity(
       tokens: limits.tpm === undefined ? s.tokens : s.tokens - req.tokens,
       shares: { ...s.shares, [tenant]: { ...mine, vt: mine.vt + 1 / weight, until: Math.max(mine.until, now) } },
       vtime: Math.max(s.vtime ?? 0, mine.vt),
+      ...(req.waiter !== undefined && s.waiters && { waiters: s.waiters.filter((w) => w.id !== req.waiter) }),
     },
     grant: {
       granted: true,
@@ -343,6 +446,144 @@ export function decideCapacity(
       },
     },
   };
+}
+
+/** About how long one request of the key takes to free: a request interval, or for concurrency alone a short poll. */
+function perRequestMs(rpm: number | undefined, limits: ProviderLimits): number {
+  if (rpm !== undefined) return 60_000 / Math.max(rpm, 1e-3);
+  return CONCURRENCY_RETRY_MS / Math.max(1, limits.concurrency ?? 1);
+}
+
+/**
+ * The state with the request's thread on the wake-up list (keeping its place if it was on it), and its fallback
+ * timer: twice the estimated wait (its place in the list, or the wait the limiter named if longer). Undefined when
+ * the list is full.
+ */
+function enqueue(
+  s: CapacityState,
+  req: CapacityRequest,
+  tenant: string,
+  mine: TenantShare,
+  retryAfterMs: number,
+  rpm: number | undefined,
+  now: number,
+): { state: CapacityState; fallbackMs: number } | undefined {
+  const list = s.waiters ?? [];
+  const i = list.findIndex((w) => w.id === req.waiter);
+  if (i < 0 && list.length >= MAX_WAITERS) return undefined;
+  const ahead = i < 0 ? list.length : i;
+  const estimate = Math.max(retryAfterMs, (ahead + 1) * perRequestMs(rpm, req.limits));
+  const fallbackMs = Math.round(Math.min(WAITER_FALLBACK_MAX_MS, Math.max(WAITER_FALLBACK_MIN_MS, 2 * estimate)));
+  // The workflow adds up to a quarter of jitter to its timer; the waiter outlives it.
+  const waiter: CapacityWaiter = {
+    id: req.waiter!,
+    t: tenant,
+    tok: req.tokens,
+    at: i < 0 ? now : list[i]!.at,
+    until: now + fallbackMs * 1.25 + WAITER_GRACE_MS,
+  };
+  const waiters = i < 0 ? [...list, waiter] : list.map((w, j) => (j === i ? waiter : w));
+  // Its share is on the key (its weight and priority, for the dispatch); it counts as waiting while it has waiters.
+  const shares = { ...s.shares, [tenant]: { ...mine, until: Math.max(mine.until, now) } };
+  return { state: { ...s, waiters, shares }, fallbackMs };
+}
+
+/** A woken thread, and the lease that counts its held grant until it claims it. */
+export interface WokenWaiter {
+  id: string;
+  lease: string;
+  tokens: number;
+  until: number;
+}
+
+/**
+ * Capacity freed, or may have (a lease ended, time passed): holds grants for the threads on the wake-up list, in
+ * weighted fair order (the best priority first, then the share furthest behind, then the oldest), as long as the key
+ * has room, and names them to wake. `nextAt`: when to dispatch again, while threads still wait for rate (none when
+ * only a lease's end can free capacity: its release dispatches).
+ */
+export function dispatchCapacity(
+  state: CapacityState | undefined,
+  limits: ProviderLimits,
+  activeLeases: number,
+  now: number,
+): { state: CapacityState | undefined; woken: WokenWaiter[]; nextAt?: number } {
+  if (!state?.waiters?.length) return { state, woken: [] };
+  let s: CapacityState = liveWaiting(state, now);
+  let active = activeLeases;
+  const woken: WokenWaiter[] = [];
+  let nextAt: number | undefined;
+  while (woken.length < MAX_WAKES_PER_DISPATCH) {
+    const next = nextWaiter(s, now);
+    if (!next) break;
+    const { waiter, share } = next;
+    const lease = `held:${waiter.id}`;
+    // The virtual queue of timer-polling requests (`queueAt`) does not delay a dispatch: it is kept as it was.
+    const d = decideCapacity(
+      { ...s, queueAt: undefined },
+      {
+        key: '',
+        limits,
+        tokens: waiter.tok,
+        foreground: false,
+        leaseMs: HOLD_MS,
+        leaseId: lease,
+        share: { key: waiter.t, weight: share.w, priority: share.p ?? DEFAULT_SHARE_PRIORITY },
+      },
+      active,
+      now,
+    );
+    if (!d.grant.granted) {
+      if (d.grant.reason !== 'concurrency') nextAt = now + d.grant.retryAfterMs;
+      break;
+    }
+    const until = now + HOLD_MS;
+    s = {
+      ...d.state,
+      ...(s.queueAt !== undefined && { queueAt: s.queueAt }),
+      waiters: (d.state.waiters ?? []).filter((w) => w.id !== waiter.id),
+      held: { ...d.state.held, [waiter.id]: { lease, until, tok: waiter.tok, ticket: d.grant.ticket! } },
+    };
+    active += 1;
+    woken.push({ id: waiter.id, lease, tokens: waiter.tok, until });
+  }
+  if (woken.length === MAX_WAKES_PER_DISPATCH && s.waiters?.length) nextAt = now;
+  return { state: s, woken, ...(nextAt !== undefined && s.waiters?.length && { nextAt }) };
+}
+
+/** The waiter to wake next: the best priority, then the share furthest behind, then the oldest. */
+function nextWaiter(s: CapacityState, now: number): { waiter: CapacityWaiter; share: TenantShare } | undefined {
+  let best: { waiter: CapacityWaiter; share: TenantShare } | undefined;
+  for (const w of s.waiters ?? []) {
+    const share = levelShare(s, w.t, now);
+    if (!best) {
+      best = { waiter: w, share };
+      continue;
+    }
+    const p = share.p ?? DEFAULT_SHARE_PRIORITY;
+    const bp = best.share.p ?? DEFAULT_SHARE_PRIORITY;
+    if (p < bp || (p === bp && (share.vt < best.share.vt || (share.vt === best.share.vt && w.at < best.waiter.at))))
+      best = { waiter: w, share };
+  }
+  return best;
+}
+
+/** The state without waiters and holds past their time. */
+function liveWaiting(s: CapacityState, now: number): CapacityState {
+  if (!s.waiters && !s.held) return s;
+  const waiters = s.waiters?.filter((w) => w.until > now);
+  const held = s.held && Object.fromEntries(Object.entries(s.held).filter(([, h]) => h.until > now));
+  return {
+    ...s,
+    ...(waiters && { waiters }),
+    ...(held && { held }),
+  };
+}
+
+function without<T>(record: Record<string, T> | undefined, key: string): Record<string, T> {
+  const out = { ...record };
+  delete out[key];
+  return out;
 }
 
 /** The log with `requests` and `tokens` more in the bin of `at` (a bin already gone takes nothing). */
@@ -363,14 +604,21 @@ function logGrant(win: [number, number, number][], at: number, requests: number,
 /** The state without shares that have not asked for {@link SHARE_FORGET_MS}, and at most {@link MAX_SHARES} of them. */
 function withShares(s: CapacityState, now: number): CapacityState {
   if (!s.shares) return s;
-  const recent = Object.entries(s.shares).filter(([, share]) => share.until > now - SHARE_FORGET_MS);
-  if (recent.length >= MAX_SHARES) recent.sort(([, a], [, b]) => b.until - a.until).splice(MAX_SHARES - 1);
+  const queued = queuedShares(s);
+  const kept = (t: string, share: TenantShare) => (queued.has(t) ? Infinity : share.until);
+  const recent = Object.entries(s.shares).filter(([t, share]) => kept(t, share) > now - SHARE_FORGET_MS);
+  if (recent.length >= MAX_SHARES) recent.sort(([ta, a], [tb, b]) => kept(tb, b) - kept(ta, a)).splice(MAX_SHARES - 1);
   return { ...s, shares: Object.fromEntries(recent) };
 }
 
-/** Tenants whose slices wait for the key now. */
-const waiting = (shares: Record<string, TenantShare> | undefined, now: number) =>
-  Object.entries(shares ?? {}).filter(([, share]) => share.until > now);
+/** Shares with threads on the wake-up list. */
+const queuedShares = (s: CapacityState) => new Set((s.waiters ?? []).map((w) => w.t));
+
+/** Tenants whose slices wait for the key now: refused lately, or with threads on the wake-up list. */
+function waiting(s: CapacityState, now: number): [string, TenantShare][] {
+  const queued = queuedShares(s);
+  return Object.entries(s.shares ?? {}).filter(([t, share]) => share.until > now || queued.has(t));
+}
 
 /**
  * The tenant's share, levelled: a tenant that was not waiting starts no further behind than the key's virtual time
@@ -378,7 +626,10 @@ const waiting = (shares: Record<string, TenantShare> | undefined, now: number) =
  */
 function levelShare(s: CapacityState, tenant: string, now: number): TenantShare {
   const own = s.shares?.[tenant] ?? { vt: 0, until: 0, w: 1 };
-  return own.until > now ? own : { ...own, vt: Math.max(own.vt, s.vtime ?? 0) };
+  // Granted or refused within the last few seconds counts too: a fleet woken at once, granted from the bucket before
+  // anyone waited, is still owed its weight's share of that first burst.
+  const active = own.until > now - SHARE_ACTIVE_MS || (s.waiters ?? []).some((w) => w.t === tenant);
+  return active ? own : { ...own, vt: Math.max(own.vt, s.vtime ?? 0) };
 }
 
 /**
@@ -386,13 +637,13 @@ function levelShare(s: CapacityState, tenant: string, now: number): TenantShare 
  * it may go (it is at most one of its own requests ahead of every one of them).
  */
 function aheadOfShare(
-  shares: Record<string, TenantShare> | undefined,
+  s: CapacityState,
   tenant: string,
   { vt, w: weight, p: priority }: TenantShare,
   limits: ProviderLimits,
   now: number,
 ): number | undefined {
-  const behind = waiting(shares, now).filter(
+  const behind = waiting(s, now).filter(
     ([t, share]) => t !== tenant && (share.p ?? DEFAULT_SHARE_PRIORITY) === priority && share.vt + 1 / weight < vt,
   );
   if (behind.length === 0) return undefined;

@@ -28,6 +28,12 @@ export interface SliceInput {
   /** Began as a local activity (release 0.3): its input is not in Temporal's history, so a retry checks it (decision 50). */
   local?: true;
   /**
+   * The workflow takes a refusal before the model call (budget, capacity, agent) as the local activity's outcome
+   * rather than its failure (0.13, issue 41): a thread that waits for capacity records no failed attempt. Set by the
+   * workflow of 0.13 on; an older workflow, which cannot read the outcome, gets the failure.
+   */
+  refusals?: 'outcome';
+  /**
    * Release 0.6, a local slice of several queued inputs: which inputs it took (the queue's first `count`, the last
    * with id `lastId`). Recorded with its commit, so a retry of its workflow task takes the same ones (decision 67).
    */
@@ -62,9 +68,21 @@ export type SlicePeek = { committed: false } | { committed: true; inputs?: Slice
 
 /**
  * What the local slice activity answers (release 0.3): the slice's result, or that it streams on past its budget and
- * waits on this worker's own task queue for an activity to adopt it.
+ * waits on this worker's own task queue for an activity to adopt it; or (0.13, when its input says
+ * `refusals: 'outcome'`) that it was refused before its model call, as the failure of that type would have said.
  */
-export type LocalSliceOutcome = { done: SliceResult } | { handoff: { taskQueue: string } };
+export type LocalSliceOutcome =
+  | { done: SliceResult }
+  | { handoff: { taskQueue: string } }
+  | { refused: SliceRefusal };
+
+/** A slice refused before its model call (a {@link SLICE_REFUSED} type), answered as a value (0.13, issue 41). */
+export interface SliceRefusal {
+  type: (typeof SLICE_REFUSED)[keyof typeof SLICE_REFUSED];
+  message: string;
+  /** The failure's first detail: a `BudgetExceeded`, `ThrottledSlice` or `AgentUnavailable`. */
+  details?: unknown;
+}
 
 /** Where a child thread attaches to its parent: it inherits the parent's first `order` own items. */
 export interface SpawnPoint {

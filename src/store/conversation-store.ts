@@ -120,6 +120,21 @@ export interface CapacityLedger {
    * (`answer`: the refused request's ticket and the 429's headers).
    */
   backoff(key: string, limits: ProviderLimits, waitMs: number, answer?: ProviderAnswer): Promise<void>;
+  /**
+   * Capacity may have freed (issue 41): holds a grant for each thread on the key's wake-up list that the key has room
+   * for, in weighted fair order, and names them (workflow ids) to wake; `againInMs`: when to dispatch again while some
+   * still wait for rate (none when only a lease's end can free capacity). Any worker may call it: the key's
+   * transaction gives each thread to one of them.
+   */
+  dispatch(key: string, limits: ProviderLimits): Promise<CapacityDispatch>;
+}
+
+/** What a dispatch woke, and when to dispatch again. */
+export interface CapacityDispatch {
+  woken: string[];
+  againInMs?: number;
+  /** Threads still on the key's wake-up list. */
+  waiting?: number;
 }
 
 export class CommitConflictError extends Error {

@@ -8,11 +8,12 @@ import {
   type CapacityRequest,
   type CapacityState,
   decideCapacity,
+  dispatchCapacity,
   type ProviderAnswer,
   type ProviderLimits,
   releasedCapacity,
 } from '../core/capacity';
-import type { CapacityLedger } from './conversation-store';
+import type { CapacityDispatch, CapacityLedger } from './conversation-store';
 
 export class MemoryCapacity implements CapacityLedger {
   private readonly states = new Map<string, CapacityState>();
@@ -21,8 +22,9 @@ export class MemoryCapacity implements CapacityLedger {
 
   async acquire(req: CapacityRequest, now = Date.now()): Promise<CapacityGrant> {
     const leases = this.live(req.key, now);
-    const { state, grant } = decideCapacity(this.states.get(req.key), req, leases.size, now);
+    const { state, grant, endLease } = decideCapacity(this.states.get(req.key), req, leases.size, now);
     this.states.set(req.key, state);
+    if (endLease !== undefined) leases.delete(endLease);
     if (grant.granted) leases.set(req.leaseId, { expiresAt: now + req.leaseMs, tokens: req.tokens });
     return grant;
   }
@@ -55,6 +57,18 @@ export class MemoryCapacity implements CapacityLedger {
     now = Date.now(),
   ): Promise<void> {
     this.states.set(key, backedOffCapacity(this.states.get(key), limits, waitMs, now, answer?.ticket, answer?.report));
+  }
+
+  async dispatch(key: string, limits: ProviderLimits, now = Date.now()): Promise<CapacityDispatch> {
+    const leases = this.live(key, now);
+    const { state, woken, nextAt } = dispatchCapacity(this.states.get(key), limits, leases.size, now);
+    if (state) this.states.set(key, state);
+    for (const w of woken) leases.set(w.lease, { expiresAt: w.until, tokens: w.tokens });
+    return {
+      woken: woken.map((w) => w.id),
+      waiting: state?.waiters?.length ?? 0,
+      ...(nextAt !== undefined && { againInMs: Math.max(0, nextAt - now) }),
+    };
   }
 
   /** The key's leases, the expired ones removed. */

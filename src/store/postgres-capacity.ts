@@ -6,9 +6,9 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { CapacityGrant, CapacityRequest, CapacityState, ProviderAnswer, ProviderLimits } from '../core/capacity';
-import { backedOffCapacity, decideCapacity, releasedCapacity } from '../core/capacity';
+import { backedOffCapacity, decideCapacity, dispatchCapacity, releasedCapacity } from '../core/capacity';
 import type { TableName } from './postgres-schema';
-import type { CapacityLedger } from './conversation-store';
+import type { CapacityDispatch, CapacityLedger } from './conversation-store';
 import { inTransaction } from './postgres-tx';
 
 /** Migration 4 (appended to `MIGRATIONS`). */
@@ -63,8 +63,10 @@ export class PostgresCapacity implements CapacityLedger {
         `SELECT count(*) AS n FROM ${this.t('capacity_leases')} WHERE key = $1`,
         [req.key],
       );
-      const { state, grant } = decideCapacity(before, req, Number(rows[0]!.n), now);
+      const { state, grant, endLease } = decideCapacity(before, req, Number(rows[0]!.n), now);
       await this.save(c, req.key, state);
+      if (endLease !== undefined)
+        await c.query(`DELETE FROM ${this.t('capacity_leases')} WHERE key = $1 AND lease_id = $2`, [req.key, endLease]);
       if (grant.granted)
         await c.query(
           `INSERT INTO ${this.t('capacity_leases')} (key, lease_id, expires_at, tokens) VALUES ($1, $2, $3, $4)
@@ -91,6 +93,38 @@ export class PostgresCapacity implements CapacityLedger {
       const released =
         rows[0] && releasedCapacity(state, limits, rows[0].tokens, used, now, answer?.ticket, answer?.report);
       if (released) await this.save(c, key, released);
+    });
+  }
+
+  async dispatch(key: string, limits: ProviderLimits): Promise<CapacityDispatch> {
+    await this.ready();
+    // Most calls find nobody waiting: a plain read answers them without locking the key.
+    const peek = await this.pool.query<{ state: string | null }>(
+      `SELECT state FROM ${this.t('capacity_keys')} WHERE key = $1`,
+      [key],
+    );
+    const seen = peek.rows[0]?.state;
+    if (!seen || !(JSON.parse(seen) as CapacityState).waiters?.length) return { woken: [] };
+    return this.tx(async (c) => {
+      const { state: before, now } = await this.lock(c, key);
+      await c.query(`DELETE FROM ${this.t('capacity_leases')} WHERE key = $1 AND expires_at <= $2`, [key, now]);
+      const { rows } = await c.query<{ n: string }>(
+        `SELECT count(*) AS n FROM ${this.t('capacity_leases')} WHERE key = $1`,
+        [key],
+      );
+      const { state, woken, nextAt } = dispatchCapacity(before, limits, Number(rows[0]!.n), now);
+      if (state) await this.save(c, key, state);
+      for (const w of woken)
+        await c.query(
+          `INSERT INTO ${this.t('capacity_leases')} (key, lease_id, expires_at, tokens) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (key, lease_id) DO UPDATE SET expires_at = excluded.expires_at, tokens = excluded.tokens`,
+          [key, w.lease, w.until, w.tokens],
+        );
+      return {
+        woken: woken.map((w) => w.id),
+        waiting: state?.waiters?.length ?? 0,
+        ...(nextAt !== undefined && { againInMs: Math.max(0, nextAt - now) }),
+      };
     });
   }
 

@@ -5,8 +5,8 @@
  */
 import type Database from 'better-sqlite3';
 import type { CapacityGrant, CapacityRequest, CapacityState, ProviderAnswer, ProviderLimits } from '../core/capacity';
-import { backedOffCapacity, decideCapacity, releasedCapacity } from '../core/capacity';
-import type { CapacityLedger } from './conversation-store';
+import { backedOffCapacity, decideCapacity, dispatchCapacity, releasedCapacity } from '../core/capacity';
+import type { CapacityDispatch, CapacityLedger } from './conversation-store';
 
 /** Migration 7. */
 export const CAPACITY_MIGRATION = `CREATE TABLE capacity_keys (
@@ -67,8 +67,9 @@ export class SqliteCapacity implements CapacityLedger {
         const now = Date.now();
         this.s.expire.run(req.key, now);
         const active = this.s.count.get(req.key)!.n;
-        const { state, grant } = decideCapacity(this.read(req.key), req, active, now);
+        const { state, grant, endLease } = decideCapacity(this.read(req.key), req, active, now);
         this.s.save.run(req.key, JSON.stringify(state));
+        if (endLease !== undefined) this.s.end.get(req.key, endLease);
         if (grant.granted) this.s.lease.run(req.key, req.leaseId, now + req.leaseMs, req.tokens);
         return grant;
       })
@@ -89,6 +90,28 @@ export class SqliteCapacity implements CapacityLedger {
           lease &&
           releasedCapacity(this.read(key), limits, lease.tokens, used, Date.now(), answer?.ticket, answer?.report);
         if (s) this.s.save.run(key, JSON.stringify(s));
+      })
+      .immediate();
+  }
+
+  async dispatch(key: string, limits: ProviderLimits): Promise<CapacityDispatch> {
+    // Most calls find nobody waiting: a plain read answers them without the file's write lock.
+    if (!this.read(key)?.waiters?.length) return { woken: [] };
+    return this.db
+      .transaction((): CapacityDispatch => {
+        const before = this.read(key);
+        if (!before?.waiters?.length) return { woken: [] };
+        const now = Date.now();
+        this.s.expire.run(key, now);
+        const active = this.s.count.get(key)!.n;
+        const { state, woken, nextAt } = dispatchCapacity(before, limits, active, now);
+        if (state) this.s.save.run(key, JSON.stringify(state));
+        for (const w of woken) this.s.lease.run(key, w.lease, w.until, w.tokens);
+        return {
+          woken: woken.map((w) => w.id),
+          waiting: state?.waiters?.length ?? 0,
+          ...(nextAt !== undefined && { againInMs: Math.max(0, nextAt - now) }),
+        };
       })
       .immediate();
   }

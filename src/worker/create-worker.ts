@@ -27,6 +27,8 @@ import { DEFAULT_AGENT } from '../core/agents';
 import type { PriceTable } from '../model/prices';
 import { limitsProblem, type ProviderLimits } from '../core/capacity';
 import { SliceJobs } from '../activities/slice-jobs';
+import { capacityWakeups } from '../activities/capacity-wakeups';
+import { capacitySignal } from '../workflows/definitions';
 import { sliceMetrics } from '../activities/slice-metrics';
 import { sliceTracing } from '../activities/slice-tracing';
 import type { CompletionPolicy } from '../activities/completion';
@@ -303,7 +305,14 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
   // Slices that outlive their local activity's budget are adopted here, on a queue only this process polls.
   const jobs = new SliceJobs();
   const handoffQueue = `${options.taskQueue}${SLICE_QUEUE_MARK}${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  // Threads refused for provider capacity wait on their key's wake-up list; this worker wakes those it holds grants for.
+  const wakeups = capacityWakeups(
+    options.store.capacity,
+    (id, key) => client.workflow.getHandle(id).signal(capacitySignal, { key }),
+    (what, e) => Runtime.instance().logger.warn(`provider limits: ${what} failed`, { error: String(e) }),
+  );
   const activities = createSliceActivities({
+    wakeups,
     jobs,
     handoffQueue,
     store: options.store,
@@ -368,6 +377,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       }),
     });
   } catch (e) {
+    wakeups.close();
     await events?.close();
     throw e;
   }
@@ -384,6 +394,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
         // Either worker failing stops the other: a thread's slices need both.
         const runs = [worker.run(), adopter.run()].map((p) => p.catch((e: unknown) => (stopBoth(), Promise.reject(e))));
         const settled = await Promise.allSettled(runs);
+        wakeups.close();
         jobs.abandonAll('the worker shut down');
         const failed = settled.find((r) => r.status === 'rejected');
         if (failed) throw failed.reason;
@@ -393,6 +404,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     async shutdown() {
       for (const w of [worker, adopter]) if (w.getState() === 'RUNNING') w.shutdown();
       await running;
+      wakeups.close();
       await events?.close();
       await tracing?.flush().catch(() => undefined);
     },

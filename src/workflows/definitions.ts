@@ -29,6 +29,13 @@ export const kindSignals: Record<KindSignalName, SignalDefinition<[unknown]>> = 
 export const statusQuery = defineQuery<ThreadStatus>('status');
 
 /**
+ * A grant of provider capacity is held for this thread (0.13, issue 41): a thread waiting for capacity on its key's
+ * wake-up list runs its slice again now rather than at its fallback timer. Sent by workers; the payload (`{key}`) is
+ * for the reader of the history, and a stray one costs one early try.
+ */
+export const capacitySignal = defineSignal<[unknown]>('capacity');
+
+/**
  * Budgets changed (issue 27 §1): `{}` makes a thread that waits over budget check again; `{"scope","budget"}` also
  * sets the limit of this thread's own key of that scope (`thread`, `tree`: its root, `tenant`: its tenant), written to
  * the store by its next slice. `AgentClient.setBudget` and the CLI's `budget set` write the store and send `{}`.
@@ -103,6 +110,8 @@ export const HANDLER_DOCS = {
     'Budgets changed: {} makes a thread waiting over budget check again; {"scope":"thread"|"tree"|"tenant","budget":' +
     '{"inputTokens"?,"outputTokens"?,"totalTokens"?,"usd"?}} (or "budget":null) also sets that limit for this thread\'s key of the scope.',
   callbackState: 'Whether a callback URL for the given tool call id is still good (RAP gateway).',
+  capacity:
+    'Sent by workers: provider capacity is held for this thread, which waits for it on its limits key ({"key"}); it runs its slice again now.',
 } as const;
 
 export const searchAttributes = {

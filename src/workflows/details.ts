@@ -65,7 +65,7 @@ export function currentDetails(threadId: string, st: ThreadState, status: AgentS
       ? `over budget: ${st.overBudget.scope} \`${st.overBudget.key}\` ${st.overBudget.field} ${st.overBudget.spend} of ${st.overBudget.limit} (raise it: \`infinity-temporal budget set\`)`
       : '',
     st.throttled
-      ? `waiting for provider capacity: \`${st.throttled.key}\` (${st.throttled.reason}), ${Math.ceil(st.throttled.retryAfterMs / 1000)} s`
+      ? `waiting for provider capacity: \`${st.throttled.key}\` (${st.throttled.reason}), ${st.throttled.queued ? `woken when a grant is held for it, at most ${Math.ceil(st.throttled.retryAfterMs / 1000)} s` : `${Math.ceil(st.throttled.retryAfterMs / 1000)} s`}`
       : '',
     ...st.setAside
       .slice(-1)

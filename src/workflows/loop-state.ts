@@ -10,7 +10,7 @@ import { callbackState } from '../core/callback-state';
 import { METRICS } from '../core/metric-names';
 import type { InputMessage, PendingCall, ThreadStatus } from '../core/types';
 import { isUserText } from '../core/validate';
-import { callbackStateQuery, HANDLER_DOCS, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
+import { callbackStateQuery, capacitySignal, HANDLER_DOCS, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
 import type { ThreadState } from './state';
 
 export interface LoopState {
@@ -32,6 +32,11 @@ export interface LoopState {
   migrating: boolean;
   /** A user text interrupted the last slice: the next batch ends before the first input after that text. */
   interruptNext: boolean;
+  /**
+   * A `capacity` signal came since the last slice started (0.13, issue 41): a grant of provider capacity is held for
+   * the thread, which stops waiting for it.
+   */
+  capacityWoken: boolean;
   /** User texts (not yet processed) that have arrived in this run. */
   userTextsArrived: number;
   /** Inputs that have arrived in this run. */
@@ -79,6 +84,7 @@ export function loopState(st: ThreadState): LoopState {
     closed: false,
     migrating: false,
     interruptNext: false,
+    capacityWoken: false,
     userTextsArrived: 0,
     inputsArrived: 0,
     blockedAt: undefined,
@@ -131,6 +137,14 @@ export function loopState(st: ThreadState): LoopState {
  */
 export function installStatusHandlers(st: ThreadState, loop: LoopState, snapshot: () => ThreadStatus): void {
   setHandler(statusQuery, snapshot, { description: HANDLER_DOCS.status });
+  // A flag only: read by the wait for capacity (asked behind 0.13's patch), no command of its own.
+  setHandler(
+    capacitySignal,
+    () => {
+      loop.capacityWoken = true;
+    },
+    { description: HANDLER_DOCS.capacity },
+  );
   // For the RAP gateway's revocation check; a query issues no commands, so it is replay-safe.
   setHandler(callbackStateQuery, (callId: string) => callbackState(st.prep, callId), {
     description: HANDLER_DOCS.callbackState,

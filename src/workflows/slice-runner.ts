@@ -17,7 +17,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
 } from '@temporalio/workflow';
-import type { LocalSliceOutcome, SliceInput, SlicePeek, SliceResult } from '../core/slice-protocol';
+import type { LocalSliceOutcome, SliceInput, SlicePeek, SliceRefusal, SliceResult } from '../core/slice-protocol';
 import { decideRules } from './base-release';
 import type { ThreadOptions } from './contract';
 
@@ -145,6 +145,8 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): Slice
       return await afterFirstAttempt(input, summary, failure(e, nonRetryable));
     }
     if ('done' in first) return { ok: first.done };
+    // A refusal answered as the outcome (0.13): read as its failure would be, with no failed attempt behind it.
+    if ('refused' in first) return refusedOutcome(first.refused);
     // A user text that arrived during the local part was held by the server until this workflow task: it interrupts.
     const interrupt = hooks.userTexts() > before;
     if (interrupt) hooks.interrupting();
@@ -185,7 +187,10 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): Slice
     localEnabled,
     peek,
     run: (input, summary, local) =>
-      local && localEnabled ? localSlice({ ...input, local: true }, summary) : remoteSlice(input, summary),
+      local && localEnabled
+        ? // 0.13: a refusal comes back as the outcome (activity input only, no command: no patch).
+          localSlice({ ...input, local: true, refusals: 'outcome' }, summary)
+        : remoteSlice(input, summary),
   };
 }
 
@@ -196,6 +201,15 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): Slice
 function applicationFailureOf(e: unknown): ApplicationFailure | undefined {
   if (e instanceof ApplicationFailure) return e;
   return e instanceof Error && e.cause instanceof ApplicationFailure ? e.cause : undefined;
+}
+
+function refusedOutcome(r: SliceRefusal): SliceOutcome {
+  return {
+    failed: String(r.message),
+    ...(typeof r.type === 'string' && { type: r.type }),
+    final: true,
+    ...(r.details !== undefined && { details: r.details }),
+  };
 }
 
 function failure(e: unknown, nonRetryable: ReadonlySet<string>): SliceOutcome {

@@ -100,6 +100,8 @@ export function runBatch(
     },
     loop.retrying,
   );
+  // A wake is for a refusal of the slice starting now (its thread joins the wake-up list during it), not an earlier one.
+  loop.capacityWoken = false;
   return ctx.slices.run(input, summary, local);
 }
 
@@ -167,8 +169,11 @@ function waitForCapacity(
   const d = outcome.details;
   const asked = isThrottled(d) ? d : { key: '', reason: 'rate_limited' as const, retryAfterMs: 0 };
   ctx.st.throttled = {
-    ...asked,
+    key: asked.key,
+    reason: asked.reason,
     retryAfterMs: Math.min(Math.max(asked.retryAfterMs, MIN_CAPACITY_WAIT_MS), MAX_CAPACITY_WAIT_MS),
+    // On the key's wake-up list (a worker of 0.13): the thread waits for the `capacity` signal too.
+    ...(asked.queued === true && { queued: true }),
   };
 }
 

@@ -37,6 +37,7 @@ import { sliceRunner } from './slice-runner';
 import { statusView } from './status-view';
 import { movedTo } from './agent-move';
 import { agentRecheckMs } from '../core/agents';
+import { v013 } from './patches';
 
 /** A thread: started by the client with its {@link ThreadWorkflowArgs}, or by hand with none (a root thread). */
 export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
@@ -124,7 +125,12 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       }
       if (st.throttled) {
         // Waiting for provider capacity holds no slot and spends no attempt; jittered, so woken threads spread out.
-        await sleep(Math.round(st.throttled.retryAfterMs * (1 + 0.25 * jitter())));
+        const ms = Math.round(st.throttled.retryAfterMs * (1 + 0.25 * jitter()));
+        // 0.13 (issue 41): a thread on its key's wake-up list goes on at the `capacity` signal, its timer a fallback
+        // (asked only for such a refusal, which only a worker of 0.13 gives). A signal that came first skips the timer.
+        if (st.throttled.queued === true && v013()) {
+          if (!loop.capacityWoken) await condition(() => loop.capacityWoken, ms);
+        } else await sleep(ms);
         st.throttled = undefined;
       }
       let local = beginTurn(st, loop, slices);

@@ -14,7 +14,11 @@ import {
   type CapacityState,
   correctCapacity,
   decideCapacity,
+  dispatchCapacity,
+  HOLD_MS,
   limitsProblem,
+  MAX_WAITERS,
+  WAITER_FALLBACK_MIN_MS,
   MAX_SHARES,
   type ProviderLimits,
 } from '../../src/core/capacity';
@@ -303,6 +307,119 @@ describe('fair shares', () => {
     expect(Object.keys(crowd!.shares!)).toHaveLength(MAX_SHARES);
     expect(crowd!.shares!['tree-999']).toBeDefined();
     expect(crowd!.shares!['tree-0']).toBeUndefined();
+  });
+});
+
+/** A background request of thread `id` in tenant `t` that can be woken. */
+const waiting = (limits: ProviderLimits, id: string, t = '', weight = 1): CapacityRequest => ({
+  ...req(limits, 100, false),
+  leaseId: `lease-${id}`,
+  waiter: id,
+  share: { key: t, weight },
+});
+
+/** The state after a burst of grants has used the key's bucket up, at T0. */
+const usedUp = (limits: ProviderLimits) => grantsUntilRefused(limits, 100, false).state;
+
+describe('the wake-up list', () => {
+  it('queues a refused thread, holds the next freed grant for it, and lets only it claim the hold', () => {
+    const limits = { rpm: 60, reserve: 0 };
+    const refused = decideCapacity(usedUp(limits), waiting(limits, 'a'), 0, T0);
+    expect(refused.grant).toMatchObject({ granted: false, reason: 'requests', retryAfterMs: 1000 });
+    const fallbackMs = refused.grant.granted ? 0 : refused.grant.fallbackMs!;
+    // Its own timer is a fallback only, well past the wait the key named.
+    expect(fallbackMs).toBeGreaterThanOrEqual(WAITER_FALLBACK_MIN_MS);
+    expect(refused.state.waiters?.map((w) => w.id)).toEqual(['a']);
+    // Nothing is free yet: no wake, and the dispatch says when to look again.
+    const early = dispatchCapacity(refused.state, limits, 0, T0 + 10);
+    expect(early.woken).toEqual([]);
+    expect(early.nextAt).toBe(T0 + 1000);
+    const at = dispatchCapacity(early.state, limits, 0, T0 + 1000);
+    expect(at.woken).toEqual([{ id: 'a', lease: 'held:a', tokens: 100, until: T0 + 1000 + HOLD_MS }]);
+    expect(at.state?.waiters).toEqual([]);
+    expect(at.nextAt).toBeUndefined();
+    // Another thread finds the capacity taken; the woken one claims it, and the hold's lease ends.
+    expect(decideCapacity(at.state, req(limits, 100, false), 1, T0 + 1001).grant.granted).toBe(false);
+    const claim = decideCapacity(at.state, waiting(limits, 'a'), 1, T0 + 1001);
+    expect(claim.grant).toMatchObject({ granted: true, ticket: { at: T0 + 1000 } });
+    expect(claim.endLease).toBe('held:a');
+    expect(claim.state.held).toEqual({});
+  });
+
+  it("wakes waiting tenants in proportion to their weights, and each tenant's threads in the order they came", () => {
+    const limits = { rpm: 60, reserve: 0 };
+    let state: CapacityState | undefined = usedUp(limits);
+    // 20 threads each in tenants a (weight 1), b (1) and c (2), refused in turn.
+    for (let i = 0; i < 20; i++)
+      for (const [t, w] of [['a', 1], ['b', 1], ['c', 2]] as const)
+        state = decideCapacity(state, waiting(limits, `${t}${i}`, t, w), 0, T0).state;
+    expect(state!.waiters).toHaveLength(60);
+    const order: string[] = [];
+    let now = T0;
+    for (let step = 0; step < 200 && order.length < 40; step++) {
+      const d = dispatchCapacity(state, limits, 0, now);
+      state = d.state;
+      for (const w of d.woken) {
+        order.push(w.id);
+        // The woken thread claims its grant at once.
+        state = decideCapacity(state, waiting(limits, w.id, w.id[0]!, w.id[0] === 'c' ? 2 : 1), 0, now).state;
+      }
+      now = d.nextAt ?? now + 1000;
+    }
+    const first40 = order.slice(0, 40);
+    const count = (t: string) => first40.filter((id) => id.startsWith(t)).length;
+    expect([count('a'), count('b'), count('c')]).toEqual([10, 10, 20]);
+    // Within a tenant, first come first woken.
+    const ofA = order.filter((id) => id.startsWith('a')).map((id) => Number(id.slice(1)));
+    expect(ofA).toEqual([...ofA].sort((x, y) => x - y));
+  });
+
+  it("keeps a thread that comes back on its timer behind its own tenant's earlier threads", () => {
+    const limits = { rpm: 60, reserve: 0 };
+    let state = decideCapacity(usedUp(limits), waiting(limits, 'old', 't'), 0, T0).state;
+    state = decideCapacity(state, waiting(limits, 'new', 't'), 0, T0 + 5).state;
+    // Capacity is free a second later; `new` asks first, but `old` came before it: it stays queued.
+    const asks = decideCapacity(state, waiting(limits, 'new', 't'), 0, T0 + 1000);
+    expect(asks.grant).toMatchObject({ granted: false, reason: 'share' });
+    expect(asks.state.waiters?.map((w) => w.id)).toEqual(['old', 'new']);
+    expect(dispatchCapacity(asks.state, limits, 0, T0 + 1000).woken.map((w) => w.id)).toEqual(['old']);
+  });
+
+  it('lets a hold lapse when its thread never claims it, and gives a hold up when a 429 closed the key since', () => {
+    const limits = { concurrency: 1, reserve: 0 };
+    const queued = decideCapacity(undefined, waiting(limits, 'a'), 1, T0);
+    expect(queued.grant).toMatchObject({ granted: false, reason: 'concurrency' });
+    // Only a lease's end frees concurrency: the dispatch names no time of its own.
+    expect(dispatchCapacity(queued.state, limits, 1, T0).nextAt).toBeUndefined();
+    const woke = dispatchCapacity(queued.state, limits, 0, T0 + 100);
+    expect(woke.woken.map((w) => w.id)).toEqual(['a']);
+    // Past HOLD_MS the hold is gone (its lease expires with it in the store): the thread asks like any other.
+    const late = decideCapacity(woke.state, waiting(limits, 'a'), 0, T0 + 100 + HOLD_MS);
+    expect(late.endLease).toBeUndefined();
+    expect(late.grant.granted).toBe(true);
+    // A 429 between the wake and the claim: the hold's lease ends, and the thread waits for the key again.
+    const closed = backoffCapacity(woke.state!, 2000, T0 + 200);
+    const claim = decideCapacity(closed, waiting(limits, 'a'), 1, T0 + 300);
+    expect(claim.endLease).toBe('held:a');
+    expect(claim.grant).toMatchObject({ granted: false, reason: 'backoff', retryAfterMs: 1900 });
+    expect(claim.state.waiters?.map((w) => w.id)).toEqual(['a']);
+  });
+
+  it('holds at most MAX_WAITERS threads; past it a refused thread comes back on its timer', () => {
+    const limits = { concurrency: 1, reserve: 0 };
+    let state: CapacityState | undefined;
+    for (let i = 0; i < MAX_WAITERS; i++) state = decideCapacity(state, waiting(limits, `w${i}`), 1, T0).state;
+    const over = decideCapacity(state, waiting(limits, 'one-more'), 1, T0);
+    expect(over.grant).toEqual({ granted: false, reason: 'concurrency', retryAfterMs: 500 });
+    expect(over.state.waiters).toHaveLength(MAX_WAITERS);
+  });
+
+  it('does not queue user-facing requests: they go first, with the reserve', () => {
+    const limits = { rpm: 60, reserve: 0 };
+    const fg = decideCapacity(usedUp(limits), { ...waiting(limits, 'u'), foreground: true }, 0, T0);
+    expect(fg.grant.granted).toBe(false);
+    expect(fg.grant.granted ? undefined : fg.grant.fallbackMs).toBeUndefined();
+    expect(fg.state.waiters ?? []).toEqual([]);
   });
 });
 

@@ -37,6 +37,8 @@ export interface RateLimitedOptions {
   usage?: { input: number; output: number };
   /** Pause between the answer's frames. @default 20 ms */
   frameDelayMs?: number;
+  /** Names each accepted request from its body (`stats.acceptedTags`): a test's own marker, a tenant say. */
+  tagOf?: (body: string) => string | undefined;
 }
 
 export interface RateLimitedStats {
@@ -44,6 +46,8 @@ export interface RateLimitedStats {
   limited: number;
   /** Accepted requests of the runtime, by arrival time. */
   accepted: number[];
+  /** What `tagOf` named each accepted request, in the order of `accepted`. */
+  acceptedTags: (string | undefined)[];
   /** Refused requests, by arrival time. */
   refused: number[];
   othersAccepted: number;
@@ -173,6 +177,7 @@ export async function startRateLimitedProvider(opts: RateLimitedOptions): Promis
     requests: 0,
     limited: 0,
     accepted: [],
+    acceptedTags: [],
     refused: [],
     othersAccepted: 0,
     answeringMs: 0,
@@ -189,7 +194,8 @@ export async function startRateLimitedProvider(opts: RateLimitedOptions): Promis
   };
   const server: Server = createServer((req, res) => {
     void (async () => {
-      for await (const _ of req) void _;
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
       if (!dialect.matches(req.url ?? '')) {
         res.writeHead(404).end();
         return;
@@ -212,6 +218,7 @@ export async function startRateLimitedProvider(opts: RateLimitedOptions): Promis
         return;
       }
       stats.accepted.push(now);
+      stats.acceptedTags.push(opts.tagOf?.(Buffer.concat(chunks).toString('utf8')));
       inFlight++;
       const t0 = performance.now();
       try {
