@@ -143,7 +143,10 @@ for (const [name, pair] of Object.entries(pairs)) {
       expect(await b.capacity.dispatch(thread.key, limits)).toEqual({ woken: [], waiting: 1 });
       await a.capacity.release(running.key, running.leaseId, limits, 100);
       // Two workers dispatch at once: the thread is woken once.
-      const both = await Promise.all([a.capacity.dispatch(thread.key, limits), b.capacity.dispatch(thread.key, limits)]);
+      const both = await Promise.all([
+        a.capacity.dispatch(thread.key, limits),
+        b.capacity.dispatch(thread.key, limits),
+      ]);
       expect(both.flatMap((d) => d.woken)).toEqual(['thread-1']);
       // The grant is held: another request finds the key full, the woken thread's claim takes it (through either).
       expect((await b.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(false);

@@ -342,14 +342,26 @@ export function decideCapacity(
   const s = liveWaiting({ ...refilled, win: liveLog(refilled.win, now) }, now);
   const held = req.waiter === undefined ? undefined : s.held?.[req.waiter];
   if (!held) return decideNow(s, req, activeLeases, now);
-  // Capacity held for this thread since its wake: it is counted in the log and the buckets already.
+  // Capacity held for this thread since its wake: it is counted in the buckets already, and in the log at the wake. The
+  // request goes now, so it moves to now's bin: the provider's minute counts it from its arrival, and a woken thread
+  // that took a few seconds to come must not let the key's minute hold more than its allowance at the provider.
   const rest = { ...s, held: without(s.held, req.waiter!) };
-  if (now >= s.backoffUntil)
+  if (now >= s.backoffUntil) {
+    const win = logGrant(logGrant(rest.win!, held.ticket.at, -1, -held.tok), now, 1, held.tok);
     return {
-      state: { ...rest, waiters: (rest.waiters ?? []).filter((w) => w.id !== req.waiter) },
-      grant: { granted: true, ticket: held.ticket },
+      state: { ...rest, win, waiters: (rest.waiters ?? []).filter((w) => w.id !== req.waiter) },
+      grant: {
+        granted: true,
+        ticket: {
+          ...held.ticket,
+          at: now,
+          requests: inProviderMinute(win, 1, now),
+          tokens: inProviderMinute(win, 2, now),
+        },
+      },
       endLease: held.lease,
     };
+  }
   // A 429 closed the key since the wake: the hold is given up, and the thread waits like any other.
   return { ...decideNow(rest, req, Math.max(0, activeLeases - 1), now), endLease: held.lease };
 }

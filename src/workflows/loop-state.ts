@@ -10,7 +10,14 @@ import { callbackState } from '../core/callback-state';
 import { METRICS } from '../core/metric-names';
 import type { InputMessage, PendingCall, ThreadStatus } from '../core/types';
 import { isUserText } from '../core/validate';
-import { callbackStateQuery, capacitySignal, HANDLER_DOCS, statusQuery, waitForIdleUpdate, type WaitOptions } from './definitions';
+import {
+  callbackStateQuery,
+  capacitySignal,
+  HANDLER_DOCS,
+  statusQuery,
+  waitForIdleUpdate,
+  type WaitOptions,
+} from './definitions';
 import type { ThreadState } from './state';
 
 export interface LoopState {

@@ -340,8 +340,11 @@ describe('the wake-up list', () => {
     expect(at.nextAt).toBeUndefined();
     // Another thread finds the capacity taken; the woken one claims it, and the hold's lease ends.
     expect(decideCapacity(at.state, req(limits, 100, false), 1, T0 + 1001).grant.granted).toBe(false);
-    const claim = decideCapacity(at.state, waiting(limits, 'a'), 1, T0 + 1001);
-    expect(claim.grant).toMatchObject({ granted: true, ticket: { at: T0 + 1000 } });
+    const claim = decideCapacity(at.state, waiting(limits, 'a'), 1, T0 + 1800);
+    expect(claim.grant).toMatchObject({ granted: true, ticket: { at: T0 + 1800 } });
+    // The log counts it from its claim, when it goes to the provider, not from the wake.
+    expect(claim.state.win?.find(([bin]) => bin === T0 + 1500)?.[1]).toBe(1);
+    expect(claim.state.win?.find(([bin]) => bin === T0 + 1000)?.[1] ?? 0).toBe(0);
     expect(claim.endLease).toBe('held:a');
     expect(claim.state.held).toEqual({});
   });
@@ -351,7 +354,11 @@ describe('the wake-up list', () => {
     let state: CapacityState | undefined = usedUp(limits);
     // 20 threads each in tenants a (weight 1), b (1) and c (2), refused in turn.
     for (let i = 0; i < 20; i++)
-      for (const [t, w] of [['a', 1], ['b', 1], ['c', 2]] as const)
+      for (const [t, w] of [
+        ['a', 1],
+        ['b', 1],
+        ['c', 2],
+      ] as const)
         state = decideCapacity(state, waiting(limits, `${t}${i}`, t, w), 0, T0).state;
     expect(state!.waiters).toHaveLength(60);
     const order: string[] = [];
