@@ -139,20 +139,38 @@ for (const [name, pair] of Object.entries(pairs)) {
       const refused = await a.capacity.acquire(thread);
       expect(refused).toMatchObject({ granted: false, reason: 'concurrency' });
       expect(refused.granted === false && refused.fallbackMs).toBeGreaterThan(0);
-      // Nothing frees yet: nobody to wake; only a lease's end can free concurrency, so no time to come back either.
-      expect(await b.capacity.dispatch(thread.key, limits)).toEqual({ woken: [], waiting: 1 });
-      await a.capacity.release(running.key, running.leaseId, limits, 100);
-      // Two workers dispatch at once: the thread is woken once.
+      // Two workers dispatch at once: the thread is woken once, ahead of the busy slot; only a call's end frees it, so
+      // the dispatch names no time to come back.
       const both = await Promise.all([
         a.capacity.dispatch(thread.key, limits),
         b.capacity.dispatch(thread.key, limits),
       ]);
       expect(both.flatMap((d) => d.woken)).toEqual(['thread-1']);
-      // The grant is held: another request finds the key full, the woken thread's claim takes it (through either).
-      expect((await b.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(false);
+      expect(both.every((d) => d.againInMs === undefined)).toBe(true);
+      // It asks while the call runs: it keeps its grant and is told to ask again from within its slice.
+      expect(await b.capacity.acquire(thread)).toMatchObject({ granted: false, reason: 'concurrency', holding: true });
+      await a.capacity.release(running.key, running.leaseId, limits, 100);
+      // The slot is its grant's: another request finds the key full, the woken thread's claim takes it.
+      expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(false);
       expect(await b.capacity.acquire(thread)).toMatchObject({ granted: true });
-      // The claim replaced the hold's lease with the thread's own: releasing that frees the key.
+      expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(false);
+      // Releasing its lease frees the key.
       await b.capacity.release(thread.key, thread.leaseId, limits, 100);
+      expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(true);
+    });
+
+    it('gives a held grant back when the woken thread will not use it', async () => {
+      const [a, b] = await open();
+      const limits = { concurrency: 1, reserve: 0 };
+      const thread = ask(limits, { foreground: false, waiter: 'thread-2' });
+      const running = ask(limits, { foreground: false });
+      expect((await a.capacity.acquire(running)).granted).toBe(true);
+      expect((await a.capacity.acquire(thread)).granted).toBe(false);
+      await a.capacity.release(running.key, running.leaseId, limits, 100);
+      expect((await b.capacity.dispatch(thread.key, limits)).woken).toEqual(['thread-2']);
+      expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(false);
+      // Its slice ended before its request (over budget, say): the grant is given back through either worker.
+      await b.capacity.release(thread.key, 'held:thread-2', limits, undefined);
       expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(true);
     });
 

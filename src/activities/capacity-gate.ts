@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/activity';
 import { ApplicationFailureCategory } from '@temporalio/common';
 import type { CapacityRequest, CapacityTicket, ProviderLimits, ProviderReport, ThrottledSlice } from '../core/capacity';
+import { HELD_PREFIX } from '../core/capacity';
 import { SLICE_REFUSED } from '../core/slice-protocol';
 import type { TokenUsage } from '../core/types';
 import type { ModelRequest } from '../model/provider';
@@ -122,6 +123,13 @@ export function capacityGate(
           ticket = grant.ticket;
           break;
         }
+        // Woken ahead of a free concurrency slot, with a grant held: ready here for the moment a call ends.
+        if (grant.holding) {
+          if (waiting) await waiting.wakeups.nextFree(key, grant.retryAfterMs, signal);
+          else await sleep(grant.retryAfterMs, undefined, { signal });
+          signal.throwIfAborted();
+          continue;
+        }
         if (routeAfterMs !== undefined && waited + grant.retryAfterMs > routeAfterMs)
           throw new KeyClosed(key, grant.reason, waited + grant.retryAfterMs);
         if (grant.fallbackMs !== undefined) {
@@ -161,6 +169,22 @@ export function capacityGate(
       if (round === 0) throw throttledFailure({ key, reason: 'rate_limited', retryAfterMs: waitMs });
     },
   };
+}
+
+/**
+ * Ends the grant held for `threadId` on the key of `limits` (the lease a dispatch took for it), if there is one, and
+ * lets the next waiter have it: for a woken thread whose slice ends before its first request.
+ */
+export async function giveBackHeld(
+  store: ConversationStore,
+  wakeups: CapacityWakeups,
+  limits: ProviderLimits,
+  modelId: string,
+  threadId: string,
+): Promise<void> {
+  const key = limits.key ?? modelId;
+  await store.capacity.release(key, `${HELD_PREFIX}${threadId}`, limits, undefined);
+  wakeups.freed(key, limits);
 }
 
 /** A request's tokens before the call: ~4 characters a token over what is sent, plus the expected output. */

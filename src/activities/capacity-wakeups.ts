@@ -17,6 +17,11 @@ export interface CapacityWakeups {
   waiting(key: string, limits: ProviderLimits): void;
   /** A call on `key` ended: its capacity may go to a waiting thread now. */
   freed(key: string, limits: ProviderLimits): void;
+  /**
+   * Resolves at the next `freed(key)` of this worker, or after `maxMs`: a woken thread waiting for a concurrency slot
+   * asks again then (another worker's call ending is seen at the timeout).
+   */
+  nextFree(key: string, maxMs: number, signal?: AbortSignal): Promise<void>;
   /** Stops every timer (the worker shuts down). */
   close(): void;
 }
@@ -41,6 +46,8 @@ export function capacityWakeups(
   warn: (message: string, error: unknown) => void = () => undefined,
 ): CapacityWakeups {
   const keys = new Map<string, KeyTimer>();
+  /** Threads of this worker waiting for a slot on a key, with a grant held: told when one of its calls ends. */
+  const freeWaiters = new Map<string, Set<() => void>>();
   let closed = false;
 
   const schedule = (key: string, k: KeyTimer, inMs: number) => {
@@ -93,8 +100,26 @@ export function capacityWakeups(
       schedule(key, entry(key, limits), 0);
     },
     freed(key, limits) {
+      const ready = freeWaiters.get(key);
+      if (ready) for (const go of ready) go();
       // Whoever's threads wait: the freed capacity is this worker's to give (a dispatch that finds nobody is a read).
       schedule(key, entry(key, limits), 0);
+    },
+    nextFree(key, maxMs, signal) {
+      return new Promise<void>((resolve) => {
+        let set = freeWaiters.get(key);
+        if (!set) freeWaiters.set(key, (set = new Set()));
+        const done = () => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', done);
+          set.delete(done);
+          if (set.size === 0) freeWaiters.delete(key);
+          resolve();
+        };
+        const timer = setTimeout(done, maxMs);
+        set.add(done);
+        signal?.addEventListener('abort', done, { once: true });
+      });
     },
     close() {
       closed = true;

@@ -15,7 +15,7 @@ import { CommitConflictError, type ConversationStore, type ThreadRecord } from '
 import type { Tool } from '../tools/tool';
 import { eventsForAppended } from './appended-events';
 import { checkBudget } from './budget-check';
-import { capacityGate } from './capacity-gate';
+import { capacityGate, giveBackHeld } from './capacity-gate';
 import { type CompletionOutput, type CompletionPolicy, runCompletion } from './completion';
 import type { SliceDispatch, TreeTools } from './dispatch';
 import { callLookup, modelView, resolveInjected, threadChain } from './history';
@@ -75,18 +75,30 @@ export async function sliceAttempt(
   control: SliceControl,
   startedAt: number,
 ): Promise<SliceResult> {
-  const load = await loadSlice(rt, input);
-  if ('committed' in load) return load.committed;
-  const { loaded } = load;
-  // Before the model call: a slice that would start over budget calls nothing and commits nothing (issue 27 §1).
-  const budgetRefs = await checkBudget(
-    rt.deps.store,
-    input,
-    loaded.record.rootThreadId,
-    rt.emit,
-    (scope) => rt.deps.metrics?.overBudget?.(scope),
-    rt.agent.budget,
-  );
+  // A thread woken for provider capacity holds a grant until its first request claims it: an attempt that ends before
+  // any request (committed already, over budget, a failed load) gives it back at once rather than after the hold.
+  let loaded: LoadedSlice;
+  let budgetRefs: Awaited<ReturnType<typeof checkBudget>>;
+  try {
+    const load = await loadSlice(rt, input);
+    if ('committed' in load) {
+      await giveBackHold(rt, input.threadId);
+      return load.committed;
+    }
+    loaded = load.loaded;
+    // Before the model call: a slice that would start over budget calls nothing and commits nothing (issue 27 §1).
+    budgetRefs = await checkBudget(
+      rt.deps.store,
+      input,
+      loaded.record.rootThreadId,
+      rt.emit,
+      (scope) => rt.deps.metrics?.overBudget?.(scope),
+      rt.agent.budget,
+    );
+  } catch (e) {
+    await giveBackHold(rt, input.threadId);
+    throw e;
+  }
   const out = await complete(rt, input, control, loaded);
   const built = buildSliceResult({
     sliceId: input.sliceId,
@@ -179,6 +191,13 @@ async function checkedLength(store: ConversationStore, input: SliceInput): Promi
     );
   }
   return committedLength;
+}
+
+/** A grant held for the thread on its model's limits key, if any, ended (best effort: the hold lapses anyway). */
+async function giveBackHold(rt: SliceRuntime, threadId: string): Promise<void> {
+  const { limits, wakeups, store, model } = rt.deps;
+  if (!limits || !wakeups) return;
+  await giveBackHeld(store, wakeups, limits, model.id, threadId).catch(() => undefined);
 }
 
 /** The slice's one completion over the model view and its inputs; throws when the attempt was abandoned. */

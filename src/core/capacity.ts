@@ -169,6 +169,11 @@ export type CapacityGrant =
        * this long on its own only if no wake came (twice its estimated wait, within bounds).
        */
       fallbackMs?: number;
+      /**
+       * A grant is held for this thread, but every concurrency slot is still in use (woken ahead, so it is ready the
+       * moment a call ends): ask again after `retryAfterMs`, from within the slice.
+       */
+      holding?: boolean;
     };
 
 /** A thread on a key's wake-up list. */
@@ -185,10 +190,8 @@ export interface CapacityWaiter {
   until: number;
 }
 
-/** A grant held for a woken thread until its request claims it. */
+/** A grant held for a woken thread until its request claims it (it counts toward concurrency meanwhile). */
 export interface HeldGrant {
-  /** The lease that counts it meanwhile (it expires with the hold). */
-  lease: string;
   until: number;
   tok: number;
   ticket: CapacityTicket;
@@ -234,6 +237,18 @@ const DEFAULT_SHARE_PRIORITY = 3;
 export const MAX_SHARES = 512;
 /** A tenant refused for its share comes back after at most this many request intervals. */
 const MAX_SHARE_WAIT_STEPS = 20;
+/** The lease id that gives back a grant held for a woken thread: this, then its workflow id. */
+export const HELD_PREFIX = 'held:';
+/**
+ * A concurrency-bound key holds grants for up to this many woken threads per slot beyond the slots free, so the next
+ * threads are loaded and ready when calls end (a wake takes a signal, a workflow task and the slice's load).
+ */
+export const CONCURRENCY_LOOKAHEAD = 1;
+/**
+ * A woken thread whose grant waits for a concurrency slot asks again at least this often, within its slice (its
+ * worker tells it at once when one of its own calls ends).
+ */
+export const CLAIM_POLL_MS = 100;
 /** A grant held for a woken thread lapses this long after the wake if its request never claims it. */
 export const HOLD_MS = 20_000;
 /** The wake-up list holds at most this many threads; past it, refused threads come back on their timers. */
@@ -336,35 +351,46 @@ export function decideCapacity(
   req: CapacityRequest,
   activeLeases: number,
   now: number,
-): { state: CapacityState; grant: CapacityGrant; endLease?: string } {
+): { state: CapacityState; grant: CapacityGrant } {
   const { limits } = req;
   const refilled = withShares(refill(state ?? freshCapacity(limits, now), limits, now), now);
   const s = liveWaiting({ ...refilled, win: liveLog(refilled.win, now) }, now);
   const held = req.waiter === undefined ? undefined : s.held?.[req.waiter];
   if (!held) return decideNow(s, req, activeLeases, now);
-  // Capacity held for this thread since its wake: it is counted in the buckets already, and in the log at the wake. The
-  // request goes now, so it moves to now's bin: the provider's minute counts it from its arrival, and a woken thread
-  // that took a few seconds to come must not let the key's minute hold more than its allowance at the provider.
+  // Capacity held for this thread since its wake: it is counted in the buckets already, and in the log at the wake.
   const rest = { ...s, held: without(s.held, req.waiter!) };
-  if (now >= s.backoffUntil) {
-    const win = logGrant(logGrant(rest.win!, held.ticket.at, -1, -held.tok), now, 1, held.tok);
-    return {
-      state: { ...rest, win, waiters: (rest.waiters ?? []).filter((w) => w.id !== req.waiter) },
-      grant: {
-        granted: true,
-        ticket: {
-          ...held.ticket,
-          at: now,
-          requests: inProviderMinute(win, 1, now),
-          tokens: inProviderMinute(win, 2, now),
-        },
-      },
-      endLease: held.lease,
-    };
-  }
   // A 429 closed the key since the wake: the hold is given up, and the thread waits like any other.
-  return { ...decideNow(rest, req, Math.max(0, activeLeases - 1), now), endLease: held.lease };
+  if (now < s.backoffUntil) return decideNow(rest, req, activeLeases, now);
+  // Woken ahead of a concurrency slot: it keeps its hold and asks again within its slice, ready when a call ends.
+  if (limits.concurrency !== undefined && activeLeases >= usableConcurrency(limits, req.foreground))
+    return { state: s, grant: { granted: false, reason: 'concurrency', retryAfterMs: CLAIM_POLL_MS, holding: true } };
+  // The request goes now, so it moves to now's bin: the provider's minute counts it from its arrival, and a woken
+  // thread that took a few seconds to come must not let the key's minute hold more than its allowance at the provider.
+  const win = logGrant(logGrant(rest.win!, held.ticket.at, -1, -held.tok), now, 1, held.tok);
+  return {
+    state: { ...rest, win, waiters: (rest.waiters ?? []).filter((w) => w.id !== req.waiter) },
+    grant: {
+      granted: true,
+      ticket: {
+        ...held.ticket,
+        at: now,
+        requests: inProviderMinute(win, 1, now),
+        tokens: inProviderMinute(win, 2, now),
+      },
+    },
+  };
 }
+
+/** Concurrency slots a request may use: all for a user-facing one, background ones leave the reserve. */
+function usableConcurrency(limits: ProviderLimits, foreground: boolean): number {
+  const c = limits.concurrency ?? Infinity;
+  if (foreground) return c;
+  const keep = Math.min(1, Math.max(0, limits.reserve ?? DEFAULT_RESERVE));
+  return Math.max(1, Math.floor(c * (1 - keep)));
+}
+
+/** Grants held for woken threads, not claimed yet. */
+const heldCount = (s: CapacityState) => Object.keys(s.held ?? {}).length;
 
 function decideNow(
   s: CapacityState,
@@ -418,8 +444,9 @@ function decideNow(
   // Background work leaves the reserve to user-facing slices.
   const keep = req.foreground ? 0 : Math.min(1, Math.max(0, limits.reserve ?? DEFAULT_RESERVE));
   if (limits.concurrency !== undefined) {
-    const usable = req.foreground ? limits.concurrency : Math.max(1, Math.floor(limits.concurrency * (1 - keep)));
-    if (activeLeases >= usable) return refuse('concurrency', CONCURRENCY_RETRY_MS);
+    // Grants held for woken threads take slots from background requests; a user-facing one counts only calls running.
+    const busy = activeLeases + (req.foreground ? 0 : heldCount(s));
+    if (busy >= usableConcurrency(limits, req.foreground)) return refuse('concurrency', CONCURRENCY_RETRY_MS);
   }
   if (eff.rpm !== undefined) {
     const reserve = reserveOf(keep, eff.rpm, 1);
@@ -500,64 +527,58 @@ function enqueue(
   return { state: { ...s, waiters, shares }, fallbackMs };
 }
 
-/** A woken thread, and the lease that counts its held grant until it claims it. */
-export interface WokenWaiter {
-  id: string;
-  lease: string;
-  tokens: number;
-  until: number;
-}
-
 /**
- * Capacity freed, or may have (a lease ended, time passed): holds grants for the threads on the wake-up list, in
+ * Capacity freed, or may have (a call ended, time passed): holds grants for the threads on the wake-up list, in
  * weighted fair order (the best priority first, then the share furthest behind, then the oldest), as long as the key
- * has room, and names them to wake. `nextAt`: when to dispatch again, while threads still wait for rate (none when
- * only a lease's end can free capacity: its release dispatches).
+ * has room — for concurrency, {@link CONCURRENCY_LOOKAHEAD} more per slot than are free, so woken threads are ready
+ * when calls end — and names them (workflow ids) to wake. `nextAt`: when to dispatch again, while threads still wait
+ * for rate (none when only a call's end can free capacity: its release dispatches).
  */
 export function dispatchCapacity(
   state: CapacityState | undefined,
   limits: ProviderLimits,
   activeLeases: number,
   now: number,
-): { state: CapacityState | undefined; woken: WokenWaiter[]; nextAt?: number } {
+): { state: CapacityState | undefined; woken: string[]; nextAt?: number } {
   if (!state?.waiters?.length) return { state, woken: [] };
   let s: CapacityState = liveWaiting(state, now);
-  let active = activeLeases;
-  const woken: WokenWaiter[] = [];
+  const woken: string[] = [];
   let nextAt: number | undefined;
+  // Held grants count as slots in use (decideNow), so the lookahead widens the key's concurrency for the dispatch only.
+  const ahead =
+    limits.concurrency === undefined
+      ? limits
+      : { ...limits, concurrency: limits.concurrency * (1 + CONCURRENCY_LOOKAHEAD) };
   while (woken.length < MAX_WAKES_PER_DISPATCH) {
     const next = nextWaiter(s, now);
     if (!next) break;
     const { waiter, share } = next;
-    const lease = `held:${waiter.id}`;
     // The virtual queue of timer-polling requests (`queueAt`) does not delay a dispatch: it is kept as it was.
     const d = decideCapacity(
       { ...s, queueAt: undefined },
       {
         key: '',
-        limits,
+        limits: ahead,
         tokens: waiter.tok,
         foreground: false,
         leaseMs: HOLD_MS,
-        leaseId: lease,
+        leaseId: `${HELD_PREFIX}${waiter.id}`,
         share: { key: waiter.t, weight: share.w, priority: share.p ?? DEFAULT_SHARE_PRIORITY },
       },
-      active,
+      activeLeases,
       now,
     );
     if (!d.grant.granted) {
       if (d.grant.reason !== 'concurrency') nextAt = now + d.grant.retryAfterMs;
       break;
     }
-    const until = now + HOLD_MS;
     s = {
       ...d.state,
       ...(s.queueAt !== undefined && { queueAt: s.queueAt }),
       waiters: (d.state.waiters ?? []).filter((w) => w.id !== waiter.id),
-      held: { ...d.state.held, [waiter.id]: { lease, until, tok: waiter.tok, ticket: d.grant.ticket! } },
+      held: { ...d.state.held, [waiter.id]: { until: now + HOLD_MS, tok: waiter.tok, ticket: d.grant.ticket! } },
     };
-    active += 1;
-    woken.push({ id: waiter.id, lease, tokens: waiter.tok, until });
+    woken.push(waiter.id);
   }
   if (woken.length === MAX_WAKES_PER_DISPATCH && s.waiters?.length) nextAt = now;
   return { state: s, woken, ...(nextAt !== undefined && s.waiters?.length && { nextAt }) };
@@ -751,8 +772,12 @@ export function releasedCapacity(
   now: number,
   ticket?: CapacityTicket,
   report?: ProviderReport,
+  leaseId?: string,
 ): CapacityState | undefined {
   if (!s) return s;
+  // A hold given back before its thread claimed it (its slice ended first): gone, so no later request claims it.
+  const holder = leaseId?.startsWith(HELD_PREFIX) ? leaseId.slice(HELD_PREFIX.length) : undefined;
+  if (holder !== undefined && s.held?.[holder]) return { ...s, held: without(s.held, holder) };
   if (used === undefined && !report) return s;
   const refilled = refill(s, limits, now);
   const corrected = used === undefined ? refilled : correctCapacity(refilled, limits, estimated, used, ticket);

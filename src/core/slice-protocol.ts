@@ -71,10 +71,7 @@ export type SlicePeek = { committed: false } | { committed: true; inputs?: Slice
  * waits on this worker's own task queue for an activity to adopt it; or (0.13, when its input says
  * `refusals: 'outcome'`) that it was refused before its model call, as the failure of that type would have said.
  */
-export type LocalSliceOutcome =
-  | { done: SliceResult }
-  | { handoff: { taskQueue: string } }
-  | { refused: SliceRefusal };
+export type LocalSliceOutcome = { done: SliceResult } | { handoff: { taskQueue: string } } | { refused: SliceRefusal };
 
 /** A slice refused before its model call (a {@link SLICE_REFUSED} type), answered as a value (0.13, issue 41). */
 export interface SliceRefusal {

@@ -9,6 +9,7 @@ import {
   type CapacityState,
   decideCapacity,
   dispatchCapacity,
+  HELD_PREFIX,
   type ProviderAnswer,
   type ProviderLimits,
   releasedCapacity,
@@ -22,9 +23,8 @@ export class MemoryCapacity implements CapacityLedger {
 
   async acquire(req: CapacityRequest, now = Date.now()): Promise<CapacityGrant> {
     const leases = this.live(req.key, now);
-    const { state, grant, endLease } = decideCapacity(this.states.get(req.key), req, leases.size, now);
+    const { state, grant } = decideCapacity(this.states.get(req.key), req, leases.size, now);
     this.states.set(req.key, state);
-    if (endLease !== undefined) leases.delete(endLease);
     if (grant.granted) leases.set(req.leaseId, { expiresAt: now + req.leaseMs, tokens: req.tokens });
     return grant;
   }
@@ -38,9 +38,19 @@ export class MemoryCapacity implements CapacityLedger {
     now = Date.now(),
   ): Promise<void> {
     const lease = this.leases.get(key)?.get(leaseId);
-    if (!lease) return;
-    this.leases.get(key)!.delete(leaseId);
-    const s = releasedCapacity(this.states.get(key), limits, lease.tokens, used, now, answer?.ticket, answer?.report);
+    // A hold given back has no lease: the key's state keeps it.
+    if (!lease && !leaseId.startsWith(HELD_PREFIX)) return;
+    this.leases.get(key)?.delete(leaseId);
+    const s = releasedCapacity(
+      this.states.get(key),
+      limits,
+      lease?.tokens ?? 0,
+      used,
+      now,
+      answer?.ticket,
+      answer?.report,
+      leaseId,
+    );
     if (s) this.states.set(key, s);
   }
 
@@ -63,9 +73,8 @@ export class MemoryCapacity implements CapacityLedger {
     const leases = this.live(key, now);
     const { state, woken, nextAt } = dispatchCapacity(this.states.get(key), limits, leases.size, now);
     if (state) this.states.set(key, state);
-    for (const w of woken) leases.set(w.lease, { expiresAt: w.until, tokens: w.tokens });
     return {
-      woken: woken.map((w) => w.id),
+      woken,
       waiting: state?.waiters?.length ?? 0,
       ...(nextAt !== undefined && { againInMs: Math.max(0, nextAt - now) }),
     };

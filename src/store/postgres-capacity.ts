@@ -6,7 +6,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { CapacityGrant, CapacityRequest, CapacityState, ProviderAnswer, ProviderLimits } from '../core/capacity';
-import { backedOffCapacity, decideCapacity, dispatchCapacity, releasedCapacity } from '../core/capacity';
+import { backedOffCapacity, decideCapacity, dispatchCapacity, HELD_PREFIX, releasedCapacity } from '../core/capacity';
 import type { TableName } from './postgres-schema';
 import type { CapacityDispatch, CapacityLedger } from './conversation-store';
 import { inTransaction } from './postgres-tx';
@@ -63,10 +63,8 @@ export class PostgresCapacity implements CapacityLedger {
         `SELECT count(*) AS n FROM ${this.t('capacity_leases')} WHERE key = $1`,
         [req.key],
       );
-      const { state, grant, endLease } = decideCapacity(before, req, Number(rows[0]!.n), now);
+      const { state, grant } = decideCapacity(before, req, Number(rows[0]!.n), now);
       await this.save(c, req.key, state);
-      if (endLease !== undefined)
-        await c.query(`DELETE FROM ${this.t('capacity_leases')} WHERE key = $1 AND lease_id = $2`, [req.key, endLease]);
       if (grant.granted)
         await c.query(
           `INSERT INTO ${this.t('capacity_leases')} (key, lease_id, expires_at, tokens) VALUES ($1, $2, $3, $4)
@@ -90,8 +88,10 @@ export class PostgresCapacity implements CapacityLedger {
         `DELETE FROM ${this.t('capacity_leases')} WHERE key = $1 AND lease_id = $2 RETURNING tokens`,
         [key, leaseId],
       );
+      // A hold given back has no lease: the key's state keeps it.
       const released =
-        rows[0] && releasedCapacity(state, limits, rows[0].tokens, used, now, answer?.ticket, answer?.report);
+        (rows[0] || leaseId.startsWith(HELD_PREFIX)) &&
+        releasedCapacity(state, limits, rows[0]?.tokens ?? 0, used, now, answer?.ticket, answer?.report, leaseId);
       if (released) await this.save(c, key, released);
     });
   }
@@ -114,14 +114,8 @@ export class PostgresCapacity implements CapacityLedger {
       );
       const { state, woken, nextAt } = dispatchCapacity(before, limits, Number(rows[0]!.n), now);
       if (state) await this.save(c, key, state);
-      for (const w of woken)
-        await c.query(
-          `INSERT INTO ${this.t('capacity_leases')} (key, lease_id, expires_at, tokens) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (key, lease_id) DO UPDATE SET expires_at = excluded.expires_at, tokens = excluded.tokens`,
-          [key, w.lease, w.until, w.tokens],
-        );
       return {
-        woken: woken.map((w) => w.id),
+        woken,
         waiting: state?.waiters?.length ?? 0,
         ...(nextAt !== undefined && { againInMs: Math.max(0, nextAt - now) }),
       };

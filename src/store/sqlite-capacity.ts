@@ -5,7 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { CapacityGrant, CapacityRequest, CapacityState, ProviderAnswer, ProviderLimits } from '../core/capacity';
-import { backedOffCapacity, decideCapacity, dispatchCapacity, releasedCapacity } from '../core/capacity';
+import { backedOffCapacity, decideCapacity, dispatchCapacity, HELD_PREFIX, releasedCapacity } from '../core/capacity';
 import type { CapacityDispatch, CapacityLedger } from './conversation-store';
 
 /** Migration 7. */
@@ -67,9 +67,8 @@ export class SqliteCapacity implements CapacityLedger {
         const now = Date.now();
         this.s.expire.run(req.key, now);
         const active = this.s.count.get(req.key)!.n;
-        const { state, grant, endLease } = decideCapacity(this.read(req.key), req, active, now);
+        const { state, grant } = decideCapacity(this.read(req.key), req, active, now);
         this.s.save.run(req.key, JSON.stringify(state));
-        if (endLease !== undefined) this.s.end.get(req.key, endLease);
         if (grant.granted) this.s.lease.run(req.key, req.leaseId, now + req.leaseMs, req.tokens);
         return grant;
       })
@@ -86,9 +85,19 @@ export class SqliteCapacity implements CapacityLedger {
     this.db
       .transaction(() => {
         const lease = this.s.end.get(key, leaseId);
+        // A hold given back has no lease: the key's state keeps it.
         const s =
-          lease &&
-          releasedCapacity(this.read(key), limits, lease.tokens, used, Date.now(), answer?.ticket, answer?.report);
+          (lease || leaseId.startsWith(HELD_PREFIX)) &&
+          releasedCapacity(
+            this.read(key),
+            limits,
+            lease?.tokens ?? 0,
+            used,
+            Date.now(),
+            answer?.ticket,
+            answer?.report,
+            leaseId,
+          );
         if (s) this.s.save.run(key, JSON.stringify(s));
       })
       .immediate();
@@ -106,9 +115,8 @@ export class SqliteCapacity implements CapacityLedger {
         const active = this.s.count.get(key)!.n;
         const { state, woken, nextAt } = dispatchCapacity(before, limits, active, now);
         if (state) this.s.save.run(key, JSON.stringify(state));
-        for (const w of woken) this.s.lease.run(key, w.lease, w.until, w.tokens);
         return {
-          woken: woken.map((w) => w.id),
+          woken,
           waiting: state?.waiters?.length ?? 0,
           ...(nextAt !== undefined && { againInMs: Math.max(0, nextAt - now) }),
         };

@@ -15,9 +15,11 @@ import {
   correctCapacity,
   decideCapacity,
   dispatchCapacity,
+  CLAIM_POLL_MS,
   HOLD_MS,
   limitsProblem,
   MAX_WAITERS,
+  releasedCapacity,
   WAITER_FALLBACK_MIN_MS,
   MAX_SHARES,
   type ProviderLimits,
@@ -335,7 +337,8 @@ describe('the wake-up list', () => {
     expect(early.woken).toEqual([]);
     expect(early.nextAt).toBe(T0 + 1000);
     const at = dispatchCapacity(early.state, limits, 0, T0 + 1000);
-    expect(at.woken).toEqual([{ id: 'a', lease: 'held:a', tokens: 100, until: T0 + 1000 + HOLD_MS }]);
+    expect(at.woken).toEqual(['a']);
+    expect(at.state?.held?.a?.until).toBe(T0 + 1000 + HOLD_MS);
     expect(at.state?.waiters).toEqual([]);
     expect(at.nextAt).toBeUndefined();
     // Another thread finds the capacity taken; the woken one claims it, and the hold's lease ends.
@@ -345,7 +348,6 @@ describe('the wake-up list', () => {
     // The log counts it from its claim, when it goes to the provider, not from the wake.
     expect(claim.state.win?.find(([bin]) => bin === T0 + 1500)?.[1]).toBe(1);
     expect(claim.state.win?.find(([bin]) => bin === T0 + 1000)?.[1] ?? 0).toBe(0);
-    expect(claim.endLease).toBe('held:a');
     expect(claim.state.held).toEqual({});
   });
 
@@ -366,10 +368,10 @@ describe('the wake-up list', () => {
     for (let step = 0; step < 200 && order.length < 40; step++) {
       const d = dispatchCapacity(state, limits, 0, now);
       state = d.state;
-      for (const w of d.woken) {
-        order.push(w.id);
+      for (const id of d.woken) {
+        order.push(id);
         // The woken thread claims its grant at once.
-        state = decideCapacity(state, waiting(limits, w.id, w.id[0]!, w.id[0] === 'c' ? 2 : 1), 0, now).state;
+        state = decideCapacity(state, waiting(limits, id, id[0]!, id[0] === 'c' ? 2 : 1), 0, now).state;
       }
       now = d.nextAt ?? now + 1000;
     }
@@ -389,27 +391,43 @@ describe('the wake-up list', () => {
     const asks = decideCapacity(state, waiting(limits, 'new', 't'), 0, T0 + 1000);
     expect(asks.grant).toMatchObject({ granted: false, reason: 'share' });
     expect(asks.state.waiters?.map((w) => w.id)).toEqual(['old', 'new']);
-    expect(dispatchCapacity(asks.state, limits, 0, T0 + 1000).woken.map((w) => w.id)).toEqual(['old']);
+    expect(dispatchCapacity(asks.state, limits, 0, T0 + 1000).woken).toEqual(['old']);
   });
 
-  it('lets a hold lapse when its thread never claims it, and gives a hold up when a 429 closed the key since', () => {
+  it('holds grants for a slot beyond the free ones, so a woken thread is ready when a call ends; holds lapse or are given back', () => {
     const limits = { concurrency: 1, reserve: 0 };
-    const queued = decideCapacity(undefined, waiting(limits, 'a'), 1, T0);
-    expect(queued.grant).toMatchObject({ granted: false, reason: 'concurrency' });
-    // Only a lease's end frees concurrency: the dispatch names no time of its own.
-    expect(dispatchCapacity(queued.state, limits, 1, T0).nextAt).toBeUndefined();
-    const woke = dispatchCapacity(queued.state, limits, 0, T0 + 100);
-    expect(woke.woken.map((w) => w.id)).toEqual(['a']);
-    // Past HOLD_MS the hold is gone (its lease expires with it in the store): the thread asks like any other.
+    let state = decideCapacity(undefined, waiting(limits, 'a'), 1, T0).state;
+    state = decideCapacity(state, waiting(limits, 'b'), 1, T0).state;
+    expect(state.waiters?.map((w) => w.id)).toEqual(['a', 'b']);
+    // The one slot is busy: `a` is woken ahead of it (one per slot), `b` waits; only a call's end names a time.
+    const woke = dispatchCapacity(state, limits, 1, T0 + 100);
+    expect(woke.woken).toEqual(['a']);
+    expect(woke.nextAt).toBeUndefined();
+    // `a` asks while the call still runs: it keeps its grant and asks again soon, from within its slice.
+    const early = decideCapacity(woke.state, waiting(limits, 'a'), 1, T0 + 200);
+    expect(early.grant).toEqual({ granted: false, reason: 'concurrency', retryAfterMs: CLAIM_POLL_MS, holding: true });
+    // Nobody else takes the slot its grant holds; once the call ended, `a` claims it.
+    expect(decideCapacity(early.state, waiting(limits, 'x'), 0, T0 + 250).grant.granted).toBe(false);
+    const claim = decideCapacity(early.state, waiting(limits, 'a'), 0, T0 + 300);
+    expect(claim.grant.granted).toBe(true);
+    expect(claim.state.held).toEqual({});
+    // A user-facing request counts only calls running, not grants held.
+    expect(decideCapacity(woke.state, req(limits), 0, T0 + 300).grant.granted).toBe(true);
+    // Past HOLD_MS the hold is gone: the thread asks like any other.
     const late = decideCapacity(woke.state, waiting(limits, 'a'), 0, T0 + 100 + HOLD_MS);
-    expect(late.endLease).toBeUndefined();
-    expect(late.grant.granted).toBe(true);
-    // A 429 between the wake and the claim: the hold's lease ends, and the thread waits for the key again.
+    expect(late.state.held).toEqual({});
+    // A woken thread whose slice ended before its request (over budget, say) gives the hold back: nobody claims it then.
+    const given = releasedCapacity(woke.state, limits, 0, undefined, T0 + 150, undefined, undefined, 'held:a')!;
+    expect(given.held).toEqual({});
+    expect(releasedCapacity(woke.state, limits, 100, undefined, T0 + 150, undefined, undefined, 'other')).toBe(
+      woke.state,
+    );
+    // A 429 between the wake and the claim: the hold is given up, and the thread waits for the key again.
     const closed = backoffCapacity(woke.state!, 2000, T0 + 200);
-    const claim = decideCapacity(closed, waiting(limits, 'a'), 1, T0 + 300);
-    expect(claim.endLease).toBe('held:a');
-    expect(claim.grant).toMatchObject({ granted: false, reason: 'backoff', retryAfterMs: 1900 });
-    expect(claim.state.waiters?.map((w) => w.id)).toEqual(['a']);
+    const refused = decideCapacity(closed, waiting(limits, 'a'), 0, T0 + 300);
+    expect(refused.grant).toMatchObject({ granted: false, reason: 'backoff', retryAfterMs: 1900 });
+    expect(refused.state.held).toEqual({});
+    expect(refused.state.waiters?.map((w) => w.id)).toEqual(['b', 'a']);
   });
 
   it('holds at most MAX_WAITERS threads; past it a refused thread comes back on its timer', () => {
