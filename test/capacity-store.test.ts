@@ -9,7 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CapacityRequest, ProviderLimits } from '../src/core/capacity';
+import { type CapacityRequest, type ProviderLimits, RELEASE_SETTLE_MS } from '../src/core/capacity';
 import type { ConversationStore } from '../src/store/conversation-store';
 import { InMemoryConversationStore } from '../src/store/memory';
 import { PostgresConversationStore } from '../src/store/postgres';
@@ -48,6 +48,9 @@ afterAll(async () => {
   for (const s of opened) await s.close();
 });
 
+/** A released slot is free once it has settled (RELEASE_SETTLE_MS: the provider closing the request). */
+const settle = () => new Promise((r) => setTimeout(r, RELEASE_SETTLE_MS + 10));
+
 const ask = (limits: ProviderLimits, over: Partial<CapacityRequest> = {}): CapacityRequest => ({
   key: 'openai:gpt-test',
   limits,
@@ -77,6 +80,9 @@ for (const [name, pair] of Object.entries(pairs)) {
         Array(9).fill({ granted: false, reason: 'concurrency', retryAfterMs: 500 }),
       );
       await b.capacity.release(granted[0]!.key, granted[0]!.leaseId, limits, 100);
+      // Not at once: the slot settles first.
+      expect((await a.capacity.acquire(ask(limits))).granted).toBe(false);
+      await settle();
       expect((await a.capacity.acquire(ask(limits))).granted).toBe(true);
       expect((await b.capacity.acquire(ask(limits))).granted).toBe(false);
     });
@@ -150,12 +156,14 @@ for (const [name, pair] of Object.entries(pairs)) {
       // It asks while the call runs: it keeps its grant and is told to ask again from within its slice.
       expect(await b.capacity.acquire(thread)).toMatchObject({ granted: false, reason: 'concurrency', holding: true });
       await a.capacity.release(running.key, running.leaseId, limits, 100);
+      await settle();
       // The slot is its grant's: another request finds the key full, the woken thread's claim takes it.
       expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(false);
       expect(await b.capacity.acquire(thread)).toMatchObject({ granted: true });
       expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(false);
       // Releasing its lease frees the key.
       await b.capacity.release(thread.key, thread.leaseId, limits, 100);
+      await settle();
       expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(true);
     });
 
@@ -167,6 +175,7 @@ for (const [name, pair] of Object.entries(pairs)) {
       expect((await a.capacity.acquire(running)).granted).toBe(true);
       expect((await a.capacity.acquire(thread)).granted).toBe(false);
       await a.capacity.release(running.key, running.leaseId, limits, 100);
+      await settle();
       expect((await b.capacity.dispatch(thread.key, limits)).woken).toEqual(['thread-2']);
       expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(false);
       // Its slice ended before its request (over budget, say): the grant is given back through either worker.

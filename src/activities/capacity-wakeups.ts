@@ -6,7 +6,7 @@
  * any number of workers may run this side by side; a worker that dies leaves the rest to the others, and to each
  * thread's own fallback timer.
  */
-import type { ProviderLimits } from '../core/capacity';
+import { type ProviderLimits, RELEASE_SETTLE_MS } from '../core/capacity';
 import type { CapacityLedger } from '../store/conversation-store';
 
 /** While threads wait only for a lease's end, a dispatch runs this often anyway (a dead worker's lease expires). */
@@ -100,8 +100,9 @@ export function capacityWakeups(
       schedule(key, entry(key, limits), 0);
     },
     freed(key, limits) {
+      // Its woken threads ask as soon as the slot has settled (RELEASE_SETTLE_MS: the provider closing the request).
       const ready = freeWaiters.get(key);
-      if (ready) for (const go of ready) go();
+      if (ready) setTimeout(() => ready.forEach((go) => go()), RELEASE_SETTLE_MS).unref();
       // Whoever's threads wait: the freed capacity is this worker's to give (a dispatch that finds nobody is a read).
       schedule(key, entry(key, limits), 0);
     },

@@ -83,6 +83,8 @@ export interface CapacityState {
   waiters?: CapacityWaiter[];
   /** Grants held for woken threads, by workflow id. */
   held?: Record<string, HeldGrant>;
+  /** When a call on the key last ended (with `concurrency`): its slot is free {@link RELEASE_SETTLE_MS} later. */
+  freedAt?: number;
 }
 
 /** What a grant says about the key at that moment: handed back after the call with the provider's answer. */
@@ -245,6 +247,12 @@ export const HELD_PREFIX = 'held:';
  */
 export const CONCURRENCY_LOOKAHEAD = 1;
 /**
+ * A concurrency slot is free this long after the call that held it ended: the client may read a stream's last event
+ * before the provider has closed the request on its side, and a request sent in between is refused (a 429 that closes
+ * the key for its `retry-after`).
+ */
+export const RELEASE_SETTLE_MS = 50;
+/**
  * A woken thread whose grant waits for a concurrency slot asks again at least this often, within its slice (its
  * worker tells it at once when one of its own calls ends).
  */
@@ -362,7 +370,7 @@ export function decideCapacity(
   // A 429 closed the key since the wake: the hold is given up, and the thread waits like any other.
   if (now < s.backoffUntil) return decideNow(rest, req, activeLeases, now);
   // Woken ahead of a concurrency slot: it keeps its hold and asks again within its slice, ready when a call ends.
-  if (limits.concurrency !== undefined && activeLeases >= usableConcurrency(limits, req.foreground))
+  if (limits.concurrency !== undefined && activeLeases + settling(s, now) >= usableConcurrency(limits, req.foreground))
     return { state: s, grant: { granted: false, reason: 'concurrency', retryAfterMs: CLAIM_POLL_MS, holding: true } };
   // The request goes now, so it moves to now's bin: the provider's minute counts it from its arrival, and a woken
   // thread that took a few seconds to come must not let the key's minute hold more than its allowance at the provider.
@@ -388,6 +396,10 @@ function usableConcurrency(limits: ProviderLimits, foreground: boolean): number 
   const keep = Math.min(1, Math.max(0, limits.reserve ?? DEFAULT_RESERVE));
   return Math.max(1, Math.floor(c * (1 - keep)));
 }
+
+/** A slot whose call ended within {@link RELEASE_SETTLE_MS}: still counted as busy. */
+const settling = (s: CapacityState, now: number) =>
+  s.freedAt !== undefined && now - s.freedAt < RELEASE_SETTLE_MS ? 1 : 0;
 
 /** Grants held for woken threads, not claimed yet. */
 const heldCount = (s: CapacityState) => Object.keys(s.held ?? {}).length;
@@ -445,7 +457,7 @@ function decideNow(
   const keep = req.foreground ? 0 : Math.min(1, Math.max(0, limits.reserve ?? DEFAULT_RESERVE));
   if (limits.concurrency !== undefined) {
     // Grants held for woken threads take slots from background requests; a user-facing one counts only calls running.
-    const busy = activeLeases + (req.foreground ? 0 : heldCount(s));
+    const busy = activeLeases + settling(s, now) + (req.foreground ? 0 : heldCount(s));
     if (busy >= usableConcurrency(limits, req.foreground)) return refuse('concurrency', CONCURRENCY_RETRY_MS);
   }
   if (eff.rpm !== undefined) {
@@ -777,9 +789,10 @@ export function releasedCapacity(
   if (!s) return s;
   // A hold given back before its thread claimed it (its slice ended first): gone, so no later request claims it.
   const holder = leaseId?.startsWith(HELD_PREFIX) ? leaseId.slice(HELD_PREFIX.length) : undefined;
-  if (holder !== undefined && s.held?.[holder]) return { ...s, held: without(s.held, holder) };
-  if (used === undefined && !report) return s;
-  const refilled = refill(s, limits, now);
+  if (holder !== undefined) return s.held?.[holder] ? { ...s, held: without(s.held, holder) } : s;
+  const freed = limits.concurrency === undefined ? s : { ...s, freedAt: now };
+  if (used === undefined && !report) return freed;
+  const refilled = refill(freed, limits, now);
   const corrected = used === undefined ? refilled : correctCapacity(refilled, limits, estimated, used, ticket);
   return learnFromReport(corrected, report, ticket, now);
 }

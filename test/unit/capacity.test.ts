@@ -19,6 +19,7 @@ import {
   HOLD_MS,
   limitsProblem,
   MAX_WAITERS,
+  RELEASE_SETTLE_MS,
   releasedCapacity,
   WAITER_FALLBACK_MIN_MS,
   MAX_SHARES,
@@ -419,9 +420,11 @@ describe('the wake-up list', () => {
     // A woken thread whose slice ended before its request (over budget, say) gives the hold back: nobody claims it then.
     const given = releasedCapacity(woke.state, limits, 0, undefined, T0 + 150, undefined, undefined, 'held:a')!;
     expect(given.held).toEqual({});
-    expect(releasedCapacity(woke.state, limits, 100, undefined, T0 + 150, undefined, undefined, 'other')).toBe(
-      woke.state,
-    );
+    // A call's end frees its slot RELEASE_SETTLE_MS later (the provider closing the request on its side).
+    const ended = releasedCapacity(woke.state, limits, 100, undefined, T0 + 150, undefined, undefined, 'other')!;
+    expect(ended.freedAt).toBe(T0 + 150);
+    expect(decideCapacity(ended, req(limits), 0, T0 + 150 + RELEASE_SETTLE_MS - 1).grant.granted).toBe(false);
+    expect(decideCapacity(ended, req(limits), 0, T0 + 150 + RELEASE_SETTLE_MS).grant.granted).toBe(true);
     // A 429 between the wake and the claim: the hold is given up, and the thread waits for the key again.
     const closed = backoffCapacity(woke.state!, 2000, T0 + 200);
     const refused = decideCapacity(closed, waiting(limits, 'a'), 0, T0 + 300);
