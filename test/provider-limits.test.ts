@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ModelProvider, ModelRequest, ModelStreamPart } from '../src/model/provider';
 import { modelFromSpec } from '../src/model/registry';
 import { capacityGate } from '../src/activities/capacity-gate';
+import { RELEASE_SETTLE_MS } from '../src/core/capacity';
 import { DEFAULT_COMPLETION_POLICY, runCompletion } from '../src/activities/completion';
 import { InMemoryConversationStore } from '../src/store/memory';
 import { ScriptedModel } from '../src/model/scripted';
@@ -99,7 +100,7 @@ describe('two workers on one store share one concurrency limit', () => {
     await b?.shutdown();
   });
 
-  it('never has more calls in flight than the limit; the others wait on timers, none fails', async () => {
+  it('never has more calls in flight than the limit; the others wait, none fails', async () => {
     const threads = await Promise.all(
       Array.from({ length: 12 }, async (_, i) => {
         const sys = i % 2 ? a : b;
@@ -312,6 +313,8 @@ it('ends the lease of a request whose provider throws at once, so the capacity i
     capacity: capacityGate(store, limits, broken.id, true, undefined),
   });
   expect(out.error).toBe('this provider throws before it streams');
+  // The slot is free once it has settled (RELEASE_SETTLE_MS), not when the lease would have expired (30 s).
+  await new Promise((r) => setTimeout(r, RELEASE_SETTLE_MS + 10));
   const next = { key: 'throws', limits, tokens: 1, foreground: true, leaseMs: 30_000, leaseId: 'next' };
   expect(await store.capacity.acquire(next)).toMatchObject({ granted: true });
 });
