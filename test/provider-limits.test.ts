@@ -129,6 +129,66 @@ describe('two workers on one store share one concurrency limit', () => {
   });
 });
 
+describe("background threads wait on the key's wake-up list", () => {
+  const { probe, wrap } = concurrencyProbe();
+  const limits = { key: 'woken-key', concurrency: 1, reserve: 0 };
+  let a: TestSystem;
+  let b: TestSystem;
+  beforeAll(async () => {
+    const storePath = join(inject('scratchDir'), `woken-${randomUUID()}.sqlite`);
+    const model = () => wrap(new ScriptedModel(() => ({ text: 'answered in turn', chunks: 3, delayMs: 50 })));
+    [a, b] = await Promise.all([
+      startTestSystem({ model: model(), storePath, limits }),
+      startTestSystem({ model: model(), storePath, limits }),
+    ]);
+  });
+  afterAll(async () => {
+    await a?.shutdown();
+    await b?.shutdown();
+  });
+
+  it('are signalled when a grant is held for them: no failed attempt, no poll, every fallback timer cancelled', async () => {
+    // Batch roots (priority key 3) on two workers: background slices, refused at once but for the first.
+    const threads = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => {
+        const sys = i % 2 ? a : b;
+        const thread = await sys.client.startThread({ threadId: uid('woken'), priority: { priorityKey: 3 } });
+        await thread.sendUserText(`hello ${i}`);
+        return { sys, thread };
+      }),
+    );
+    for (const { thread } of threads) {
+      const status = await thread.waitForIdle({ settled: true, timeoutMs: 120_000 });
+      expect(status.lastError).toBeUndefined();
+      expect(await replies(thread)).toEqual(['answered in turn']);
+    }
+    expect(probe.calls).toBe(8);
+    expect(probe.max).toBe(1);
+    const tallies = await Promise.all(
+      threads.map(async ({ thread }) => {
+        const events = (await thread.workflow.fetchHistory()).events ?? [];
+        const slices = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+        return {
+          slices: slices.length,
+          failed: slices.filter((e) => e.markerRecordedEventAttributes?.failure).length,
+          wakes: events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'capacity').length,
+          fired: events.filter((e) => e.eventType === EventType.EVENT_TYPE_TIMER_FIRED).length,
+        };
+      }),
+    );
+    // Seven waited: each was refused once (as the slice's result, not a failure), woken once, and ran once more.
+    expect(tallies.filter((t) => t.wakes > 0).length).toBeGreaterThanOrEqual(6);
+    for (const t of tallies) {
+      expect(t.failed).toBe(0);
+      expect(t.fired, 'no fallback timer fired: the wake came first').toBe(0);
+      expect(t.slices).toBeLessThanOrEqual(t.wakes > 0 ? 2 : 1);
+    }
+    // A thread woken from the list replays (and is recorded for the replay gate).
+    const woken = threads[tallies.findIndex((t) => t.wakes > 0)]!;
+    await checkReplay(woken.thread, 'limits-woken-from-the-wake-up-list');
+  });
+});
+
 describe('fair shares of a key', () => {
   const { model, began } = observedModel(new ScriptedModel(() => ({ text: 'done', chunks: 2, delayMs: 60 })));
   let sys: TestSystem;
