@@ -381,6 +381,9 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
     await events?.close();
     throw e;
   }
+  // A restarted worker has no timer of its own for threads left on its keys' wake-up lists: a first dispatch of each
+  // key it serves wakes them (else their fallback timers would, later).
+  for (const [key, limits] of servedLimits(options, hosted.model.id)) wakeups.waiting(key, limits);
   let running: Promise<void> | undefined;
   return {
     worker,
@@ -409,6 +412,15 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Ag
       await tracing?.flush().catch(() => undefined);
     },
   };
+}
+
+/** The limiter keys this worker's models serve under: its own `limits`, and each agent model's own. */
+function servedLimits(options: AgentWorkerOptions, modelId: string): Map<string, ProviderLimits> {
+  const out = new Map<string, ProviderLimits>();
+  if (options.limits) out.set(options.limits.key ?? modelId, options.limits);
+  for (const agent of options.agents ?? [])
+    for (const m of agent.models) if (m.limits) out.set(m.limits.key ?? m.model.id, m.limits);
+  return out;
 }
 
 /**
