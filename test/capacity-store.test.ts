@@ -148,8 +148,8 @@ for (const [name, pair] of Object.entries(pairs)) {
       // Two workers dispatch at once: the thread is woken once, ahead of the busy slot; only a call's end frees it, so
       // the dispatch names no time to come back.
       const both = await Promise.all([
-        a.capacity.dispatch(thread.key, limits),
-        b.capacity.dispatch(thread.key, limits),
+        a.capacity.dispatch!(thread.key, limits),
+        b.capacity.dispatch!(thread.key, limits),
       ]);
       expect(both.flatMap((d) => d.woken)).toEqual(['thread-1']);
       expect(both.every((d) => d.againInMs === undefined)).toBe(true);
@@ -176,7 +176,7 @@ for (const [name, pair] of Object.entries(pairs)) {
       expect((await a.capacity.acquire(thread)).granted).toBe(false);
       await a.capacity.release(running.key, running.leaseId, limits, 100);
       await settle();
-      expect((await b.capacity.dispatch(thread.key, limits)).woken).toEqual(['thread-2']);
+      expect((await b.capacity.dispatch!(thread.key, limits)).woken).toEqual(['thread-2']);
       expect((await a.capacity.acquire(ask(limits, { foreground: false }))).granted).toBe(false);
       // Its slice ended before its request (over budget, say): the grant is given back through either worker.
       await b.capacity.release(thread.key, 'held:thread-2', limits, undefined);

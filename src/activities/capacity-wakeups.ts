@@ -71,6 +71,7 @@ export function capacityWakeups(
     }
     k.running = true;
     try {
+      if (!ledger.dispatch) return;
       const { woken, againInMs, waiting } = await ledger.dispatch(key, k.limits);
       for (const id of woken) void wake(id, key).catch((e: unknown) => warn(`waking ${id} for ${key}`, e));
       if (againInMs !== undefined) schedule(key, k, againInMs);

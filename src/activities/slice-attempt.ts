@@ -216,7 +216,8 @@ async function complete(
   emit({ threadId, type: 'completion_started', sliceId, at: loaded.committedLength });
   const foreground = foregroundOf(input);
   // The thread id is its workflow id: the wake for a refused slice is a signal to it.
-  const waiting = deps.wakeups && { waiter: threadId, wakeups: deps.wakeups };
+  // A store without a wake-up list (one of the user's own, without `dispatch`) leaves refused threads to their timers.
+  const waiting = deps.wakeups && deps.store.capacity.dispatch && { waiter: threadId, wakeups: deps.wakeups };
   const share = {
     key: input.share?.key ?? record.rootThreadId,
     ...(input.share?.weight !== undefined && { weight: input.share.weight }),

@@ -124,9 +124,10 @@ export interface CapacityLedger {
    * Capacity may have freed (issue 41): holds a grant for each thread on the key's wake-up list that the key has room
    * for, in weighted fair order, and names them (workflow ids) to wake; `againInMs`: when to dispatch again while some
    * still wait for rate (none when only a lease's end can free capacity). Any worker may call it: the key's
-   * transaction gives each thread to one of them.
+   * transaction gives each thread to one of them. Optional for a store of one's own: without it, threads refused for
+   * capacity are not put on a list and come back on their timers.
    */
-  dispatch(key: string, limits: ProviderLimits): Promise<CapacityDispatch>;
+  dispatch?(key: string, limits: ProviderLimits): Promise<CapacityDispatch>;
 }
 
 /** What a dispatch woke, and when to dispatch again. */
