@@ -11,14 +11,16 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ModelProvider, ModelRequest, ModelStreamPart } from '../src/model/provider';
 import { modelFromSpec } from '../src/model/registry';
 import { capacityGate } from '../src/activities/capacity-gate';
-import { RELEASE_SETTLE_MS } from '../src/core/capacity';
+import { type ProviderLimits, RELEASE_SETTLE_MS } from '../src/core/capacity';
 import { DEFAULT_COMPLETION_POLICY, runCompletion } from '../src/activities/completion';
 import { InMemoryConversationStore } from '../src/store/memory';
 import { ScriptedModel } from '../src/model/scripted';
 import type { ThreadHandle } from '../src/client/thread-handle';
+import type { StartThreadOptions } from '../src/client/agent-client';
 import { writeFileSync } from 'node:fs';
 import { cliRunner, waitForLine } from './cli-process';
 import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from './helpers';
+import { capacityWaits } from './capacity-waits';
 import { openAiResponsesDialect } from './wire/openai-responses';
 import { startWireServer, type WireServer } from './wire/server';
 
@@ -82,29 +84,29 @@ async function waitsAndFailures(sys: TestSystem, threadId: string) {
 const replies = async (thread: ThreadHandle) =>
   (await thread.history()).flatMap((h) => (h.kind === 'assistant' ? [h.text] : []));
 
-describe('two workers on one store share one concurrency limit', () => {
+/** Two workers on one store file under `limits`, each with a slow scripted model; the calls in flight, observed. */
+function twoWorkers(limits: ProviderLimits, text: string, chunks: number) {
   const { probe, wrap } = concurrencyProbe();
-  const limits = { key: 'shared-key', concurrency: 2, reserve: 0 };
-  let a: TestSystem;
-  let b: TestSystem;
+  const workers: TestSystem[] = [];
   beforeAll(async () => {
     const storePath = join(inject('scratchDir'), `limits-${randomUUID()}.sqlite`);
-    const model = () => wrap(new ScriptedModel(() => ({ text: 'answered slowly', chunks: 4, delayMs: 60 })));
-    [a, b] = await Promise.all([
-      startTestSystem({ model: model(), storePath, limits }),
-      startTestSystem({ model: model(), storePath, limits }),
-    ]);
+    const model = () => wrap(new ScriptedModel(() => ({ text, chunks, delayMs: 55 })));
+    workers.push(
+      ...(await Promise.all([
+        startTestSystem({ model: model(), storePath, limits }),
+        startTestSystem({ model: model(), storePath, limits }),
+      ])),
+    );
   });
   afterAll(async () => {
-    await a?.shutdown();
-    await b?.shutdown();
+    for (const w of workers) await w.shutdown();
   });
-
-  it('never has more calls in flight than the limit; the others wait, none fails', async () => {
+  /** `n` threads woken at once across both workers; each answered once, none failed. */
+  const wake = async (n: number, startOptions: Omit<StartThreadOptions, 'threadId'> = {}) => {
     const threads = await Promise.all(
-      Array.from({ length: 12 }, async (_, i) => {
-        const sys = i % 2 ? a : b;
-        const thread = await sys.client.startThread({ threadId: uid('limited') });
+      Array.from({ length: n }, async (_, i) => {
+        const sys = workers[i % 2]!;
+        const thread = await sys.client.startThread({ threadId: uid('limited'), ...startOptions });
         await thread.sendUserText(`hello ${i}`);
         return { sys, thread };
       }),
@@ -113,8 +115,18 @@ describe('two workers on one store share one concurrency limit', () => {
       const status = await thread.waitForIdle({ settled: true, timeoutMs: 120_000 });
       expect(status.dropped).toEqual({});
       expect(status.lastError).toBeUndefined();
-      expect(await replies(thread)).toEqual(['answered slowly']);
+      expect(await replies(thread)).toEqual([text]);
     }
+    return threads;
+  };
+  return { probe, wake };
+}
+
+describe('two workers on one store share one concurrency limit', () => {
+  const { probe, wake } = twoWorkers({ key: 'shared-key', concurrency: 2, reserve: 0 }, 'answered slowly', 4);
+
+  it('never has more calls in flight than the limit; the others wait, none fails', async () => {
+    const threads = await wake(12);
     expect(probe.calls).toBe(12);
     expect(probe.max).toBe(2);
     const histories = await Promise.all(threads.map(({ sys, thread }) => waitsAndFailures(sys, thread.threadId)));
@@ -130,57 +142,19 @@ describe('two workers on one store share one concurrency limit', () => {
 });
 
 describe("background threads wait on the key's wake-up list", () => {
-  const { probe, wrap } = concurrencyProbe();
-  const limits = { key: 'woken-key', concurrency: 1, reserve: 0 };
-  let a: TestSystem;
-  let b: TestSystem;
-  beforeAll(async () => {
-    const storePath = join(inject('scratchDir'), `woken-${randomUUID()}.sqlite`);
-    const model = () => wrap(new ScriptedModel(() => ({ text: 'answered in turn', chunks: 3, delayMs: 50 })));
-    [a, b] = await Promise.all([
-      startTestSystem({ model: model(), storePath, limits }),
-      startTestSystem({ model: model(), storePath, limits }),
-    ]);
-  });
-  afterAll(async () => {
-    await a?.shutdown();
-    await b?.shutdown();
-  });
+  const { probe, wake } = twoWorkers({ key: 'woken-key', concurrency: 1, reserve: 0 }, 'answered in turn', 3);
 
   it('are signalled when a grant is held for them: no failed attempt, no poll, every fallback timer cancelled', async () => {
     // Batch roots (priority key 3) on two workers: background slices, refused at once but for the first.
-    const threads = await Promise.all(
-      Array.from({ length: 8 }, async (_, i) => {
-        const sys = i % 2 ? a : b;
-        const thread = await sys.client.startThread({ threadId: uid('woken'), priority: { priorityKey: 3 } });
-        await thread.sendUserText(`hello ${i}`);
-        return { sys, thread };
-      }),
-    );
-    for (const { thread } of threads) {
-      const status = await thread.waitForIdle({ settled: true, timeoutMs: 120_000 });
-      expect(status.lastError).toBeUndefined();
-      expect(await replies(thread)).toEqual(['answered in turn']);
-    }
+    const threads = await wake(8, { priority: { priorityKey: 3 } });
     expect(probe.calls).toBe(8);
     expect(probe.max).toBe(1);
-    const tallies = await Promise.all(
-      threads.map(async ({ thread }) => {
-        const events = (await thread.workflow.fetchHistory()).events ?? [];
-        const slices = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
-        return {
-          slices: slices.length,
-          failed: slices.filter((e) => e.markerRecordedEventAttributes?.failure).length,
-          wakes: events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'capacity').length,
-          fired: events.filter((e) => e.eventType === EventType.EVENT_TYPE_TIMER_FIRED).length,
-        };
-      }),
-    );
+    const tallies = await Promise.all(threads.map(({ thread }) => capacityWaits(thread)));
     // Seven waited: each was refused once (as the slice's result, not a failure), woken once, and ran once more.
     expect(tallies.filter((t) => t.wakes > 0).length).toBeGreaterThanOrEqual(6);
     for (const t of tallies) {
       expect(t.failed).toBe(0);
-      expect(t.fired, 'no fallback timer fired: the wake came first').toBe(0);
+      expect(t.timersFired, 'no fallback timer fired: the wake came first').toBe(0);
       expect(t.slices).toBeLessThanOrEqual(t.wakes > 0 ? 2 : 1);
     }
     // A thread woken from the list replays (and is recorded for the replay gate).

@@ -22,6 +22,7 @@ import type { ProviderLimits } from '../../src/core/capacity';
 import { modelFromSpec } from '../../src/model/registry';
 import type { ThreadHandle } from '../../src/client/thread-handle';
 import { startTestSystem, type TestSystem, uid } from '../helpers';
+import { capacityWaits } from '../capacity-waits';
 import {
   type LimitAlgorithm,
   maxInAnyMinute,
@@ -147,23 +148,12 @@ async function drain(r: Run) {
   const shareErrorRequests = Math.max(...byTenant.map((n, t) => Math.abs(n - expectedOf(t))));
   // What waiting cost each thread, from its history: slice attempts (local activity markers), failed ones, timers and
   // wakes. With the wake-up list a thread is refused once and woken once, its timer only a fallback.
-  const tallies = await Promise.all(
-    fleet.map(async ({ thread }) => {
-      const events = (await thread.workflow.fetchHistory()).events ?? [];
-      const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
-      return {
-        attempts: markers.length,
-        failed: markers.filter((e) => e.markerRecordedEventAttributes?.failure).length,
-        timers: events.filter((e) => e.timerStartedEventAttributes).length,
-        wakes: events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'capacity').length,
-      };
-    }),
-  );
+  const tallies = await Promise.all(fleet.map(({ thread }) => capacityWaits(thread)));
   const mean = (k: keyof (typeof tallies)[number]) =>
     Math.round((100 * tallies.reduce((n, t) => n + t[k], 0)) / tallies.length) / 100;
   return {
     name: r.c.name,
-    slicesPerThread: mean('attempts'),
+    slicesPerThread: mean('slices'),
     failedSlicesPerThread: mean('failed'),
     timersPerThread: mean('timers'),
     wakesPerThread: mean('wakes'),

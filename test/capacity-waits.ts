@@ -1,0 +1,35 @@
+/**
+ * What waiting for provider capacity cost a thread, from its Temporal history (issue 41): its slice attempts (local
+ * activity markers) and the failed ones, its timers started and fired, and the `capacity` signals that woke it.
+ */
+interface HistoryOf {
+  workflow: { fetchHistory(): Promise<{ events?: readonly HistoryEvent[] | null }> };
+}
+
+interface HistoryEvent {
+  eventType?: unknown;
+  markerRecordedEventAttributes?: { markerName?: string | null; failure?: unknown } | null;
+  timerStartedEventAttributes?: unknown;
+  timerFiredEventAttributes?: unknown;
+  workflowExecutionSignaledEventAttributes?: { signalName?: string | null } | null;
+}
+
+export interface CapacityWaits {
+  slices: number;
+  failed: number;
+  timers: number;
+  timersFired: number;
+  wakes: number;
+}
+
+export async function capacityWaits(thread: HistoryOf): Promise<CapacityWaits> {
+  const events = (await thread.workflow.fetchHistory()).events ?? [];
+  const slices = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+  return {
+    slices: slices.length,
+    failed: slices.filter((e) => e.markerRecordedEventAttributes?.failure).length,
+    timers: events.filter((e) => e.timerStartedEventAttributes).length,
+    timersFired: events.filter((e) => e.timerFiredEventAttributes).length,
+    wakes: events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'capacity').length,
+  };
+}
