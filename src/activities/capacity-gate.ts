@@ -3,9 +3,10 @@
  * limiter key from the store every worker shares; after it, the lease ends and the key's tokens are corrected by the
  * usage the provider reported. A slice whose first request finds no capacity, or whose first request the provider
  * answers "rate limited", does not wait inside its activity: it fails with the non-retryable `Throttled` failure
- * (details: a {@link ThrottledSlice}), and the thread waits on a workflow timer and runs the same slice again — no
- * activity slot held, no retry attempt spent, not a failing slice. Later requests of a slice (after an inline tool
- * answer) wait inside it instead, so the rounds already streamed are kept.
+ * (details: a {@link ThrottledSlice}; from 0.13 a local slice answers it as its result), and the thread waits — for its
+ * wake or on a workflow timer — and runs the same slice again: no activity slot held, no retry attempt spent, not a
+ * failing slice. Later requests of a slice (after an inline tool answer) wait inside it instead, so the rounds already
+ * streamed are kept.
  *
  * A thread's first request refused for capacity joins the key's wake-up list (issue 41, capacity-wakeups.ts): its
  * `Throttled` failure says `queued`, and the thread is signalled when a grant is held for it, its timer only a fallback.

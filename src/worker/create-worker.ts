@@ -107,7 +107,8 @@ export interface AgentWorkerOptions {
   /**
    * Provider limits shared by every worker on the same store (issue 27 §2; docs/budgets.md): requests and tokens per
    * minute and concurrency of this worker's model, under `key` (default: the model's id). A slice that finds no
-   * capacity waits on a workflow timer, holding nothing; a provider's 429 makes every worker on the key wait.
+   * capacity waits, holding nothing, until a worker holds a grant for it and signals it (the key's wake-up list, in
+   * weighted fair order), its workflow timer a fallback; a provider's 429 makes every worker on the key wait.
    * @default none (every slice calls its provider at once)
    * @example { key: 'anthropic:team-key', rpm: 1000, tpm: 80_000, concurrency: 20 }
    */

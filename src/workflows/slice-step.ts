@@ -157,8 +157,8 @@ function waitForAgent(ctx: SliceContext, outcome: { failed: string; details?: un
 
 /**
  * A slice that found no provider capacity (issue 27 §2): nothing was called or committed, and it is no failure. The
- * thread keeps the batch (retried under the same slice id), waits on a timer for as long as the limiter asked, and
- * runs it again.
+ * thread keeps the batch (retried under the same slice id), waits on a timer for as long as the limiter asked — or,
+ * on the key's wake-up list (0.13), for its `capacity` signal with that timer as a fallback — and runs it again.
  */
 function waitForCapacity(
   ctx: SliceContext,
