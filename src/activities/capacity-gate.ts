@@ -43,6 +43,8 @@ export interface CapacityLease {
    * headers said.
    */
   release(usage?: TokenUsage, rateLimits?: ProviderReport): Promise<void>;
+  /** The answer began (its first part): the key's minute counts the request from now if it left late. */
+  answered(): void;
   /** What the key's state was at the grant (the store's). */
   readonly ticket?: CapacityTicket;
 }
@@ -147,14 +149,20 @@ export function capacityGate(
         RENEW_MS,
       );
       renew.unref();
+      const grantedAt = performance.now();
+      let startedAfterMs: number | undefined;
       return {
         ...(ticket && { ticket }),
+        answered() {
+          startedAfterMs ??= performance.now() - grantedAt;
+        },
         async release(usage, rateLimits) {
           clearInterval(renew);
           const used = usage ? (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) : undefined;
           await store.capacity.release(key, leaseId, limits, used, {
             ...(ticket && { ticket }),
             ...(rateLimits && { report: rateLimits }),
+            ...(startedAfterMs !== undefined && { startedAfterMs: Math.round(startedAfterMs) }),
           });
           waiting?.wakeups.freed(key, limits);
         },

@@ -207,6 +207,7 @@ async function runRound(r: Round): Promise<RoundEnd> {
       for (;;) {
         const next = await watchdog.next(iterator.next(), received ? policy.chunkTimeoutMs : policy.initiateTimeoutMs);
         if (next.done) break;
+        if (!received) lease?.answered();
         received = true;
         retries = 0;
         const part = next.value;

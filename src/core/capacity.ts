@@ -110,6 +110,11 @@ export interface ReportedAllowance {
 export interface ProviderAnswer {
   ticket?: CapacityTicket;
   report?: ProviderReport;
+  /**
+   * How long after its grant the answer began (its first part): the provider had the request by then. A request that
+   * left late (its worker short of CPU, say) is counted in the key's minute from then, not from its grant.
+   */
+  startedAfterMs?: number;
 }
 
 /** What a provider's answer said about the key (its rate-limit headers; `retryAfterMs` on a 429). */
@@ -639,6 +644,8 @@ function logGrant(win: [number, number, number][], at: number, requests: number,
   if (i >= 0) {
     out[i]![1] = Math.max(0, out[i]![1] + requests);
     out[i]![2] = Math.max(0, out[i]![2] + tokens);
+    // A bin emptied by a move (a claim, a late request) is gone.
+    if (out[i]![1] === 0 && out[i]![2] === 0) out.splice(i, 1);
   } else if (requests > 0 || tokens > 0) {
     out.push([bin, requests, tokens]);
     out.sort((a, b) => a[0] - b[0]);
@@ -785,16 +792,32 @@ export function releasedCapacity(
   ticket?: CapacityTicket,
   report?: ProviderReport,
   leaseId?: string,
+  startedAfterMs?: number,
 ): CapacityState | undefined {
   if (!s) return s;
   // A hold given back before its thread claimed it (its slice ended first): gone, so no later request claims it.
   const holder = leaseId?.startsWith(HELD_PREFIX) ? leaseId.slice(HELD_PREFIX.length) : undefined;
   if (holder !== undefined) return s.held?.[holder] ? { ...s, held: without(s.held, holder) } : s;
   const freed = limits.concurrency === undefined ? s : { ...s, freedAt: now };
-  if (used === undefined && !report) return freed;
+  const late = ticket !== undefined && startedAfterMs !== undefined && startedAfterMs > BIN_MS;
+  if (used === undefined && !report && !late) return freed;
   const refilled = refill(freed, limits, now);
   const corrected = used === undefined ? refilled : correctCapacity(refilled, limits, estimated, used, ticket);
-  return learnFromReport(corrected, report, ticket, now);
+  // Counted from when the provider had it: the log moves it later (never earlier), so every later decision sees it in
+  // each minute the provider does.
+  const moved =
+    late && corrected.win
+      ? {
+          ...corrected,
+          win: logGrant(
+            logGrant(corrected.win, ticket.at, -1, -(used ?? estimated)),
+            ticket.at + startedAfterMs,
+            1,
+            used ?? estimated,
+          ),
+        }
+      : corrected;
+  return learnFromReport(moved, report, ticket, now);
 }
 
 /** A rate-limit answer: the key's state (fresh if it had none) refilled to `now`, then closed for `waitMs`. */

@@ -50,6 +50,7 @@ export class MemoryCapacity implements CapacityLedger {
       answer?.ticket,
       answer?.report,
       leaseId,
+      answer?.startedAfterMs,
     );
     if (s) this.states.set(key, s);
   }

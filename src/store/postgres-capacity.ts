@@ -91,7 +91,17 @@ export class PostgresCapacity implements CapacityLedger {
       // A hold given back has no lease: the key's state keeps it.
       const released =
         (rows[0] || leaseId.startsWith(HELD_PREFIX)) &&
-        releasedCapacity(state, limits, rows[0]?.tokens ?? 0, used, now, answer?.ticket, answer?.report, leaseId);
+        releasedCapacity(
+          state,
+          limits,
+          rows[0]?.tokens ?? 0,
+          used,
+          now,
+          answer?.ticket,
+          answer?.report,
+          leaseId,
+          answer?.startedAfterMs,
+        );
       if (released) await this.save(c, key, released);
     });
   }

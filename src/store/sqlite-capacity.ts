@@ -97,6 +97,7 @@ export class SqliteCapacity implements CapacityLedger {
             answer?.ticket,
             answer?.report,
             leaseId,
+            answer?.startedAfterMs,
           );
         if (s) this.s.save.run(key, JSON.stringify(s));
       })

@@ -91,6 +91,21 @@ describe('requests per minute', () => {
   });
 });
 
+describe('a request that left late', () => {
+  it("is counted in the key's minute from when its answer began, not from its grant", () => {
+    const limits = { rpm: 60, reserve: 0 };
+    const first = decideCapacity(undefined, req(limits), 0, T0);
+    const ticket = first.grant.granted ? first.grant.ticket : undefined;
+    // Its worker was short of CPU: the answer began 5 s after the grant.
+    const moved = releasedCapacity(first.state, limits, 100, 100, T0 + 6_000, ticket, undefined, 'l', 5_000)!;
+    expect(moved.win).toEqual([[T0 + 5_000, 1, 100]]);
+    // On time (within a bin): it stays where it was granted.
+    expect(releasedCapacity(first.state, limits, 100, 100, T0 + 600, ticket, undefined, 'l', 300)!.win).toEqual([
+      [T0, 1, 100],
+    ]);
+  });
+});
+
 describe('tokens per minute', () => {
   it('debits the estimate, and the correction after the call pays for the difference', () => {
     const limits = { tpm: 2000, reserve: 0 };
