@@ -4,9 +4,11 @@
  * who can signal the namespace, or duplicates from a tool retrying — grew one run's history toward the server's limit,
  * where Temporal terminates the run. On the suite's dev server, with runs bounded to 40 events: the flood moves the
  * thread to new runs, every dropped signal is counted once, and the thread answers its next text with its history
- * whole. Each first run replays (and is recorded for the replay gate).
+ * whole. Each first run replays (and is recorded for the replay gate). And a run with nothing arriving stays put, even
+ * with a bound below a run's first events.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentClient } from '../src/client/agent-client';
 import { ScriptedModel } from '../src/model/scripted';
 import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from './helpers';
 
@@ -72,5 +74,22 @@ describe('an idle thread flooded with signals it drops', () => {
     // The run that continued as new on the flood replays.
     const run = { threadId: thread.threadId, workflow: sys.temporal.workflow.getHandle(thread.threadId, first.runId) };
     await checkReplay(run, 'idle-flood-duplicates', undefined, first.runId);
+  });
+
+  it("does not continue as new while nothing arrives, even with a run bound below a run's start", async () => {
+    const client = new AgentClient({
+      client: sys.temporal,
+      taskQueue: sys.taskQueue,
+      store: sys.store,
+      threadOptions: { maxRunEvents: 1 },
+    });
+    const thread = await client.startThread({ threadId: uid('quiet') });
+    await thread.sendUserText('hello');
+    await thread.waitForIdle({ settled: true });
+    const before = await thread.workflow.describe();
+    await new Promise((r) => setTimeout(r, 2_000));
+    const after = await thread.workflow.describe();
+    expect(after.runId, 'no run started while idle').toBe(before.runId);
+    expect(after.historyLength).toBe(before.historyLength);
   });
 });

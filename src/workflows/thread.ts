@@ -105,7 +105,10 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
    * behind `infinity-v0.13`: a run of 0.12 replayed here waits on as it did.
    */
   let longAsked = false;
-  const longWithoutSlice = () => !longAsked && runIsLong(opts, st);
+  // The history length at the run's start and after its last slice: only events since (signals it took) count, so a
+  // run whose bound is below its start (`maxRunEvents: 1`) does not continue as new again at once, idle.
+  let quietSince = workflowInfo().historyLength;
+  const longWithoutSlice = () => !longAsked && workflowInfo().historyLength > quietSince && runIsLong(opts, st);
   const moveOnIfLong = async (): Promise<void> => {
     if (!longWithoutSlice()) return;
     longAsked = true;
@@ -184,6 +187,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       }
       const outcome = await runBatch(sctx, append, interruptedCalls, local, inputs);
       const action = settleSlice(sctx, outcome, append);
+      quietSince = workflowInfo().historyLength;
       if (action && (await carryOut(actx, action))) {
         // Open waits and acknowledged deliveries answer now: the run ends only once they have.
         loop.closed = true;
