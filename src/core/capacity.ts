@@ -782,22 +782,25 @@ export function backoffCapacity(
   };
 }
 
-/** After a call: the key's state refilled to `now`, corrected and told what the provider reported (unchanged without a state). */
+/**
+ * After a call: the key's state refilled to `now`, corrected and told what the provider reported. `lease`: the ended
+ * lease's id and token estimate (none when the store had no such lease: nothing to release, unless it names a hold
+ * given back). Undefined when there is nothing to write.
+ */
 export function releasedCapacity(
   s: CapacityState | undefined,
   limits: ProviderLimits,
-  estimated: number,
+  lease: { id: string; tokens?: number },
   used: number | undefined,
   now: number,
-  ticket?: CapacityTicket,
-  report?: ProviderReport,
-  leaseId?: string,
-  startedAfterMs?: number,
+  answer: ProviderAnswer = {},
 ): CapacityState | undefined {
-  if (!s) return s;
   // A hold given back before its thread claimed it (its slice ended first): gone, so no later request claims it.
-  const holder = leaseId?.startsWith(HELD_PREFIX) ? leaseId.slice(HELD_PREFIX.length) : undefined;
-  if (holder !== undefined) return s.held?.[holder] ? { ...s, held: without(s.held, holder) } : s;
+  const holder = lease.id.startsWith(HELD_PREFIX) ? lease.id.slice(HELD_PREFIX.length) : undefined;
+  if (holder !== undefined) return s?.held?.[holder] ? { ...s, held: without(s.held, holder) } : undefined;
+  if (!s || lease.tokens === undefined) return undefined;
+  const estimated = lease.tokens;
+  const { ticket, report, startedAfterMs } = answer;
   const freed = limits.concurrency === undefined ? s : { ...s, freedAt: now };
   const late = ticket !== undefined && startedAfterMs !== undefined && startedAfterMs > BIN_MS;
   if (used === undefined && !report && !late) return freed;

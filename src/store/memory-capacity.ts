@@ -9,7 +9,6 @@ import {
   type CapacityState,
   decideCapacity,
   dispatchCapacity,
-  HELD_PREFIX,
   type ProviderAnswer,
   type ProviderLimits,
   releasedCapacity,
@@ -38,20 +37,8 @@ export class MemoryCapacity implements CapacityLedger {
     now = Date.now(),
   ): Promise<void> {
     const lease = this.leases.get(key)?.get(leaseId);
-    // A hold given back has no lease: the key's state keeps it.
-    if (!lease && !leaseId.startsWith(HELD_PREFIX)) return;
     this.leases.get(key)?.delete(leaseId);
-    const s = releasedCapacity(
-      this.states.get(key),
-      limits,
-      lease?.tokens ?? 0,
-      used,
-      now,
-      answer?.ticket,
-      answer?.report,
-      leaseId,
-      answer?.startedAfterMs,
-    );
+    const s = releasedCapacity(this.states.get(key), limits, { id: leaseId, tokens: lease?.tokens }, used, now, answer);
     if (s) this.states.set(key, s);
   }
 

@@ -6,7 +6,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { CapacityGrant, CapacityRequest, CapacityState, ProviderAnswer, ProviderLimits } from '../core/capacity';
-import { backedOffCapacity, decideCapacity, dispatchCapacity, HELD_PREFIX, releasedCapacity } from '../core/capacity';
+import { backedOffCapacity, decideCapacity, dispatchCapacity, releasedCapacity } from '../core/capacity';
 import type { TableName } from './postgres-schema';
 import type { CapacityDispatch, CapacityLedger } from './conversation-store';
 import { inTransaction } from './postgres-tx';
@@ -88,20 +88,7 @@ export class PostgresCapacity implements CapacityLedger {
         `DELETE FROM ${this.t('capacity_leases')} WHERE key = $1 AND lease_id = $2 RETURNING tokens`,
         [key, leaseId],
       );
-      // A hold given back has no lease: the key's state keeps it.
-      const released =
-        (rows[0] || leaseId.startsWith(HELD_PREFIX)) &&
-        releasedCapacity(
-          state,
-          limits,
-          rows[0]?.tokens ?? 0,
-          used,
-          now,
-          answer?.ticket,
-          answer?.report,
-          leaseId,
-          answer?.startedAfterMs,
-        );
+      const released = releasedCapacity(state, limits, { id: leaseId, tokens: rows[0]?.tokens }, used, now, answer);
       if (released) await this.save(c, key, released);
     });
   }

@@ -5,7 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { CapacityGrant, CapacityRequest, CapacityState, ProviderAnswer, ProviderLimits } from '../core/capacity';
-import { backedOffCapacity, decideCapacity, dispatchCapacity, HELD_PREFIX, releasedCapacity } from '../core/capacity';
+import { backedOffCapacity, decideCapacity, dispatchCapacity, releasedCapacity } from '../core/capacity';
 import type { CapacityDispatch, CapacityLedger } from './conversation-store';
 
 /** Migration 7. */
@@ -85,20 +85,14 @@ export class SqliteCapacity implements CapacityLedger {
     this.db
       .transaction(() => {
         const lease = this.s.end.get(key, leaseId);
-        // A hold given back has no lease: the key's state keeps it.
-        const s =
-          (lease || leaseId.startsWith(HELD_PREFIX)) &&
-          releasedCapacity(
-            this.read(key),
-            limits,
-            lease?.tokens ?? 0,
-            used,
-            Date.now(),
-            answer?.ticket,
-            answer?.report,
-            leaseId,
-            answer?.startedAfterMs,
-          );
+        const s = releasedCapacity(
+          this.read(key),
+          limits,
+          { id: leaseId, tokens: lease?.tokens },
+          used,
+          Date.now(),
+          answer,
+        );
         if (s) this.s.save.run(key, JSON.stringify(s));
       })
       .immediate();

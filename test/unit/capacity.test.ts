@@ -97,12 +97,16 @@ describe('a request that left late', () => {
     const first = decideCapacity(undefined, req(limits), 0, T0);
     const ticket = first.grant.granted ? first.grant.ticket : undefined;
     // Its worker was short of CPU: the answer began 5 s after the grant.
-    const moved = releasedCapacity(first.state, limits, 100, 100, T0 + 6_000, ticket, undefined, 'l', 5_000)!;
+    const moved = releasedCapacity(first.state, limits, { id: 'l', tokens: 100 }, 100, T0 + 6_000, {
+      ticket,
+      startedAfterMs: 5_000,
+    })!;
     expect(moved.win).toEqual([[T0 + 5_000, 1, 100]]);
     // On time (within a bin): it stays where it was granted.
-    expect(releasedCapacity(first.state, limits, 100, 100, T0 + 600, ticket, undefined, 'l', 300)!.win).toEqual([
-      [T0, 1, 100],
-    ]);
+    expect(
+      releasedCapacity(first.state, limits, { id: 'l', tokens: 100 }, 100, T0 + 600, { ticket, startedAfterMs: 300 })!
+        .win,
+    ).toEqual([[T0, 1, 100]]);
   });
 });
 
@@ -433,10 +437,10 @@ describe('the wake-up list', () => {
     const late = decideCapacity(woke.state, waiting(limits, 'a'), 0, T0 + 100 + HOLD_MS);
     expect(late.state.held).toEqual({});
     // A woken thread whose slice ended before its request (over budget, say) gives the hold back: nobody claims it then.
-    const given = releasedCapacity(woke.state, limits, 0, undefined, T0 + 150, undefined, undefined, 'held:a')!;
+    const given = releasedCapacity(woke.state, limits, { id: 'held:a' }, undefined, T0 + 150)!;
     expect(given.held).toEqual({});
     // A call's end frees its slot RELEASE_SETTLE_MS later (the provider closing the request on its side).
-    const ended = releasedCapacity(woke.state, limits, 100, undefined, T0 + 150, undefined, undefined, 'other')!;
+    const ended = releasedCapacity(woke.state, limits, { id: 'other', tokens: 100 }, undefined, T0 + 150)!;
     expect(ended.freedAt).toBe(T0 + 150);
     expect(decideCapacity(ended, req(limits), 0, T0 + 150 + RELEASE_SETTLE_MS - 1).grant.granted).toBe(false);
     expect(decideCapacity(ended, req(limits), 0, T0 + 150 + RELEASE_SETTLE_MS).grant.granted).toBe(true);
