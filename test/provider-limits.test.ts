@@ -17,6 +17,7 @@ import { InMemoryConversationStore } from '../src/store/memory';
 import { ScriptedModel } from '../src/model/scripted';
 import type { ThreadHandle } from '../src/client/thread-handle';
 import type { StartThreadOptions } from '../src/client/agent-client';
+import type { ThreadOptions } from '../src/workflows/contract';
 import { writeFileSync } from 'node:fs';
 import { cliRunner, waitForLine } from './cli-process';
 import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from './helpers';
@@ -85,7 +86,7 @@ const replies = async (thread: ThreadHandle) =>
   (await thread.history()).flatMap((h) => (h.kind === 'assistant' ? [h.text] : []));
 
 /** Two workers on one store file under `limits`, each with a slow scripted model; the calls in flight, observed. */
-function twoWorkers(limits: ProviderLimits, text: string, chunks: number) {
+function twoWorkers(limits: ProviderLimits, text: string, chunks: number, threadOptions?: ThreadOptions) {
   const { probe, wrap } = concurrencyProbe();
   const workers: TestSystem[] = [];
   beforeAll(async () => {
@@ -93,8 +94,8 @@ function twoWorkers(limits: ProviderLimits, text: string, chunks: number) {
     const model = () => wrap(new ScriptedModel(() => ({ text, chunks, delayMs: 55 })));
     workers.push(
       ...(await Promise.all([
-        startTestSystem({ model: model(), storePath, limits }),
-        startTestSystem({ model: model(), storePath, limits }),
+        startTestSystem({ model: model(), storePath, limits, ...(threadOptions && { threadOptions }) }),
+        startTestSystem({ model: model(), storePath, limits, ...(threadOptions && { threadOptions }) }),
       ])),
     );
   });
@@ -160,6 +161,24 @@ describe("background threads wait on the key's wake-up list", () => {
     // A thread woken from the list replays (and is recorded for the replay gate).
     const woken = threads[tallies.findIndex((t) => t.wakes > 0)]!;
     await checkReplay(woken.thread, 'limits-woken-from-the-wake-up-list');
+  });
+});
+
+describe('without local slices', () => {
+  const { probe, wake } = twoWorkers({ key: 'remote-key', concurrency: 1, reserve: 0 }, 'answered remotely', 3, {
+    localSliceBudgetMs: 0,
+  });
+
+  it('a refused slice of the regular activity is its result too: no failed activity in history', async () => {
+    const threads = await wake(6);
+    expect(probe.max).toBe(1);
+    const histories = await Promise.all(threads.map(({ sys, thread }) => waitsAndFailures(sys, thread.threadId)));
+    expect(
+      histories.reduce((n, h) => n + h.timers, 0),
+      'some threads waited for capacity',
+    ).toBeGreaterThan(0);
+    expect(histories.map((h) => h.failedActivities)).toEqual(histories.map(() => 0));
+    await checkReplay(threads[histories.findIndex((h) => h.timers > 0)]!.thread, 'limits-refused-remote-slice');
   });
 });
 

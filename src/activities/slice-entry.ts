@@ -11,6 +11,7 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import {
   type LocalSliceOutcome,
+  type RemoteSliceOutcome,
   type SliceInput,
   type SliceRefusal,
   type SliceResult,
@@ -63,7 +64,18 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
     }
   };
 
-  async function runSlice(input: SliceInput): Promise<SliceResult> {
+  /** A refusal as the result when the workflow asks for it (0.13), else the failure as before. */
+  const asOutcome = async (input: SliceInput, body: () => Promise<SliceResult>): Promise<RemoteSliceOutcome> => {
+    try {
+      return await body();
+    } catch (e) {
+      const refusal = input.refusals === 'outcome' ? refusalOf(e) : undefined;
+      if (refusal) return { refused: refusal };
+      throw e;
+    }
+  };
+
+  async function runSlice(input: SliceInput): Promise<RemoteSliceOutcome> {
     // Each entry point, before anything runs or is told to listeners: a slice acts only on its own workflow's thread.
     assertOwnThread(input.threadId);
     const ctx = Context.current();
@@ -72,7 +84,7 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
       signal: ctx.cancellationSignal,
       interruptRequested: () => ctx.cancellationDetails?.cancelRequested === true,
     };
-    return await reported(input, () => heartbeating(run(input, control)));
+    return await asOutcome(input, () => reported(input, () => heartbeating(run(input, control))));
   }
 
   async function runSliceLocal(input: SliceInput, budgetMs: number): Promise<LocalSliceOutcome> {
@@ -112,7 +124,7 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
     }
   }
 
-  async function adoptSlice(input: SliceInput, options: { interrupt?: boolean } = {}): Promise<SliceResult> {
+  async function adoptSlice(input: SliceInput, options: { interrupt?: boolean } = {}): Promise<RemoteSliceOutcome> {
     assertOwnThread(input.threadId);
     const ctx = Context.current();
     const key = SliceJobs.key(input.threadId, input.sliceId);
@@ -129,7 +141,7 @@ export function sliceEntryPoints(run: RunSlice, emit: (e: ThreadEvent) => void, 
     else ctx.cancellationSignal.addEventListener('abort', stop, { once: true });
     // A user text had already arrived when the workflow saw the hand-off: interrupt at once.
     if (options.interrupt) job.abort('interrupt', 'a user text arrived while the slice streamed');
-    return await reported(input, () => heartbeating(job.promise));
+    return await asOutcome(input, () => reported(input, () => heartbeating(job.promise)));
   }
 
   return { runSlice, runSliceLocal, adoptSlice };

@@ -28,9 +28,9 @@ export interface SliceInput {
   /** Began as a local activity (release 0.3): its input is not in Temporal's history, so a retry checks it (decision 50). */
   local?: true;
   /**
-   * The workflow takes a refusal before the model call (budget, capacity, agent) as the local activity's outcome
+   * The workflow takes a refusal before the model call (budget, capacity, agent) as the slice activity's result
    * rather than its failure (0.13, issue 41): a thread that waits for capacity records no failed attempt. Set by the
-   * workflow of 0.13 on; an older workflow, which cannot read the outcome, gets the failure.
+   * workflow of 0.13 on; an older workflow, which cannot read the result, gets the failure.
    */
   refusals?: 'outcome';
   /**
@@ -72,6 +72,12 @@ export type SlicePeek = { committed: false } | { committed: true; inputs?: Slice
  * `refusals: 'outcome'`) that it was refused before its model call, as the failure of that type would have said.
  */
 export type LocalSliceOutcome = { done: SliceResult } | { handoff: { taskQueue: string } } | { refused: SliceRefusal };
+
+/**
+ * What the regular slice activities answer (`runSlice`, `adoptSlice`): the slice's result, or (0.13, when the input
+ * says `refusals: 'outcome'`) its refusal before the model call.
+ */
+export type RemoteSliceOutcome = SliceResult | { refused: SliceRefusal };
 
 /** A slice refused before its model call (a {@link SLICE_REFUSED} type), answered as a value (0.13, issue 41). */
 export interface SliceRefusal {

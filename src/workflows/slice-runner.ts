@@ -17,7 +17,14 @@ import {
   proxyActivities,
   proxyLocalActivities,
 } from '@temporalio/workflow';
-import type { LocalSliceOutcome, SliceInput, SlicePeek, SliceRefusal, SliceResult } from '../core/slice-protocol';
+import type {
+  LocalSliceOutcome,
+  RemoteSliceOutcome,
+  SliceInput,
+  SlicePeek,
+  SliceRefusal,
+  SliceResult,
+} from '../core/slice-protocol';
 import { decideRules } from './base-release';
 import type { ThreadOptions } from './contract';
 
@@ -30,8 +37,8 @@ export type SliceOutcome =
 
 /** The activities as the workflow sees them (implemented in `src/activities/slice-entry.ts`). */
 interface SliceActivities {
-  runSlice(input: SliceInput): Promise<SliceResult>;
-  adoptSlice(input: SliceInput, options: { interrupt?: boolean }): Promise<SliceResult>;
+  runSlice(input: SliceInput): Promise<RemoteSliceOutcome>;
+  adoptSlice(input: SliceInput, options: { interrupt?: boolean }): Promise<RemoteSliceOutcome>;
 }
 interface LocalSliceActivities {
   runSliceLocal(input: SliceInput, budgetMs: number): Promise<LocalSliceOutcome>;
@@ -90,7 +97,7 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): Slice
   });
 
   /** Runs an activity that a user text arriving after `before` cancels (its slice commits what it streamed). */
-  const interruptible = async (start: () => Promise<SliceResult>, before: number): Promise<SliceOutcome> => {
+  const interruptible = async (start: () => Promise<RemoteSliceOutcome>, before: number): Promise<SliceOutcome> => {
     const scope = new CancellationScope();
     let done = false;
     const promise = scope.run(start);
@@ -106,14 +113,20 @@ export function sliceRunner(opts: ThreadOptions, hooks: SliceRunnerHooks): Slice
       scope.cancel();
     }
     try {
-      return { ok: await promise };
+      const result = await promise;
+      // A refusal answered as the result (0.13): read as its failure would be.
+      return 'refused' in result ? refusedOutcome(result.refused) : { ok: result };
     } catch (e) {
       return failure(e, nonRetryable);
     }
   };
 
+  // 0.13: a refusal comes back as the result (activity input only, no command: no patch).
   const remoteSlice = (input: SliceInput, summary: string) =>
-    interruptible(() => runSlice.executeWithOptions({ summary }, [input]), hooks.userTexts());
+    interruptible(
+      () => runSlice.executeWithOptions({ summary }, [{ ...input, refusals: 'outcome' }]),
+      hooks.userTexts(),
+    );
 
   const maxAttempts = remote.retry?.maximumAttempts ?? 10;
   /**
