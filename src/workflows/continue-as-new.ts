@@ -25,18 +25,6 @@ export function continueAsNewDue(opts: ThreadOptions, st: ThreadState): boolean 
   );
 }
 
-/**
- * {@link continueAsNewDue}'s test without its patch question: for the idle wait's condition, which runs at every
- * activation and must ask no patch (0.13, issue 41 note: a run long only on inputs that made no slice).
- */
-export function runIsLong(opts: ThreadOptions, st: ThreadState): boolean {
-  const info = workflowInfo();
-  return (
-    (info.continueAsNewSuggested || info.historyLength >= (opts.maxRunEvents ?? 2000)) &&
-    serializedChars([st.inbox, st.prep.deferred, st.carry, st.prefix]) <= CARRY_MAX_CHARS
-  );
-}
-
 /** The next run's arguments: this run's, without the seed and first input (used up), with the state it carries. */
 export function nextRunArgs(args: ThreadWorkflowArgs, st: ThreadState): ThreadWorkflowArgs {
   return {

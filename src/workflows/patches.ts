@@ -105,8 +105,8 @@ export const v012 = (): boolean => patched(V012);
  * dropped as malformed, moves the thread to another agent (its `AgentName` search attribute and memo follow); a slice
  * refused because no worker defines the thread's agent makes the thread wait and check again on a timer instead of
  * failing for good (issue 40); a slice refused for capacity with its thread on the key's wake-up list waits for the
- * `capacity` signal, its timer cancelled when it comes (issue 41); an idle run made long by signals it dropped
- * continues as new. A thread that never meets any of them records no marker.
+ * `capacity` signal, its timer cancelled when it comes (issue 41). A thread that never meets any of them records no
+ * marker.
  */
 export const V013 = 'infinity-v0.13';
 

@@ -22,7 +22,7 @@ import type { SliceInputs } from '../core/slice-protocol';
 import type { StoredItem } from '../core/types';
 import { installDeliverUpdate } from './acknowledged';
 import { installBudgetSignal } from './budget';
-import { continueAsNewDue, nextRunWithin, rememberedInputIds, runIsLong } from './continue-as-new';
+import { continueAsNewDue, nextRunWithin, rememberedInputIds } from './continue-as-new';
 import { handleControlInputs } from './control-inputs';
 import { installInbox } from './inbox';
 import { installStatusHandlers, loopState } from './loop-state';
@@ -98,23 +98,6 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
     }
   };
 
-  /**
-   * 0.13: a run that grew long on inputs that made no slice — signals dropped as malformed or duplicate, results of a
-   * call no longer pending — continues as new all the same, where before only a slice's end checked: a flood of such
-   * signals grew an idle thread's history toward the server's limit, which terminates the run. Asked once per run,
-   * behind `infinity-v0.13`: a run of 0.12 replayed here waits on as it did.
-   */
-  let longAsked = false;
-  // The history length at the run's start and after its last slice: only events since (signals it took) count, so a
-  // run whose bound is below its start (`maxRunEvents: 1`) does not continue as new again at once, idle.
-  let quietSince = workflowInfo().historyLength;
-  const longWithoutSlice = () => !longAsked && workflowInfo().historyLength > quietSince && runIsLong(opts, st);
-  const moveOnIfLong = async (): Promise<void> => {
-    if (!longWithoutSlice()) return;
-    longAsked = true;
-    if (v013()) await moveOn();
-  };
-
   for (const t of st.timers) startTimer(actx, t);
   publish();
   // Before the loop first waits: in the first task, as a signal sent with the start is. No command of its own. A run
@@ -135,12 +118,7 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
         st.agentMissing = undefined;
       }
       // A run asked to migrate (0.12) waits for nothing else: it continues as new between slices, with its queue.
-      await condition(() => loop.hasWork() || loop.migrating || longWithoutSlice());
-      if (!loop.hasWork() && !loop.migrating) {
-        // Long while idle (0.13): it continues as new; an older run, or a state too large to carry, waits on.
-        await moveOnIfLong();
-        await condition(() => loop.hasWork() || loop.migrating);
-      }
+      await condition(() => loop.hasWork() || loop.migrating);
       if (loop.migrating && !loop.hasWork()) {
         await moveOn();
         continue;
@@ -178,8 +156,6 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
         for (const req of prep.eventChildren) await spawnEventChild(actx, req, safePoint);
         if (!prep.ready) {
           publish();
-          // Everything taken was dropped (a flood of duplicates, say): no slice's end will check the run's length.
-          await moveOnIfLong();
           continue;
         }
         append = sliceAppend(opts, st, prep);
@@ -187,7 +163,6 @@ export async function agentThread(given?: ThreadWorkflowArgs): Promise<void> {
       }
       const outcome = await runBatch(sctx, append, interruptedCalls, local, inputs);
       const action = settleSlice(sctx, outcome, append);
-      quietSince = workflowInfo().historyLength;
       if (action && (await carryOut(actx, action))) {
         // Open waits and acknowledged deliveries answer now: the run ends only once they have.
         loop.closed = true;

@@ -26,7 +26,6 @@ const VALUES = {
     'migrated with a call pending',
     'child of another agent, moved',
     'agent missing, moved',
-    'dropped flood',
   ],
   signalNames: ['input', 'by-kind'],
   store: ['memory', 'sqlite', 'postgres'],
@@ -77,7 +76,6 @@ export function allowed(c: Partial<MatrixCell>): boolean {
     (c.scenario === 'staged report' ||
       c.scenario?.startsWith('continue') ||
       c.scenario?.startsWith('flood') ||
-      c.scenario === 'dropped flood' ||
       c.scenario?.startsWith('worker'))
   )
     return false;

@@ -596,49 +596,6 @@ export async function missingAgentScenario(sys: GuaranteeSystem, cell: MatrixCel
   await expectPath(thread, cell.slicePath);
 }
 
-/**
- * An idle thread fed inputs it drops (0.13): the same text sent again and again by a tool or gateway that retries, each
- * a duplicate once the first is committed. Its runs stay bounded — it continues as new on them, where before only a
- * slice's end checked and the idle run's history grew toward the server's limit — each drop is counted once, and the
- * next text the cell delivers is answered with the history whole. The duplicates go by signal (an acknowledged
- * delivery of one is answered as a drop, which is no delivery to assert).
- */
-export async function droppedFloodScenario(sys: GuaranteeSystem, cell: MatrixCell) {
-  const threadId = uid('dropped');
-  if (cell.slicePath === 'retry') sys.failOnce.add(threadId);
-  const client = sys.client(cell.slicePath, { maxRunEvents: 40 });
-  const thread = await client.startThread({ threadId, ...agentOf(cell) });
-  const once = userText(threadId, 'once', `once-${threadId}`);
-  await sys.throttle();
-  await sys.deliver(cell.delivery, once);
-  await eventually(async () => (await thread.history()).at(-1)?.kind === 'assistant', 60_000, 'the first answer');
-  await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
-  const firstRun = (await thread.workflow.describe()).runId;
-  const copies = 20;
-  for (let i = 0; i < copies; i++) expect((await client.deliver(once)).delivered).toBe(true);
-  const moved = await eventually(
-    async () => {
-      const st = await thread.status();
-      return (st.dropped.duplicate ?? 0) === copies && st.runs > 1 ? st : undefined;
-    },
-    60_000,
-    'every copy dropped once, and the run continued as new',
-  );
-  expect(moved.dropped, 'only the copies dropped').toEqual({ duplicate: copies });
-  await sys.deliver(cell.delivery, userText(threadId, 'after'));
-  await eventually(async () => (await thread.history()).length >= 4, 60_000, 'the next answer');
-  await thread.waitForIdle({ settled: true, timeoutMs: 60_000 });
-  const history = await thread.history();
-  expect(history.map((h) => (h.kind === 'user' ? `user: ${h.text}` : h.kind))).toEqual([
-    'user: once',
-    'assistant',
-    'user: after',
-    'assistant',
-  ]);
-  const first = { threadId, workflow: client.temporal.workflow.getHandle(threadId, firstRun) };
-  await checkReplay(first, `${threadId}-first-run`, sys.address, firstRun);
-}
-
 export const SCENARIOS: Partial<
   Record<MatrixCell['scenario'], (sys: GuaranteeSystem, cell: MatrixCell) => Promise<void>>
 > = {
@@ -660,5 +617,4 @@ export const SCENARIOS: Partial<
   'migrated with a call pending': migratedScenario,
   'child of another agent, moved': childOfAnotherAgentScenario,
   'agent missing, moved': missingAgentScenario,
-  'dropped flood': droppedFloodScenario,
 };
