@@ -1,7 +1,7 @@
 /**
  * What waiting for provider capacity cost a thread, from its Temporal history (issue 41): its slice attempts (local
- * activity markers) and the failed ones, its timers started and fired, and the `capacity` signals that woke it (and
- * when the last came).
+ * activity markers) and the failed ones, failed regular activities, its timers started and fired, and the `capacity`
+ * signals that woke it (and when the last came).
  */
 interface HistoryOf {
   workflow: { fetchHistory(): Promise<{ events?: readonly HistoryEvent[] | null }> };
@@ -13,12 +13,16 @@ interface HistoryEvent {
   markerRecordedEventAttributes?: { markerName?: string | null; failure?: unknown } | null;
   timerStartedEventAttributes?: unknown;
   timerFiredEventAttributes?: unknown;
+  activityTaskFailedEventAttributes?: unknown;
   workflowExecutionSignaledEventAttributes?: { signalName?: string | null } | null;
 }
 
 export interface CapacityWaits {
   slices: number;
+  /** Local slice attempts that failed. */
   failed: number;
+  /** Regular slice activities that failed (an attempt each). */
+  failedActivities: number;
   timers: number;
   timersFired: number;
   wakes: number;
@@ -34,6 +38,7 @@ export async function capacityWaits(thread: HistoryOf): Promise<CapacityWaits> {
   return {
     slices: slices.length,
     failed: slices.filter((e) => e.markerRecordedEventAttributes?.failure).length,
+    failedActivities: events.filter((e) => e.activityTaskFailedEventAttributes).length,
     timers: events.filter((e) => e.timerStartedEventAttributes).length,
     timersFired: events.filter((e) => e.timerFiredEventAttributes).length,
     wakes: wakes.length,

@@ -6,7 +6,6 @@
  */
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ModelProvider, ModelRequest, ModelStreamPart } from '../src/model/provider';
 import { modelFromSpec } from '../src/model/registry';
@@ -24,8 +23,6 @@ import { checkReplay, eventually, startTestSystem, type TestSystem, uid } from '
 import { capacityWaits } from './capacity-waits';
 import { openAiResponsesDialect } from './wire/openai-responses';
 import { startWireServer, type WireServer } from './wire/server';
-
-const { EventType } = temporal.api.enums.v1;
 
 /** Counts the calls in flight across every model made from it (one process, two workers). */
 function concurrencyProbe() {
@@ -72,14 +69,18 @@ function observedModel(inner: ModelProvider) {
   return { model, began };
 }
 
-/** The thread's timers (waits for capacity) and failed slice attempts, from its Temporal history. */
-async function waitsAndFailures(sys: TestSystem, threadId: string) {
-  const { events } = await sys.temporal.workflow.getHandle(threadId).fetchHistory();
-  const types = (events ?? []).map((e) => e.eventType);
-  return {
-    timers: types.filter((t) => t === EventType.EVENT_TYPE_TIMER_STARTED).length,
-    failedActivities: types.filter((t) => t === EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED).length,
-  };
+/**
+ * Some of `threads` waited for capacity (a timer), none failed a slice activity, and one that waited replays (recorded
+ * for the replay gate as `name`).
+ */
+async function expectWaitedWithoutFailures(threads: { thread: ThreadHandle }[], name: string) {
+  const histories = await Promise.all(threads.map(({ thread }) => capacityWaits(thread)));
+  expect(
+    histories.reduce((n, h) => n + h.timers, 0),
+    'some threads waited for capacity',
+  ).toBeGreaterThan(0);
+  expect(histories.map((h) => h.failedActivities + h.failed)).toEqual(histories.map(() => 0));
+  await checkReplay(threads[histories.findIndex((h) => h.timers > 0)]!.thread, name);
 }
 
 const replies = async (thread: ThreadHandle) =>
@@ -130,15 +131,8 @@ describe('two workers on one store share one concurrency limit', () => {
     const threads = await wake(12);
     expect(probe.calls).toBe(12);
     expect(probe.max).toBe(2);
-    const histories = await Promise.all(threads.map(({ sys, thread }) => waitsAndFailures(sys, thread.threadId)));
-    expect(
-      histories.reduce((n, h) => n + h.timers, 0),
-      'some threads waited for capacity',
-    ).toBeGreaterThan(0);
-    expect(histories.every((h) => h.failedActivities === 0)).toBe(true);
     // A thread that waited for capacity on a timer replays (and is recorded for the replay gate).
-    const waited = threads[histories.findIndex((h) => h.timers > 0)]!;
-    await checkReplay(waited.thread, 'limits-waited-for-capacity');
+    await expectWaitedWithoutFailures(threads, 'limits-waited-for-capacity');
   });
 });
 
@@ -172,13 +166,7 @@ describe('without local slices', () => {
   it('a refused slice of the regular activity is its result too: no failed activity in history', async () => {
     const threads = await wake(6);
     expect(probe.max).toBe(1);
-    const histories = await Promise.all(threads.map(({ sys, thread }) => waitsAndFailures(sys, thread.threadId)));
-    expect(
-      histories.reduce((n, h) => n + h.timers, 0),
-      'some threads waited for capacity',
-    ).toBeGreaterThan(0);
-    expect(histories.map((h) => h.failedActivities)).toEqual(histories.map(() => 0));
-    await checkReplay(threads[histories.findIndex((h) => h.timers > 0)]!.thread, 'limits-refused-remote-slice');
+    await expectWaitedWithoutFailures(threads, 'limits-refused-remote-slice');
   });
 });
 
@@ -292,8 +280,8 @@ describe("a provider's 429 backs every thread on the key off", () => {
     expect(after).toHaveLength(2);
     // Nobody called the provider during the two seconds it asked for.
     for (const r of after) expect(r.at - limited!.at).toBeGreaterThanOrEqual(1_900);
-    expect((await waitsAndFailures(sys, first.threadId)).timers).toBeGreaterThanOrEqual(1);
-    expect((await waitsAndFailures(sys, second.threadId)).timers).toBeGreaterThanOrEqual(1);
+    expect((await capacityWaits(first)).timers).toBeGreaterThanOrEqual(1);
+    expect((await capacityWaits(second)).timers).toBeGreaterThanOrEqual(1);
     await checkReplay(first, 'limits-rate-limited-wait');
   });
 });

@@ -266,6 +266,11 @@ export const CLAIM_POLL_MS = 100;
 export const HOLD_MS = 20_000;
 /** The wake-up list holds at most this many threads; past it, refused threads come back on their timers. */
 export const MAX_WAITERS = 2_000;
+/**
+ * The ids on the list hold at most this many characters in all (thread ids may be up to 1,000): the key's row, read
+ * and written by every decision on it, stays under ~300 KiB.
+ */
+export const MAX_WAITER_ID_CHARS = 200_000;
 /** A queued thread's fallback timer: twice its estimated wait, within these bounds (the wake normally comes first). */
 export const WAITER_FALLBACK_MIN_MS = 30_000;
 export const WAITER_FALLBACK_MAX_MS = 5 * 60_000;
@@ -356,8 +361,9 @@ function reserveOf(keep: number, perMinute: number, unit: number): number {
  * logged and debited when granted, and the request's tenant marked as waiting when refused). A request larger than
  * the bucket goes once the bucket is full, and one larger than the minute's tokens once the log holds none, else it
  * could never go. Capacity that is free goes to the tenant furthest behind its weighted share among those waiting
- * (user-facing slices excepted: they go first). A thread that capacity is held for claims it (`endLease`: the hold's
- * lease, which the store ends); a background thread refused with a `waiter` joins the wake-up list (`queued`).
+ * (user-facing slices excepted: they go first). A thread that a grant is held for claims it (or, woken ahead of a
+ * concurrency slot, is told to ask again: `holding`); a background thread refused with a `waiter` joins the wake-up
+ * list (`fallbackMs`).
  */
 export function decideCapacity(
   state: CapacityState | undefined,
@@ -526,7 +532,8 @@ function enqueue(
 ): { state: CapacityState; fallbackMs: number } | undefined {
   const list = s.waiters ?? [];
   const i = list.findIndex((w) => w.id === req.waiter);
-  if (i < 0 && list.length >= MAX_WAITERS) return undefined;
+  if (i < 0 && (list.length >= MAX_WAITERS || idChars(list) + req.waiter!.length > MAX_WAITER_ID_CHARS))
+    return undefined;
   const ahead = i < 0 ? list.length : i;
   const estimate = Math.max(retryAfterMs, (ahead + 1) * perRequestMs(rpm, req.limits));
   const fallbackMs = Math.round(Math.min(WAITER_FALLBACK_MAX_MS, Math.max(WAITER_FALLBACK_MIN_MS, 2 * estimate)));
@@ -543,6 +550,8 @@ function enqueue(
   const shares = { ...s.shares, [tenant]: { ...mine, until: Math.max(mine.until, now) } };
   return { state: { ...s, waiters, shares }, fallbackMs };
 }
+
+const idChars = (list: readonly CapacityWaiter[]) => list.reduce((n, w) => n + w.id.length, 0);
 
 /**
  * Capacity freed, or may have (a call ended, time passed): holds grants for the threads on the wake-up list, in

@@ -18,6 +18,7 @@ import {
   CLAIM_POLL_MS,
   HOLD_MS,
   limitsProblem,
+  MAX_WAITER_ID_CHARS,
   MAX_WAITERS,
   RELEASE_SETTLE_MS,
   releasedCapacity,
@@ -459,6 +460,19 @@ describe('the wake-up list', () => {
     const over = decideCapacity(state, waiting(limits, 'one-more'), 1, T0);
     expect(over.grant).toEqual({ granted: false, reason: 'concurrency', retryAfterMs: 500 });
     expect(over.state.waiters).toHaveLength(MAX_WAITERS);
+  });
+
+  it('holds at most MAX_WAITER_ID_CHARS of ids: long thread ids do not swell the key row every decision rewrites', () => {
+    const limits = { concurrency: 1, reserve: 0 };
+    let state: CapacityState | undefined;
+    const long = (i: number) => `${i}-`.padEnd(1_000, 'x');
+    const fit = MAX_WAITER_ID_CHARS / 1_000;
+    for (let i = 0; i < fit; i++) state = decideCapacity(state, waiting(limits, long(i)), 1, T0).state;
+    expect(state!.waiters).toHaveLength(fit);
+    const over = decideCapacity(state, waiting(limits, long(fit)), 1, T0);
+    expect(over.grant.granted ? undefined : over.grant.fallbackMs).toBeUndefined();
+    expect(over.state.waiters).toHaveLength(fit);
+    expect(JSON.stringify(over.state).length).toBeLessThan(300 * 1024);
   });
 
   it('does not queue user-facing requests: they go first, with the reserve', () => {
